@@ -1,0 +1,2 @@
+//! 9P2000.L codec (being written).
+#![no_std]
