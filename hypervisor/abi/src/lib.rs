@@ -1,0 +1,112 @@
+//! The contract between the VMM (`hypervisor/`) and the library OS (`libos/`).
+//!
+//! Both sides compile this one file, so the guest memory layout and the
+//! hypercall numbers cannot drift apart. Hypercalls are `out` instructions to
+//! the ports below: one VM exit each, used only off hot paths (console lines,
+//! exit, panic, boot timestamps).
+#![no_std]
+#![forbid(unsafe_code)]
+
+/// Guest-physical layout at boot. Everything below [`KERNEL_START`] belongs to
+/// the boot protocol; the kernel may reuse it once it has read the boot info.
+pub mod layout {
+    /// The boot GDT (null, code64, data).
+    pub const BOOT_GDT: u64 = 0x1000;
+    /// hermit-entry's `RawBootInfo`.
+    pub const BOOT_INFO: u64 = 0x2000;
+    /// The flattened device tree: memory map, command line, arguments.
+    pub const FDT: u64 = 0x4000;
+    /// Largest FDT the VMM writes.
+    pub const FDT_MAX: u64 = 0xc000;
+    /// Boot page tables: PML4, one PDPT, four PDs identity-mapping 4 GiB with 2 MiB pages.
+    pub const BOOT_PML4: u64 = 0x10000;
+    /// Top of the boot stack (grows down towards [`BOOT_STACK_BOTTOM`]).
+    pub const BOOT_STACK_TOP: u64 = 0x200000;
+    /// Bottom of the boot stack.
+    pub const BOOT_STACK_BOTTOM: u64 = 0x100000;
+    /// Where a relocatable kernel image is loaded (2 MiB aligned).
+    pub const KERNEL_START: u64 = 0x200000;
+    /// Guest RAM never covers the 32-bit MMIO hole `[MMIO_HOLE_START, 4 GiB)`;
+    /// RAM beyond it continues at 4 GiB.
+    pub const MMIO_HOLE_START: u64 = 0xc000_0000;
+    /// First guest-physical address after the hole.
+    pub const HIGH_RAM_START: u64 = 0x1_0000_0000;
+}
+
+/// Hypercall I/O ports.
+pub mod port {
+    /// `out` a 32-bit exit status: the partition ends with it.
+    pub const EXIT: u16 = 0xf4;
+    /// `out` the 32-bit guest-physical address of a [`super::ConsoleWrite`].
+    pub const CONSOLE: u16 = 0x600;
+    /// `out` the 32-bit guest-physical address of a [`super::ConsoleWrite`]
+    /// holding the panic message; the partition ends as crashed.
+    pub const PANIC: u16 = 0x601;
+    /// `out` a [`super::Mark`] number: the VMM timestamps boot phases.
+    pub const MARK: u16 = 0x602;
+    /// The legacy 16550 UART (COM1), for anything that expects one.
+    pub const COM1: u16 = 0x3f8;
+}
+
+/// A buffer handed to the VMM by guest-physical address.
+///
+/// `#[repr(C)]`, 24 bytes: `fd u32, pad u32, addr u64, len u64`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConsoleWrite {
+    /// 1 = the user's stdout, 2 = the user's stderr.
+    pub fd: u32,
+    /// Always 0.
+    pub pad: u32,
+    /// Guest-physical address of the bytes.
+    pub addr: u64,
+    /// Number of bytes.
+    pub len: u64,
+}
+
+impl ConsoleWrite {
+    /// Size of the structure in guest memory.
+    pub const SIZE: usize = 24;
+
+    /// Decodes the structure from guest memory bytes.
+    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let u64_at = |i: usize| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[i..i + 8]);
+            u64::from_le_bytes(a)
+        };
+        Self {
+            fd: u32_at(0),
+            pad: u32_at(4),
+            addr: u64_at(8),
+            len: u64_at(16),
+        }
+    }
+}
+
+/// Boot phases the guest reports through [`port::MARK`].
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// The first instruction of the kernel ran.
+    KernelEntry = 1,
+    /// Memory, interrupts, time and the scheduler are up.
+    KernelReady = 2,
+}
+
+impl Mark {
+    /// Decodes a mark number.
+    pub fn from_u32(v: u32) -> Option<Self> {
+        match v {
+            1 => Some(Self::KernelEntry),
+            2 => Some(Self::KernelReady),
+            _ => None,
+        }
+    }
+}
+
+/// Device-tree property (under `/chosen`) holding the program arguments, NUL-separated.
+pub const FDT_ARGS_PROP: &str = "astraea,args";
+/// Device-tree property (under `/chosen`) holding the TSC frequency in kHz.
+pub const FDT_TSC_KHZ_PROP: &str = "astraea,tsc-khz";

@@ -1,0 +1,138 @@
+//! `astraea`: run a program in its own KVM partition on the Astraea library OS.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use astraea_hypervisor::{PartitionConfig, VmmError, memory::parse_mem_size};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "astraea",
+    version,
+    about = "Run a program in its own KVM partition on the Astraea library OS",
+    long_about = "Astraea boots one KVM partition per program on a Rust library OS. \
+The partition's console goes to this process's stdout and stderr, and its exit status \
+becomes this process's exit status.\n\n\
+Exit status: the guest's own status (0-255); 125 if the partition could not be started \
+(the message says why); 134 if the partition's kernel panicked; 139 if the partition \
+crashed (triple fault or an unexpected VM exit; a register dump is printed)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Boot a partition and run it until it exits.
+    Run(RunArgs),
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Kernel image to boot (default: $ASTRAEA_KERNEL, else the astraea-kernel
+    /// built next to this binary).
+    #[arg(long, value_name = "ELF")]
+    kernel: Option<PathBuf>,
+    /// Partition memory, with an optional K, M or G suffix.
+    #[arg(long, default_value = "512M", value_name = "SIZE")]
+    mem: String,
+    /// Number of vCPUs.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    cpus: u32,
+    /// Log level for the VMM and the partition's kernel: error, warn, info, debug or trace.
+    #[arg(long, default_value = "warn", value_name = "LEVEL",
+          value_parser = ["error", "warn", "info", "debug", "trace"])]
+    log: String,
+    /// Print the boot phase timings to stderr when the partition exits.
+    #[arg(long)]
+    timings: bool,
+    /// Arguments handed to the partition.
+    #[arg(last = true, value_name = "ARGS")]
+    args: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run(args) => run(args),
+    }
+}
+
+fn run(args: RunArgs) -> ExitCode {
+    let t0 = Instant::now();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::new(&args.log))
+        .with_target(false)
+        .init();
+    match run_partition(&args) {
+        Ok(outcome) => {
+            if args.timings {
+                let t = outcome.timings;
+                let us = |d: std::time::Duration| d.as_micros();
+                let opt = |d: Option<std::time::Duration>| d.map_or(-1, |d| d.as_micros() as i64);
+                eprintln!(
+                    "astraea: timings vm_create_us={} load_us={} kernel_entry_us={} kernel_ready_us={} exit_us={} total_us={} exits={}",
+                    us(t.vm_created),
+                    us(t.loaded),
+                    opt(t.kernel_entry),
+                    opt(t.kernel_ready),
+                    us(t.exited),
+                    us(t0.elapsed()),
+                    outcome.exits
+                );
+            }
+            ExitCode::from((outcome.exit_code & 0xff) as u8)
+        }
+        Err(e) => {
+            eprintln!("astraea: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError> {
+    let mem = parse_mem_size(&args.mem)?;
+    let kernel = match &args.kernel {
+        Some(k) => k.clone(),
+        None => find_kernel()?,
+    };
+    astraea_hypervisor::run(&PartitionConfig {
+        kernel,
+        mem,
+        cpus: args.cpus,
+        log: args.log.clone(),
+        args: args.args.clone(),
+    })
+}
+
+/// The default kernel: `$ASTRAEA_KERNEL`, else `astraea-kernel` beside this
+/// binary, else the one cargo builds for the kernel target in the same tree.
+fn find_kernel() -> Result<PathBuf, VmmError> {
+    let mut candidates = Vec::new();
+    if let Some(k) = std::env::var_os("ASTRAEA_KERNEL") {
+        candidates.push(PathBuf::from(k));
+    }
+    if let Some(dir) = std::env::current_exe().ok().and_then(|e| e.parent().map(PathBuf::from)) {
+        candidates.push(dir.join("astraea-kernel"));
+        // target/<profile>/astraea → target/x86_64-unknown-none/<profile>/astraea-kernel
+        if let (Some(profile), Some(target)) = (dir.file_name(), dir.parent()) {
+            candidates.push(target.join("x86_64-unknown-none").join(profile).join("astraea-kernel"));
+            candidates.push(target.join("x86_64-unknown-none").join("release").join("astraea-kernel"));
+        }
+    }
+    candidates.push(PathBuf::from("/usr/local/lib/astraea/astraea-kernel"));
+    if let Some(found) = candidates.iter().find(|p| p.is_file()) {
+        return Ok(found.clone());
+    }
+    Err(VmmError::KernelNotFound {
+        looked: candidates
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}

@@ -1,0 +1,113 @@
+//! Errors of the VMM. Every variant's message says what went wrong and, where
+//! the user can do something about it, what to do.
+
+use std::path::PathBuf;
+
+/// Why a partition could not be created or did not end normally.
+#[derive(Debug, thiserror::Error)]
+pub enum VmmError {
+    /// `/dev/kvm` is missing.
+    #[error(
+        "/dev/kvm does not exist: this machine offers no KVM. Enable virtualisation in the \
+         firmware or the host's hypervisor, then load the module (modprobe kvm_intel or kvm_amd)"
+    )]
+    KvmMissing,
+    /// `/dev/kvm` exists but cannot be opened.
+    #[error(
+        "cannot open /dev/kvm: permission denied. Add your user to the group that owns it \
+         (usually `kvm`: sudo usermod -aG kvm $USER, then log in again) or run as root"
+    )]
+    KvmPermission,
+    /// Any other failure opening `/dev/kvm`.
+    #[error("cannot open /dev/kvm: {0}")]
+    KvmOpen(std::io::Error),
+    /// A KVM ioctl failed.
+    #[error("KVM {what} failed: {source}")]
+    Kvm {
+        /// The operation that failed.
+        what: &'static str,
+        /// The error KVM returned.
+        source: kvm_ioctls::Error,
+    },
+    /// The kernel image file cannot be read.
+    #[error("cannot read kernel image {path}: {source}")]
+    KernelRead {
+        /// The path given.
+        path: PathBuf,
+        /// The reason.
+        source: std::io::Error,
+    },
+    /// No kernel image was found in the default places.
+    #[error(
+        "no kernel image found (looked in: {looked}). Build it with `./x build` or pass --kernel ELF"
+    )]
+    KernelNotFound {
+        /// The places searched.
+        looked: String,
+    },
+    /// The kernel image is not a bootable Astraea/Hermit ELF.
+    #[error("{path} is not a bootable kernel image: {reason}")]
+    KernelInvalid {
+        /// The path given.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// `--mem` could not be parsed.
+    #[error("invalid memory size {0:?}: write a number with an optional K, M or G suffix, e.g. 512M")]
+    MemParse(String),
+    /// `--mem` is too small to hold the kernel and its initial structures.
+    #[error("--mem {given} MiB is too small: this kernel needs at least {needed} MiB")]
+    MemTooSmall {
+        /// What was asked for, in MiB.
+        given: u64,
+        /// The minimum, in MiB.
+        needed: u64,
+    },
+    /// `--mem` is larger than this VMM supports.
+    #[error("--mem {given} MiB is too large: at most {max} MiB")]
+    MemTooLarge {
+        /// What was asked for, in MiB.
+        given: u64,
+        /// The maximum, in MiB.
+        max: u64,
+    },
+    /// `--cpus` out of range.
+    #[error("--cpus {0} is not supported: this version runs partitions with exactly 1 vCPU")]
+    Cpus(u32),
+    /// Guest memory could not be created.
+    #[error("cannot create guest memory: {0}")]
+    Memory(String),
+    /// The boot structures could not be written.
+    #[error("cannot prepare the boot structures: {0}")]
+    Boot(String),
+    /// The guest's CPU stopped in a way the partition cannot continue from.
+    #[error("partition crashed: {reason}\n{dump}")]
+    GuestCrash {
+        /// What happened (triple fault, unexpected exit, …).
+        reason: String,
+        /// Register dump of the vCPU.
+        dump: String,
+    },
+    /// The library OS panicked.
+    #[error("partition kernel panic: {0}")]
+    GuestPanic(String),
+}
+
+impl VmmError {
+    /// The `astraea` exit status for this error: 134 (as for SIGABRT) for a
+    /// guest kernel panic, 139 (as for SIGSEGV) for a crashed guest CPU, 125
+    /// when the partition could not be started at all.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::GuestPanic(_) => 134,
+            Self::GuestCrash { .. } => 139,
+            _ => 125,
+        }
+    }
+}
+
+/// Shorthand for a failed KVM ioctl.
+pub(crate) fn kvm_err(what: &'static str) -> impl FnOnce(kvm_ioctls::Error) -> VmmError {
+    move |source| VmmError::Kvm { what, source }
+}

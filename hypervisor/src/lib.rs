@@ -1,0 +1,14 @@
+//! The Astraea VMM: creates a KVM partition, loads the library OS into it and
+//! runs it, relaying its console and returning its exit status.
+//!
+//! The `astraea` binary is a thin CLI over [`run`].
+
+pub mod boot;
+pub mod error;
+pub mod memory;
+pub mod partition;
+mod serial;
+mod vcpu;
+
+pub use error::VmmError;
+pub use partition::{Outcome, PartitionConfig, Timings, run};

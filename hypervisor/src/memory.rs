@@ -1,0 +1,112 @@
+//! Guest RAM: one memfd, mapped shared, so that another process (a vhost-user
+//! gateway) can map the same pages later.
+
+use std::fs::File;
+use std::os::fd::FromRawFd;
+
+use astraea_abi::layout::{HIGH_RAM_START, MMIO_HOLE_START};
+use vm_memory::{FileOffset, GuestAddress, GuestMemoryMmap};
+
+use crate::error::VmmError;
+
+/// Guest memory as the VMM sees it.
+pub type GuestMemory = GuestMemoryMmap<()>;
+
+/// Largest partition this VMM creates (64 GiB): the boot page tables and
+/// the FDT memory node cover this much.
+pub const MAX_MEM: u64 = 64 << 30;
+
+/// Parses `512M`, `2G`, `65536K` or a plain byte count.
+pub fn parse_mem_size(s: &str) -> Result<u64, VmmError> {
+    let t = s.trim();
+    let err = || VmmError::MemParse(s.to_string());
+    let (num, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                _ => return Err(err()),
+            };
+            (&t[..i], shift)
+        }
+        _ => (t, 0),
+    };
+    let n: u64 = num.trim().parse().map_err(|_| err())?;
+    n.checked_mul(1u64 << shift).filter(|&v| v > 0).ok_or_else(err)
+}
+
+/// The guest-physical RAM ranges for `size` bytes: everything below the 32-bit
+/// MMIO hole, the rest from 4 GiB up.
+pub fn ram_ranges(size: u64) -> Vec<(u64, u64)> {
+    if size <= MMIO_HOLE_START {
+        vec![(0, size)]
+    } else {
+        vec![(0, MMIO_HOLE_START), (HIGH_RAM_START, size - MMIO_HOLE_START)]
+    }
+}
+
+/// Creates `size` bytes of guest RAM backed by one memfd.
+pub fn create(size: u64) -> Result<GuestMemory, VmmError> {
+    // SAFETY: memfd_create takes a NUL-terminated name and flags; it returns a
+    // new fd or -1 and touches no memory of ours.
+    let fd = unsafe { libc::memfd_create(c"astraea-guest-ram".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(VmmError::Memory(format!(
+            "memfd_create: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: fd was just returned by memfd_create and is owned by nothing else.
+    let file = unsafe { File::from_raw_fd(fd) };
+    file.set_len(size)
+        .map_err(|e| VmmError::Memory(format!("cannot size guest RAM to {size} bytes: {e}")))?;
+    let file = std::sync::Arc::new(file);
+    let mut offset = 0u64;
+    let ranges: Vec<_> = ram_ranges(size)
+        .into_iter()
+        .map(|(gpa, len)| {
+            let r = (
+                GuestAddress(gpa),
+                len as usize,
+                Some(FileOffset::from_arc(file.clone(), offset)),
+            );
+            offset += len;
+            r
+        })
+        .collect();
+    GuestMemoryMmap::from_ranges_with_files(ranges).map_err(|e| VmmError::Memory(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sizes() {
+        assert_eq!(parse_mem_size("512M").unwrap(), 512 << 20);
+        assert_eq!(parse_mem_size("2g").unwrap(), 2 << 30);
+        assert_eq!(parse_mem_size("64K").unwrap(), 64 << 10);
+        assert_eq!(parse_mem_size("4096").unwrap(), 4096);
+        for bad in ["", "M", "12X", "-1M", "0", "1.5G", "99999999999999999999G"] {
+            assert!(parse_mem_size(bad).is_err(), "{bad:?} parsed");
+        }
+    }
+
+    #[test]
+    fn ranges_skip_the_hole() {
+        assert_eq!(ram_ranges(512 << 20), vec![(0, 512 << 20)]);
+        assert_eq!(
+            ram_ranges(4 << 30),
+            vec![(0, MMIO_HOLE_START), (HIGH_RAM_START, (4 << 30) - MMIO_HOLE_START)]
+        );
+    }
+
+    #[test]
+    fn memfd_memory_is_usable() {
+        use vm_memory::Bytes;
+        let m = create(8 << 20).unwrap();
+        m.write_obj(0xdead_beef_u32, GuestAddress(0x1000)).unwrap();
+        assert_eq!(m.read_obj::<u32>(GuestAddress(0x1000)).unwrap(), 0xdead_beef);
+    }
+}

@@ -1,0 +1,264 @@
+//! A partition: one KVM VM with its memory, vCPU and devices, run to its end.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use astraea_abi::{ConsoleWrite, Mark, port};
+use kvm_bindings::kvm_userspace_memory_region;
+use kvm_ioctls::{Cap, Kvm, VcpuExit, VcpuFd, VmFd};
+use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryRegion};
+
+use crate::boot::{self, BootParams};
+use crate::error::{VmmError, kvm_err};
+use crate::memory::{self, GuestMemory, MAX_MEM};
+use crate::serial::Com1;
+use crate::vcpu;
+
+/// Where KVM puts the TSS it needs for real-mode emulation (unused by us, but required).
+const KVM_TSS_ADDRESS: usize = 0xfffb_d000;
+/// Largest console write the VMM copies in one hypercall.
+const MAX_CONSOLE_WRITE: u64 = 1 << 20;
+
+/// What the user asked for.
+#[derive(Debug, Clone)]
+pub struct PartitionConfig {
+    /// The kernel image.
+    pub kernel: PathBuf,
+    /// Guest RAM in bytes.
+    pub mem: u64,
+    /// Number of vCPUs.
+    pub cpus: u32,
+    /// The library OS's log level (`error`, `warn`, `info`, `debug`, `trace`).
+    pub log: String,
+    /// Arguments for the guest.
+    pub args: Vec<String>,
+}
+
+/// When each phase of the partition's life ended, measured from the start of `run`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timings {
+    /// KVM VM, guest memory, irqchip and vCPU created.
+    pub vm_created: Duration,
+    /// Kernel loaded and boot structures written.
+    pub loaded: Duration,
+    /// The kernel's first instruction reported in (if it reports marks).
+    pub kernel_entry: Option<Duration>,
+    /// The kernel finished initialising (if it reports marks).
+    pub kernel_ready: Option<Duration>,
+    /// The guest asked to exit.
+    pub exited: Duration,
+}
+
+/// How a partition ended when it ended normally.
+#[derive(Debug, Clone, Copy)]
+pub struct Outcome {
+    /// The guest's exit status.
+    pub exit_code: u32,
+    /// Phase timings.
+    pub timings: Timings,
+    /// Number of VM exits to the VMM.
+    pub exits: u64,
+}
+
+fn open_kvm() -> Result<Kvm, VmmError> {
+    Kvm::new().map_err(|e| match e.errno() {
+        libc::ENOENT => VmmError::KvmMissing,
+        libc::EACCES | libc::EPERM => VmmError::KvmPermission,
+        _ => VmmError::KvmOpen(std::io::Error::from_raw_os_error(e.errno())),
+    })
+}
+
+/// Checks the configuration, builds the partition and runs it until the guest
+/// exits. Guest console output goes to this process's stdout and stderr.
+pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
+    let t0 = Instant::now();
+    if cfg.cpus != 1 {
+        return Err(VmmError::Cpus(cfg.cpus));
+    }
+    if cfg.mem > MAX_MEM {
+        return Err(VmmError::MemTooLarge {
+            given: cfg.mem >> 20,
+            max: MAX_MEM >> 20,
+        });
+    }
+    let image = std::fs::read(&cfg.kernel).map_err(|source| VmmError::KernelRead {
+        path: cfg.kernel.clone(),
+        source,
+    })?;
+    let kernel = boot::parse_kernel(&cfg.kernel, &image)?;
+    let needed = boot::min_mem(kernel.mem_size() as u64);
+    if cfg.mem < needed {
+        return Err(VmmError::MemTooSmall {
+            given: cfg.mem >> 20,
+            needed: needed.div_ceil(1 << 20),
+        });
+    }
+
+    // `mem` is declared before `vm` so that it is dropped after it: KVM's
+    // memory slots point into this mapping for the VM's whole life.
+    let mem = memory::create(cfg.mem)?;
+    let kvm = open_kvm()?;
+    let vm = kvm.create_vm().map_err(kvm_err("KVM_CREATE_VM"))?;
+    register_memory(&vm, &mem)?;
+    vm.set_tss_address(KVM_TSS_ADDRESS)
+        .map_err(kvm_err("KVM_SET_TSS_ADDR"))?;
+    vm.create_irq_chip().map_err(kvm_err("KVM_CREATE_IRQCHIP"))?;
+    let mut vcpu = vm.create_vcpu(0).map_err(kvm_err("KVM_CREATE_VCPU"))?;
+    vcpu::setup_cpuid(&kvm, &vcpu, 0)?;
+    let tsc_khz = if kvm.check_extension(Cap::GetTscKhz) {
+        vcpu.get_tsc_khz().ok()
+    } else {
+        None
+    };
+    let vm_created = t0.elapsed();
+    tracing::debug!(?vm_created, tsc_khz, "VM created");
+
+    let cmdline = format!("log={}", cfg.log);
+    let params = BootParams {
+        cmdline: &cmdline,
+        args: &cfg.args,
+        cpus: cfg.cpus,
+        tsc_khz,
+    };
+    let state = boot::prepare(&mem, cfg.mem, &cfg.kernel, &kernel, &params)?;
+    drop(image);
+    vcpu::setup_long_mode(&vcpu, &state, 0)?;
+    let loaded = t0.elapsed();
+    tracing::debug!(entry = format_args!("{:#x}", state.entry), ?loaded, "kernel loaded");
+
+    let mut timings = Timings {
+        vm_created,
+        loaded,
+        ..Timings::default()
+    };
+    let mut exits = 0u64;
+    let mut serial = Com1::new();
+    loop {
+        let exit = vcpu.run();
+        exits += 1;
+        match exit {
+            Ok(VcpuExit::IoOut(p, data)) => {
+                let value = le_u32(data);
+                match p {
+                    port::EXIT => {
+                        timings.exited = t0.elapsed();
+                        return Ok(Outcome {
+                            exit_code: value,
+                            timings,
+                            exits,
+                        });
+                    }
+                    port::CONSOLE => console_write(&mem, value),
+                    port::PANIC => {
+                        let msg = read_console_write(&mem, value)
+                            .map(|(_, b)| String::from_utf8_lossy(&b).into_owned())
+                            .unwrap_or_else(|| "(message unreadable)".into());
+                        return Err(VmmError::GuestPanic(msg));
+                    }
+                    port::MARK => match Mark::from_u32(value) {
+                        Some(Mark::KernelEntry) => timings.kernel_entry = Some(t0.elapsed()),
+                        Some(Mark::KernelReady) => timings.kernel_ready = Some(t0.elapsed()),
+                        None => tracing::warn!(value, "unknown boot mark"),
+                    },
+                    p if Com1::covers(p) => serial.write(p, data),
+                    _ => tracing::trace!(port = p, "write to unknown port ignored"),
+                }
+            }
+            Ok(VcpuExit::IoIn(p, data)) => {
+                if Com1::covers(p) {
+                    serial.read(p, data);
+                } else {
+                    data.fill(0xff);
+                }
+            }
+            Ok(VcpuExit::MmioRead(addr, _)) | Ok(VcpuExit::MmioWrite(addr, _)) => {
+                return Err(crash(
+                    &vcpu,
+                    format!("access to guest-physical address {addr:#x}, which is neither RAM nor a device"),
+                ));
+            }
+            Ok(VcpuExit::Hlt) => {
+                return Err(crash(&vcpu, "the vCPU halted with interrupts off".into()));
+            }
+            Ok(VcpuExit::Shutdown) => {
+                return Err(crash(&vcpu, "triple fault (the guest kernel could not handle an exception)".into()));
+            }
+            Ok(VcpuExit::FailEntry(reason, cpu)) => {
+                return Err(crash(&vcpu, format!("KVM could not enter the guest (hardware reason {reason:#x}, cpu {cpu})")));
+            }
+            Ok(VcpuExit::InternalError) => {
+                return Err(crash(&vcpu, "KVM internal error".into()));
+            }
+            Ok(other) => {
+                let what = format!("unexpected VM exit {other:?}");
+                return Err(crash(&vcpu, what));
+            }
+            Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {}
+            Err(e) => return Err(VmmError::Kvm { what: "KVM_RUN", source: e }),
+        }
+    }
+}
+
+fn crash(vcpu: &VcpuFd, reason: String) -> VmmError {
+    VmmError::GuestCrash {
+        reason,
+        dump: vcpu::dump(vcpu),
+    }
+}
+
+fn le_u32(data: &[u8]) -> u32 {
+    let mut b = [0u8; 4];
+    let n = data.len().min(4);
+    b[..n].copy_from_slice(&data[..n]);
+    u32::from_le_bytes(b)
+}
+
+fn register_memory(vm: &VmFd, mem: &GuestMemory) -> Result<(), VmmError> {
+    for (slot, region) in mem.iter().enumerate() {
+        let host = mem
+            .get_host_address(region.start_addr())
+            .map_err(|e| VmmError::Memory(e.to_string()))?;
+        let r = kvm_userspace_memory_region {
+            slot: slot as u32,
+            flags: 0,
+            guest_phys_addr: region.start_addr().0,
+            memory_size: region.len(),
+            userspace_addr: host as u64,
+        };
+        // SAFETY: `host..host+len` is a live mapping owned by `mem`, which the
+        // caller keeps alive longer than `vm`; slots are distinct and the
+        // regions of a GuestMemoryMmap never overlap.
+        unsafe { vm.set_user_memory_region(r) }.map_err(kvm_err("KVM_SET_USER_MEMORY_REGION"))?;
+    }
+    Ok(())
+}
+
+/// Reads a [`ConsoleWrite`] and its bytes from guest memory; `None` if the
+/// guest passed addresses outside its RAM or an oversized length.
+fn read_console_write(mem: &GuestMemory, gpa: u32) -> Option<(u32, Vec<u8>)> {
+    let mut raw = [0u8; ConsoleWrite::SIZE];
+    mem.read_slice(&mut raw, GuestAddress(u64::from(gpa))).ok()?;
+    let cw = ConsoleWrite::from_bytes(&raw);
+    if cw.len > MAX_CONSOLE_WRITE {
+        tracing::warn!(len = cw.len, "console write too long, dropped");
+        return None;
+    }
+    let mut buf = vec![0u8; cw.len as usize];
+    mem.read_slice(&mut buf, GuestAddress(cw.addr)).ok()?;
+    Some((cw.fd, buf))
+}
+
+fn console_write(mem: &GuestMemory, gpa: u32) {
+    let Some((fd, buf)) = read_console_write(mem, gpa) else {
+        tracing::warn!(gpa, "console write outside guest memory, dropped");
+        return;
+    };
+    // A closed pipe (`astraea run … | head`) must not end the partition.
+    let _ = if fd == 2 {
+        std::io::stderr().lock().write_all(&buf)
+    } else {
+        let mut out = std::io::stdout().lock();
+        out.write_all(&buf).and_then(|()| out.flush())
+    };
+}

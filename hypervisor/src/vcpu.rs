@@ -1,0 +1,154 @@
+//! One vCPU: CPUID, long-mode registers, and the register dump used when a
+//! guest crashes.
+
+use astraea_abi::layout;
+use kvm_bindings::{CpuId, KVM_MAX_CPUID_ENTRIES, kvm_fpu, kvm_msr_entry, kvm_segment, Msrs};
+use kvm_ioctls::{Kvm, VcpuFd};
+
+use crate::boot::BootState;
+use crate::error::{VmmError, kvm_err};
+
+const CR0_PE: u64 = 1;
+const CR0_ET: u64 = 1 << 4;
+const CR0_NE: u64 = 1 << 5;
+const CR0_WP: u64 = 1 << 16;
+const CR0_PG: u64 = 1 << 31;
+const CR4_PAE: u64 = 1 << 5;
+const EFER_LME: u64 = 1 << 8;
+const EFER_LMA: u64 = 1 << 10;
+const EFER_NXE: u64 = 1 << 11;
+const MSR_IA32_MISC_ENABLE: u32 = 0x1a0;
+const MSR_MTRR_DEF_TYPE: u32 = 0x2ff;
+/// MTRRs enabled, default memory type write-back. With MTRRs off the guest's
+/// memory would be uncacheable, and every access ~100x slower.
+const MTRR_ENABLE_WB: u64 = (1 << 11) | 6;
+
+/// Gives the guest the host's CPU features as KVM supports them (SSE, AVX,
+/// XSAVE, x2APIC), plus the hypervisor bit and the TSC-deadline timer, and
+/// hides the PMU (a guest would trap on every counter access).
+pub fn setup_cpuid(kvm: &Kvm, vcpu: &VcpuFd, id: u32) -> Result<(), VmmError> {
+    let mut cpuid: CpuId = kvm
+        .get_supported_cpuid(KVM_MAX_CPUID_ENTRIES)
+        .map_err(kvm_err("KVM_GET_SUPPORTED_CPUID"))?;
+    for e in cpuid.as_mut_slice() {
+        match e.function {
+            1 => {
+                e.ecx |= (1 << 31) | (1 << 24) | (1 << 21); // hypervisor, TSC-deadline, x2APIC
+                e.ebx = (e.ebx & 0x00ff_ffff) | (id << 24); // initial APIC ID
+            }
+            0xa => {
+                e.eax = 0;
+                e.ebx = 0;
+                e.ecx = 0;
+                e.edx = 0;
+            }
+            0xb | 0x1f => e.edx = id, // x2APIC ID
+            _ => {}
+        }
+    }
+    vcpu.set_cpuid2(&cpuid).map_err(kvm_err("KVM_SET_CPUID2"))
+}
+
+/// Puts the vCPU straight into 64-bit mode at the kernel's entry point, with
+/// hermit-entry's ABI: `rdi` = boot info, `rsi` = CPU id.
+pub fn setup_long_mode(vcpu: &VcpuFd, boot: &BootState, id: u32) -> Result<(), VmmError> {
+    let mut sregs = vcpu.get_sregs().map_err(kvm_err("KVM_GET_SREGS"))?;
+    let code = kvm_segment {
+        base: 0,
+        limit: 0xffff_ffff,
+        selector: 0x08,
+        type_: 11,
+        present: 1,
+        dpl: 0,
+        db: 0,
+        s: 1,
+        l: 1,
+        g: 1,
+        avl: 0,
+        unusable: 0,
+        padding: 0,
+    };
+    let data = kvm_segment {
+        selector: 0x10,
+        type_: 3,
+        l: 0,
+        db: 1,
+        ..code
+    };
+    sregs.cs = code;
+    sregs.ds = data;
+    sregs.es = data;
+    sregs.fs = data;
+    sregs.gs = data;
+    sregs.ss = data;
+    sregs.gdt.base = boot.gdt.0;
+    sregs.gdt.limit = boot.gdt.1;
+    sregs.cr3 = boot.pml4;
+    sregs.cr4 |= CR4_PAE;
+    sregs.cr0 = CR0_PE | CR0_ET | CR0_NE | CR0_WP | CR0_PG;
+    sregs.efer = EFER_LME | EFER_LMA | EFER_NXE;
+    vcpu.set_sregs(&sregs).map_err(kvm_err("KVM_SET_SREGS"))?;
+
+    let fpu = kvm_fpu {
+        fcw: 0x37f,
+        mxcsr: 0x1f80,
+        ..Default::default()
+    };
+    vcpu.set_fpu(&fpu).map_err(kvm_err("KVM_SET_FPU"))?;
+
+    let msrs = Msrs::from_entries(&[
+        kvm_msr_entry {
+            index: MSR_IA32_MISC_ENABLE,
+            data: 1, // fast strings
+            ..Default::default()
+        },
+        kvm_msr_entry {
+            index: MSR_MTRR_DEF_TYPE,
+            data: MTRR_ENABLE_WB,
+            ..Default::default()
+        },
+    ])
+    .map_err(|e| VmmError::Boot(format!("MSR list: {e:?}")))?;
+    let n = vcpu.set_msrs(&msrs).map_err(kvm_err("KVM_SET_MSRS"))?;
+    tracing::debug!(set = n, "MSRs set");
+
+    let mut regs = vcpu.get_regs().map_err(kvm_err("KVM_GET_REGS"))?;
+    regs.rflags = 2;
+    regs.rip = boot.entry;
+    regs.rsp = boot.stack;
+    regs.rdi = boot.boot_info;
+    regs.rsi = u64::from(id);
+    debug_assert!(boot.stack <= layout::KERNEL_START);
+    vcpu.set_regs(&regs).map_err(kvm_err("KVM_SET_REGS"))
+}
+
+/// A readable dump of the vCPU's state, for crash reports.
+pub fn dump(vcpu: &VcpuFd) -> String {
+    let mut s = String::new();
+    match vcpu.get_regs() {
+        Ok(r) => {
+            s += &format!(
+                "  rip {:016x}  rsp {:016x}  rbp {:016x}  rflags {:08x}\n  \
+                 rax {:016x}  rbx {:016x}  rcx {:016x}  rdx {:016x}\n  \
+                 rsi {:016x}  rdi {:016x}  r8  {:016x}  r9  {:016x}\n  \
+                 r10 {:016x}  r11 {:016x}  r12 {:016x}  r13 {:016x}\n  \
+                 r14 {:016x}  r15 {:016x}\n",
+                r.rip, r.rsp, r.rbp, r.rflags, r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.r8,
+                r.r9, r.r10, r.r11, r.r12, r.r13, r.r14, r.r15
+            );
+        }
+        Err(e) => s += &format!("  (registers unavailable: {e})\n"),
+    }
+    match vcpu.get_sregs() {
+        Ok(r) => {
+            s += &format!(
+                "  cr0 {:016x}  cr2 {:016x}  cr3 {:016x}  cr4 {:016x}  efer {:x}\n  \
+                 cs {:04x} (dpl {})  ss {:04x}  gdt {:x}/{:x}  idt {:x}/{:x}",
+                r.cr0, r.cr2, r.cr3, r.cr4, r.efer, r.cs.selector, r.cs.dpl, r.ss.selector,
+                r.gdt.base, r.gdt.limit, r.idt.base, r.idt.limit
+            );
+        }
+        Err(e) => s += &format!("  (system registers unavailable: {e})"),
+    }
+    s
+}

@@ -1,0 +1,132 @@
+//! Single instructions: port I/O, MSRs, TSC, interrupt flag, halting.
+//!
+//! These are the kernel's only inline-asm wrappers besides the trap entry and
+//! the context switch; each is safe to call because none of them breaks Rust's
+//! memory model by itself (the callers of `wrmsr` choose what they write).
+
+use core::arch::asm;
+
+/// Writes a 32-bit value to an I/O port (a hypercall in a partition).
+#[inline]
+pub fn outl(port: u16, value: u32) {
+    // SAFETY: port output has no memory effects visible to Rust; the ports we
+    // use are hypercalls or legacy devices the VMM emulates.
+    unsafe { asm!("out dx, eax", in("dx") port, in("eax") value, options(nostack, preserves_flags)) };
+}
+
+/// Writes a byte to an I/O port.
+#[inline]
+pub fn outb(port: u16, value: u8) {
+    // SAFETY: as for `outl`.
+    unsafe { asm!("out dx, al", in("dx") port, in("al") value, options(nostack, preserves_flags)) };
+}
+
+/// Reads the time-stamp counter.
+#[inline]
+pub fn rdtsc() -> u64 {
+    let (lo, hi): (u32, u32);
+    // SAFETY: rdtsc only reads the counter into eax:edx.
+    unsafe { asm!("rdtsc", out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags)) };
+    (u64::from(hi) << 32) | u64::from(lo)
+}
+
+/// Reads a model-specific register.
+#[inline]
+pub fn rdmsr(msr: u32) -> u64 {
+    let (lo, hi): (u32, u32);
+    // SAFETY: callers only name MSRs that exist on every x86-64 CPU KVM offers
+    // with the CPUID we set; reading has no memory effects.
+    unsafe { asm!("rdmsr", in("ecx") msr, out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags)) };
+    (u64::from(hi) << 32) | u64::from(lo)
+}
+
+/// Writes a model-specific register.
+///
+/// # Safety
+/// The MSR and value must not break the kernel's invariants (e.g. EFER, the
+/// segment bases or the APIC base that the kernel relies on).
+#[inline]
+pub unsafe fn wrmsr(msr: u32, value: u64) {
+    // SAFETY: the caller vouches for the MSR and value.
+    unsafe {
+        asm!("wrmsr", in("ecx") msr, in("eax") value as u32, in("edx") (value >> 32) as u32,
+             options(nostack, preserves_flags))
+    };
+}
+
+/// Whether interrupts are enabled on this CPU.
+#[inline]
+pub fn interrupts_enabled() -> bool {
+    let flags: u64;
+    // SAFETY: pushes and pops RFLAGS on the current stack; no other effect.
+    unsafe { asm!("pushfq", "pop {}", out(reg) flags, options(nomem, preserves_flags)) };
+    flags & (1 << 9) != 0
+}
+
+/// Disables interrupts and returns whether they were enabled.
+#[inline]
+pub fn irq_save() -> bool {
+    let was = interrupts_enabled();
+    // SAFETY: clearing IF only delays interrupts.
+    unsafe { asm!("cli", options(nomem, nostack)) };
+    was
+}
+
+/// Re-enables interrupts if `was_enabled`.
+#[inline]
+pub fn irq_restore(was_enabled: bool) {
+    if was_enabled {
+        // SAFETY: the IDT is loaded before interrupts are first enabled.
+        unsafe { asm!("sti", options(nomem, nostack)) };
+    }
+}
+
+/// Enables interrupts and halts until the next one, atomically (no wake-up
+/// can slip in between `sti` and `hlt`).
+#[inline]
+pub fn enable_and_halt() {
+    // SAFETY: `sti; hlt` only waits for an interrupt; the IDT is loaded.
+    unsafe { asm!("sti", "hlt", options(nomem, nostack)) };
+}
+
+/// Spin-loop hint.
+#[inline]
+pub fn pause() {
+    core::hint::spin_loop();
+}
+
+/// Reads CR2, the faulting address of the last page fault.
+#[inline]
+pub fn cr2() -> u64 {
+    let v: u64;
+    // SAFETY: reading CR2 has no side effects.
+    unsafe { asm!("mov {}, cr2", out(reg) v, options(nomem, nostack, preserves_flags)) };
+    v
+}
+
+/// Reads CR3, the root page table.
+#[inline]
+pub fn cr3() -> u64 {
+    let v: u64;
+    // SAFETY: reading CR3 has no side effects.
+    unsafe { asm!("mov {}, cr3", out(reg) v, options(nomem, nostack, preserves_flags)) };
+    v
+}
+
+/// Loads a new root page table.
+///
+/// # Safety
+/// `pml4` must map the running code, its stack and all kernel data exactly as
+/// the current tables do.
+#[inline]
+pub unsafe fn write_cr3(pml4: u64) {
+    // SAFETY: the caller guarantees the new tables map everything in use.
+    unsafe { asm!("mov cr3, {}", in(reg) pml4, options(nostack, preserves_flags)) };
+}
+
+/// Invalidates the TLB entry for one page.
+#[inline]
+pub fn invlpg(va: u64) {
+    // SAFETY: dropping a TLB entry is always safe; it is refetched from the tables.
+    unsafe { asm!("invlpg [{}]", in(reg) va, options(nostack, preserves_flags)) };
+}

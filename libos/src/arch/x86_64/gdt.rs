@@ -1,0 +1,131 @@
+//! The GDT and TSS. Selector layout follows what SYSCALL/SYSRET require
+//! (kernel code, kernel data, user data, user code), so the Linux personality
+//! can enable them without touching this table.
+
+use core::arch::asm;
+use core::cell::UnsafeCell;
+
+/// Kernel code selector.
+pub const KERNEL_CS: u16 = 0x08;
+/// Kernel data selector.
+pub const KERNEL_DS: u16 = 0x10;
+/// User data selector (RPL 3).
+pub const USER_DS: u16 = 0x18 | 3;
+/// User code selector (RPL 3).
+pub const USER_CS: u16 = 0x20 | 3;
+const TSS_SEL: u16 = 0x28;
+
+/// IST slot for double faults (a stack overflow must still be reported).
+pub const IST_DOUBLE_FAULT: u8 = 1;
+/// IST slot for NMIs and machine checks.
+pub const IST_NMI: u8 = 2;
+const IST_SIZE: usize = 16 * 1024;
+
+#[repr(C, packed(4))]
+struct Tss {
+    _r0: u32,
+    rsp: [u64; 3],
+    _r1: u64,
+    ist: [u64; 7],
+    _r2: u64,
+    _r3: u16,
+    iomap_base: u16,
+}
+
+#[repr(C, align(16))]
+struct Stack([u8; IST_SIZE]);
+
+struct CpuTables {
+    gdt: [u64; 7],
+    tss: Tss,
+    ist: [Stack; 2],
+}
+
+/// Per-CPU descriptor tables. One CPU for now; the array grows with SMP.
+struct PerCpuTables(UnsafeCell<CpuTables>);
+
+// SAFETY: each CPU touches only its own entry, and only with interrupts off
+// (at init and in the scheduler when it updates RSP0).
+unsafe impl Sync for PerCpuTables {}
+
+static TABLES: PerCpuTables = PerCpuTables(UnsafeCell::new(CpuTables {
+    gdt: [
+        0,
+        0x00af_9a00_0000_ffff, // kernel code: 64-bit, DPL 0
+        0x00cf_9200_0000_ffff, // kernel data
+        0x00cf_f200_0000_ffff, // user data: DPL 3
+        0x00af_fa00_0000_ffff, // user code: 64-bit, DPL 3
+        0,                     // TSS (low), filled at init
+        0,                     // TSS (high)
+    ],
+    tss: Tss {
+        _r0: 0,
+        rsp: [0; 3],
+        _r1: 0,
+        ist: [0; 7],
+        _r2: 0,
+        _r3: 0,
+        iomap_base: core::mem::size_of::<Tss>() as u16,
+    },
+    ist: [Stack([0; IST_SIZE]), Stack([0; IST_SIZE])],
+}));
+
+#[repr(C, packed)]
+struct DescriptorPointer {
+    limit: u16,
+    base: u64,
+}
+
+/// Loads the GDT and TSS on this CPU and reloads every segment register.
+pub fn init() {
+    let t = TABLES.0.get();
+    // SAFETY: called once per CPU at boot with interrupts off; nothing else
+    // references the tables yet.
+    let t = unsafe { &mut *t };
+    for (i, s) in t.ist.iter().enumerate() {
+        t.tss.ist[i] = s.0.as_ptr() as u64 + IST_SIZE as u64;
+    }
+    let base = &raw const t.tss as u64;
+    let limit = (core::mem::size_of::<Tss>() - 1) as u64;
+    t.gdt[5] = (limit & 0xffff)
+        | ((base & 0xff_ffff) << 16)
+        | (0x89 << 40) // present, 64-bit available TSS
+        | (((limit >> 16) & 0xf) << 48)
+        | (((base >> 24) & 0xff) << 56);
+    t.gdt[6] = base >> 32;
+    let ptr = DescriptorPointer {
+        limit: (core::mem::size_of_val(&t.gdt) - 1) as u16,
+        base: t.gdt.as_ptr() as u64,
+    };
+    // SAFETY: the GDT is static and its kernel code/data descriptors match the
+    // selectors loaded here; the far return reloads CS with KERNEL_CS.
+    unsafe {
+        asm!(
+            "lgdt [{ptr}]",
+            "push {cs}",
+            "lea {tmp}, [rip + 2f]",
+            "push {tmp}",
+            "retfq",
+            "2:",
+            "mov ds, {ds:x}",
+            "mov es, {ds:x}",
+            "mov ss, {ds:x}",
+            "xor {tmp:e}, {tmp:e}",
+            "mov fs, {tmp:x}",
+            "mov gs, {tmp:x}",
+            "ltr {tss:x}",
+            ptr = in(reg) &raw const ptr,
+            cs = in(reg) u64::from(KERNEL_CS),
+            ds = in(reg) u64::from(KERNEL_DS),
+            tss = in(reg) u64::from(TSS_SEL),
+            tmp = out(reg) _,
+        );
+    }
+}
+
+/// Sets the stack the CPU switches to on an interrupt or syscall from ring 3.
+pub fn set_kernel_stack(top: u64) {
+    // SAFETY: called by the scheduler with interrupts off on this CPU; the
+    // TSS field is plain data read by the CPU only at ring transitions.
+    unsafe { (*TABLES.0.get()).tss.rsp[0] = top };
+}

@@ -1,0 +1,7 @@
+//! x86-64: CPU instructions, descriptor tables, traps, the local APIC and the
+//! context switch. All of the kernel's inline assembly lives here.
+pub mod apic;
+pub mod context;
+pub mod cpu;
+pub mod gdt;
+pub mod trap;

@@ -1,0 +1,232 @@
+//! The IDT and the trap entry path.
+//!
+//! Every vector we use has a small assembly stub that pushes a uniform
+//! [`TrapFrame`] and calls [`trap_dispatch`]. Exceptions the kernel does not
+//! expect end the partition with a report: vector, error code, RIP, CR2.
+
+use core::arch::{asm, global_asm};
+use core::cell::UnsafeCell;
+
+use super::gdt::{IST_DOUBLE_FAULT, IST_NMI, KERNEL_CS};
+
+/// The local APIC timer's vector.
+pub const VECTOR_TIMER: u8 = 0x30;
+/// The APIC's spurious-interrupt vector.
+pub const VECTOR_SPURIOUS: u8 = 0xff;
+
+/// Registers saved on trap entry, in stack order (lowest address first).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+#[allow(missing_docs)]
+pub struct TrapFrame {
+    pub r15: u64,
+    pub r14: u64,
+    pub r13: u64,
+    pub r12: u64,
+    pub r11: u64,
+    pub r10: u64,
+    pub r9: u64,
+    pub r8: u64,
+    pub rbp: u64,
+    pub rdi: u64,
+    pub rsi: u64,
+    pub rdx: u64,
+    pub rcx: u64,
+    pub rbx: u64,
+    pub rax: u64,
+    pub vector: u64,
+    pub error: u64,
+    pub rip: u64,
+    pub cs: u64,
+    pub rflags: u64,
+    pub rsp: u64,
+    pub ss: u64,
+}
+
+// The common path: save the general registers, call Rust with the frame,
+// restore, drop vector and error code, return from the interrupt. The CPU
+// aligned RSP to 16 before pushing its 5-word frame; 2 + 15 more words keep
+// it aligned at the call.
+global_asm!(
+    ".global astraea_trap_common",
+    "astraea_trap_common:",
+    "push rax", "push rbx", "push rcx", "push rdx", "push rsi", "push rdi", "push rbp",
+    "push r8", "push r9", "push r10", "push r11", "push r12", "push r13", "push r14", "push r15",
+    "mov rdi, rsp",
+    "cld",
+    "call {dispatch}",
+    "pop r15", "pop r14", "pop r13", "pop r12", "pop r11", "pop r10", "pop r9", "pop r8",
+    "pop rbp", "pop rdi", "pop rsi", "pop rdx", "pop rcx", "pop rbx", "pop rax",
+    "add rsp, 16",
+    "iretq",
+    dispatch = sym trap_dispatch,
+);
+
+macro_rules! stubs {
+    ($( $name:ident = $vec:literal $kind:ident ),* $(,)?) => {
+        $( stubs!(@one $name, $vec, $kind); )*
+        unsafe extern "C" { $( fn $name(); )* }
+        /// (vector, stub) for every vector with an entry.
+        fn stub_table() -> &'static [(u8, unsafe extern "C" fn())] {
+            &[ $( ($vec, $name) ),* ]
+        }
+    };
+    (@one $name:ident, $vec:literal, noerr) => {
+        global_asm!(concat!(".global ", stringify!($name), "\n", stringify!($name), ":\n",
+            "push 0\n", "push ", stringify!($vec), "\n", "jmp astraea_trap_common\n"));
+    };
+    (@one $name:ident, $vec:literal, err) => {
+        global_asm!(concat!(".global ", stringify!($name), "\n", stringify!($name), ":\n",
+            "push ", stringify!($vec), "\n", "jmp astraea_trap_common\n"));
+    };
+}
+
+stubs! {
+    trap_0 = 0 noerr, trap_1 = 1 noerr, trap_2 = 2 noerr, trap_3 = 3 noerr,
+    trap_4 = 4 noerr, trap_5 = 5 noerr, trap_6 = 6 noerr, trap_7 = 7 noerr,
+    trap_8 = 8 err, trap_9 = 9 noerr, trap_10 = 10 err, trap_11 = 11 err,
+    trap_12 = 12 err, trap_13 = 13 err, trap_14 = 14 err, trap_15 = 15 noerr,
+    trap_16 = 16 noerr, trap_17 = 17 err, trap_18 = 18 noerr, trap_19 = 19 noerr,
+    trap_20 = 20 noerr, trap_21 = 21 err, trap_22 = 22 noerr, trap_23 = 23 noerr,
+    trap_24 = 24 noerr, trap_25 = 25 noerr, trap_26 = 26 noerr, trap_27 = 27 noerr,
+    trap_28 = 28 noerr, trap_29 = 29 err, trap_30 = 30 err, trap_31 = 31 noerr,
+    trap_timer = 0x30 noerr,
+    trap_spurious = 0xff noerr,
+}
+
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+struct Gate([u64; 2]);
+
+struct Idt(UnsafeCell<[Gate; 256]>);
+
+// SAFETY: written only by `init` on the boot CPU before interrupts are enabled;
+// afterwards only the CPU reads it.
+unsafe impl Sync for Idt {}
+
+static IDT: Idt = Idt(UnsafeCell::new([Gate([0, 0]); 256]));
+
+fn gate(handler: u64, ist: u8) -> Gate {
+    let lo = (handler & 0xffff)
+        | (u64::from(KERNEL_CS) << 16)
+        | (u64::from(ist) << 32)
+        | (0x8e << 40) // present, DPL 0, 64-bit interrupt gate
+        | (((handler >> 16) & 0xffff) << 48);
+    Gate([lo, handler >> 32])
+}
+
+/// Fills and loads the IDT.
+pub fn init() {
+    // SAFETY: single-threaded boot, interrupts off; see `Idt`'s Sync note.
+    let idt = unsafe { &mut *IDT.0.get() };
+    for &(vec, stub) in stub_table() {
+        let ist = match vec {
+            8 => IST_DOUBLE_FAULT,
+            2 | 18 => IST_NMI,
+            _ => 0,
+        };
+        idt[usize::from(vec)] = gate(stub as *const () as u64, ist);
+    }
+    load();
+}
+
+/// Loads the IDT on the calling CPU.
+pub fn load() {
+    #[repr(C, packed)]
+    struct Ptr {
+        limit: u16,
+        base: u64,
+    }
+    let p = Ptr {
+        limit: (256 * 16 - 1) as u16,
+        base: IDT.0.get() as u64,
+    };
+    // SAFETY: the IDT is static and every present gate points at a stub above.
+    unsafe { asm!("lidt [{}]", in(reg) &raw const p, options(nostack, preserves_flags)) };
+}
+
+/// Name of an exception vector.
+pub fn exception_name(v: u64) -> &'static str {
+    match v {
+        0 => "#DE divide error",
+        1 => "#DB debug",
+        2 => "NMI",
+        3 => "#BP breakpoint",
+        4 => "#OF overflow",
+        5 => "#BR bound range",
+        6 => "#UD invalid opcode",
+        7 => "#NM device not available",
+        8 => "#DF double fault",
+        10 => "#TS invalid TSS",
+        11 => "#NP segment not present",
+        12 => "#SS stack fault",
+        13 => "#GP general protection",
+        14 => "#PF page fault",
+        16 => "#MF x87 floating point",
+        17 => "#AC alignment check",
+        18 => "#MC machine check",
+        19 => "#XM SIMD floating point",
+        20 => "#VE virtualization",
+        21 => "#CP control protection",
+        _ => "reserved exception",
+    }
+}
+
+extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
+    match frame.vector {
+        v if v == u64::from(VECTOR_TIMER) => super::apic::timer_interrupt(),
+        v if v == u64::from(VECTOR_SPURIOUS) => {}
+        v if v < 32 => unhandled_exception(frame),
+        v => log::warn!("unexpected interrupt vector {v:#x}"),
+    }
+}
+
+/// The decoded page-fault error code, printed without allocating (the fault
+/// may have hit inside the allocator).
+struct PfDetail(u64);
+
+impl core::fmt::Display for PfDetail {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let e = self.0;
+        write!(
+            f,
+            " ({} {} in {} mode{})",
+            if e & 1 != 0 { "protection violation on" } else { "not-present page on" },
+            if e & 0x10 != 0 {
+                "instruction fetch"
+            } else if e & 2 != 0 {
+                "write"
+            } else {
+                "read"
+            },
+            if e & 4 != 0 { "user" } else { "kernel" },
+            if e & 8 != 0 { ", reserved bit set" } else { "" },
+        )
+    }
+}
+
+fn unhandled_exception(f: &TrapFrame) -> ! {
+    let cr2 = super::cpu::cr2();
+    let pf = (f.vector == 14).then_some(PfDetail(f.error));
+    let stack_note = if f.vector == 8 { " (a kernel stack overflow ends here)" } else { "" };
+    panic!(
+        "unhandled exception {} (vector {}){stack_note} error={:#x} rip={:#x} cr2={:#x} rsp={:#x} cs={:#x} rflags={:#x}{}\n  \
+         rax={:#x} rbx={:#x} rcx={:#x} rdx={:#x} rsi={:#x} rdi={:#x} rbp={:#x}",
+        exception_name(f.vector),
+        f.vector,
+        f.error,
+        f.rip,
+        cr2,
+        f.rsp,
+        f.cs,
+        f.rflags,
+        pf.as_ref().map_or(&"" as &dyn core::fmt::Display, |p| p as &dyn core::fmt::Display),
+        f.rax,
+        f.rbx,
+        f.rcx,
+        f.rdx,
+        f.rsi,
+        f.rdi,
+        f.rbp
+    );
+}

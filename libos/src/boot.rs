@@ -1,0 +1,262 @@
+//! From the VMM's hand-off to the application's `main`: read the boot info and
+//! device tree, bring up memory, descriptor tables, paging, time, the APIC and
+//! the scheduler, then run `main` and exit with its status.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::Write;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use astraea_abi::{FDT_ARGS_PROP, FDT_TSC_KHZ_PROP, Mark, layout, port};
+#[doc(hidden)]
+pub use hermit_entry::boot_info::RawBootInfo;
+use hermit_entry::boot_info::{BootInfo, PlatformInfo};
+
+use crate::arch::{apic, cpu, gdt, trap};
+use crate::{console, mm, sched, time};
+
+hermit_entry::define_entry_version!();
+
+/// What the partition was started with.
+#[derive(Debug, Clone)]
+pub struct BootConfig {
+    /// The kernel command line (`key=value` words).
+    pub cmdline: String,
+    /// The arguments after `astraea run … --`.
+    pub args: Vec<String>,
+    /// Guest RAM ranges (start, length).
+    pub ram: Vec<(u64, u64)>,
+    /// Number of vCPUs.
+    pub cpus: u64,
+    /// The TSC frequency in kHz.
+    pub tsc_khz: u64,
+    /// Nanoseconds from the kernel's first instruction to `main`.
+    pub boot_ns: u64,
+}
+
+impl BootConfig {
+    /// Total RAM in bytes.
+    pub fn mem_bytes(&self) -> u64 {
+        self.ram.iter().map(|r| r.1).sum()
+    }
+
+    /// The value of `key=` on the command line.
+    pub fn cmdline_value(&self, key: &str) -> Option<&str> {
+        self.cmdline
+            .split_ascii_whitespace()
+            .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+    }
+}
+
+/// Defines the kernel entry point `_start` (hermit-entry ABI) that boots the
+/// library OS and then calls `$main(&BootConfig) -> i32`.
+#[macro_export]
+macro_rules! entry {
+    ($main:path) => {
+        #[unsafe(naked)]
+        #[unsafe(no_mangle)]
+        /// The kernel entry point: the VMM jumps here with the boot info in rdi.
+        pub unsafe extern "C" fn _start() -> ! {
+            core::arch::naked_asm!(
+                "and rsp, -16",
+                "call {start}",
+                "ud2",
+                start = sym __astraea_start,
+            )
+        }
+
+        extern "C" fn __astraea_start(raw: &'static $crate::boot::RawBootInfo, cpu_id: u32) -> ! {
+            $crate::boot::start(raw, cpu_id, $main)
+        }
+    };
+}
+
+
+/// Most RAM ranges the device tree may describe.
+const MAX_RANGES: usize = 8;
+
+struct FdtInfo<'a> {
+    ram: [(u64, u64); MAX_RANGES],
+    nram: usize,
+    bootargs: &'a str,
+    args: &'a [u8],
+    tsc_khz: Option<u64>,
+}
+
+fn read_fdt(addr: u64) -> FdtInfo<'static> {
+    // SAFETY: the VMM wrote a valid FDT at this identity-mapped address and it
+    // stays untouched (the low boot area is reserved from the frame allocator).
+    let fdt = unsafe { fdt::Fdt::from_ptr(addr as *const u8) }
+        .unwrap_or_else(|e| panic!("the boot device tree is invalid: {e:?}"));
+    let mut info = FdtInfo {
+        ram: [(0, 0); MAX_RANGES],
+        nram: 0,
+        bootargs: "",
+        args: &[],
+        tsc_khz: None,
+    };
+    for r in fdt.memory().regions() {
+        if info.nram < MAX_RANGES {
+            info.ram[info.nram] = (r.starting_address as u64, r.size.unwrap_or(0) as u64);
+            info.nram += 1;
+        }
+    }
+    if let Some(chosen) = fdt.find_node("/chosen") {
+        if let Some(p) = chosen.property("bootargs") {
+            info.bootargs = core::str::from_utf8(p.value)
+                .unwrap_or("")
+                .trim_end_matches('\0');
+        }
+        if let Some(p) = chosen.property(FDT_ARGS_PROP) {
+            info.args = p.value;
+        }
+        if let Some(p) = chosen.property(FDT_TSC_KHZ_PROP) {
+            info.tsc_khz = p.as_usize().map(|v| v as u64);
+        }
+    }
+    info
+}
+
+/// Boots the library OS on the boot CPU and runs `main`.
+pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i32) -> ! {
+    let tsc0 = cpu::rdtsc();
+    cpu::outl(port::MARK, Mark::KernelEntry as u32);
+    let boot = BootInfo::from(*raw);
+    let (num_cpus, cpu_freq, boot_unix_ns) = match boot.platform_info {
+        PlatformInfo::Uhyve {
+            num_cpus,
+            cpu_freq,
+            boot_time,
+            ..
+        } => (
+            num_cpus.get(),
+            cpu_freq.map(|f| u64::from(f.get())),
+            u64::try_from(boot_time.unix_timestamp_nanos()).unwrap_or(0),
+        ),
+        _ => (1, None, 0),
+    };
+    let fdt_addr = boot
+        .hardware_info
+        .device_tree
+        .map_or(layout::FDT, |a| a.get());
+    let mut x = 0u64;
+    cpu::irq_restore(true);
+    let t = cpu::rdtsc();
+    for i in 0..1_000_000u64 { x = core::hint::black_box(x.wrapping_add(i)); }
+    let loop_ticks = cpu::rdtsc() - t;
+    static mut Y: u64 = 0;
+    let t = cpu::rdtsc();
+    for i in 0..1_000_000u64 { unsafe { core::ptr::write_volatile(&raw mut Y, core::ptr::read_volatile(&raw const Y).wrapping_add(i)) } }
+    let loop2 = cpu::rdtsc() - t;
+    let t = cpu::rdtsc();
+    let mut z = 0u64;
+    for i in 0..1_000_000u64 { z = z.wrapping_mul(31).wrapping_add(i) ^ (z >> 3); }
+    let loop3 = cpu::rdtsc() - t;
+    x ^= z;
+    cpu::irq_save();
+    let t = cpu::rdtsc();
+    let fdt = read_fdt(fdt_addr);
+    let fdt_ticks = cpu::rdtsc() - t;
+    let tsc_khz = fdt
+        .tsc_khz
+        .or(cpu_freq)
+        .or_else(time::tsc_khz_from_cpuid)
+        .unwrap_or_else(|| panic!("the TSC frequency is unknown: the VMM passed none and CPUID has none"));
+    time::init(tsc0, tsc_khz, boot_unix_ns);
+    let level = fdt
+        .bootargs
+        .split_ascii_whitespace()
+        .find_map(|w| w.strip_prefix("log="))
+        .unwrap_or("warn");
+    console::init_log(level);
+    log::debug!("loop {} ticks static {} regs {} fdt {} ticks {}", loop_ticks, loop2, loop3, fdt_ticks, x);
+
+    // Physical memory: everything below the kernel's end (boot data, boot
+    // stack, the image) stays reserved; the bitmap goes right after the image.
+    let ram = &fdt.ram[..fdt.nram];
+    let top = ram.iter().map(|r| r.0 + r.1).max().unwrap_or(0);
+    let kernel = (
+        boot.load_info.kernel_image_addr_range.start,
+        boot.load_info.kernel_image_addr_range.end,
+    );
+    let bitmap_at = kernel.1.next_multiple_of(4096);
+    // SAFETY: `ram` comes from the VMM's device tree; the bitmap sits in RAM
+    // after the kernel image, which nothing else uses, and is reserved.
+    unsafe { mm::init_frames(ram, &[(0, kernel.1)], top, bitmap_at) };
+    log::debug!("frames ready at {} ns mtrr={:#x} pat={:#x} cr0={:#x}", time::monotonic_ns(), cpu::rdmsr(0x2ff), cpu::rdmsr(0x277), 0);
+
+    gdt::init();
+    trap::init();
+    log::debug!("traps ready at {} ns", time::monotonic_ns());
+    mm::init_paging(ram, kernel);
+    log::debug!("paging ready at {} ns", time::monotonic_ns());
+    if let Err(e) = apic::init() {
+        panic!("the local APIC cannot be used ({e:?}): Astraea needs x2APIC and the TSC-deadline timer");
+    }
+    sched::init();
+
+    let cfg = BootConfig {
+        cmdline: String::from(fdt.bootargs),
+        args: fdt
+            .args
+            .split(|&b| b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect(),
+        ram: ram.to_vec(),
+        cpus: num_cpus,
+        tsc_khz,
+        boot_ns: time::monotonic_ns(),
+    };
+    log::info!(
+        "booted in {} us: {} MiB RAM, {} vCPU, TSC {} kHz, {} free pages",
+        cfg.boot_ns / 1000,
+        cfg.mem_bytes() >> 20,
+        cfg.cpus,
+        tsc_khz,
+        mm::stats().free_pages
+    );
+    cpu::outl(port::MARK, Mark::KernelReady as u32);
+    cpu::irq_restore(true);
+    let code = main(&cfg);
+    exit(code)
+}
+
+/// Ends the partition with `code` as its exit status.
+pub fn exit(code: i32) -> ! {
+    cpu::outl(port::EXIT, code as u32);
+    loop {
+        cpu::enable_and_halt();
+    }
+}
+
+static PANICKING: AtomicBool = AtomicBool::new(false);
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    cpu::irq_save();
+    if PANICKING.swap(true, Ordering::SeqCst) {
+        console::panic_message(b"panic while panicking");
+        exit(134);
+    }
+    let mut w = console::BufWriter::<2048>::new(console::Stream::Stderr);
+    let mut t = Truncating(&mut w);
+    let _ = write!(t, "{}", info.message());
+    if let Some(loc) = info.location() {
+        let _ = write!(t, " (at {}:{}:{})", loc.file(), loc.line(), loc.column());
+    }
+    console::panic_message(w.as_bytes());
+    exit(134)
+}
+
+/// Writes into a [`console::BufWriter`] without ever flushing: what does not
+/// fit is dropped, so a panic message is sent in one piece.
+struct Truncating<'a, const N: usize>(&'a mut console::BufWriter<N>);
+
+impl<const N: usize> Write for Truncating<'_, N> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.0.push_truncating(s);
+        Ok(())
+    }
+}

@@ -1,0 +1,175 @@
+//! The partition's console: writes go to the user's stdout or stderr through
+//! one hypercall per buffer (one VM exit), and the `log` facade writes the
+//! kernel's own messages to stderr.
+
+use core::fmt::{self, Write};
+
+use astraea_abi::{ConsoleWrite, port};
+
+use crate::arch::cpu::outl;
+use crate::sync::IrqLock;
+
+/// The descriptor the VMM reads. It lives in the kernel image, which is loaded
+/// below 4 GiB, so its address fits the 32-bit port write.
+static DESCRIPTOR: IrqLock<ConsoleWrite> = IrqLock::new(ConsoleWrite {
+    fd: 0,
+    pad: 0,
+    addr: 0,
+    len: 0,
+});
+
+/// Which host stream a write goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// The user's stdout: program output.
+    Stdout = 1,
+    /// The user's stderr: the kernel's messages.
+    Stderr = 2,
+}
+
+fn hypercall(port: u16, stream: Stream, bytes: &[u8]) {
+    if bytes.is_empty() {
+        return;
+    }
+    let mut d = DESCRIPTOR.lock();
+    *d = ConsoleWrite {
+        fd: stream as u32,
+        pad: 0,
+        // Guest-physical equals virtual for kernel memory (identity map).
+        addr: bytes.as_ptr() as u64,
+        len: bytes.len() as u64,
+    };
+    let gpa = &raw const *d as u64;
+    outl(port, gpa as u32);
+}
+
+/// Writes bytes to a host stream.
+pub fn write(stream: Stream, bytes: &[u8]) {
+    hypercall(port::CONSOLE, stream, bytes);
+}
+
+/// Ends the partition as crashed with `msg` as the panic message.
+pub fn panic_message(msg: &[u8]) {
+    hypercall(port::PANIC, Stream::Stderr, msg);
+}
+
+/// Formats into a fixed buffer and sends it in as few hypercalls as possible.
+pub struct BufWriter<const N: usize> {
+    stream: Stream,
+    buf: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> BufWriter<N> {
+    /// An empty writer for `stream`.
+    pub const fn new(stream: Stream) -> Self {
+        Self {
+            stream,
+            buf: [0; N],
+            len: 0,
+        }
+    }
+
+    /// Sends what is buffered.
+    pub fn flush(&mut self) {
+        write(self.stream, &self.buf[..self.len]);
+        self.len = 0;
+    }
+
+    /// The bytes buffered so far.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// Appends without flushing; drops what does not fit. For panic messages.
+    pub fn push_truncating(&mut self, s: &str) {
+        let n = s.len().min(N - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+    }
+}
+
+impl<const N: usize> Write for BufWriter<N> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let mut s = s.as_bytes();
+        while !s.is_empty() {
+            if self.len == N {
+                self.flush();
+            }
+            let n = s.len().min(N - self.len);
+            self.buf[self.len..self.len + n].copy_from_slice(&s[..n]);
+            self.len += n;
+            s = &s[n..];
+        }
+        Ok(())
+    }
+}
+
+/// Formats `args` to `stream` (used by the print macros).
+pub fn print_to(stream: Stream, args: fmt::Arguments<'_>) {
+    let mut w = BufWriter::<256>::new(stream);
+    let _ = w.write_fmt(args);
+    w.flush();
+}
+
+/// Prints to the user's stdout.
+#[macro_export]
+macro_rules! print {
+    ($($arg:tt)*) => { $crate::console::print_to($crate::console::Stream::Stdout, format_args!($($arg)*)) };
+}
+
+/// Prints a line to the user's stdout.
+#[macro_export]
+macro_rules! println {
+    () => { $crate::print!("\n") };
+    ($($arg:tt)*) => { $crate::console::print_to($crate::console::Stream::Stdout, format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// Prints a line to the user's stderr.
+#[macro_export]
+macro_rules! eprintln {
+    ($($arg:tt)*) => { $crate::console::print_to($crate::console::Stream::Stderr, format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+struct Logger;
+
+impl log::Log for Logger {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= log::max_level()
+    }
+
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            let us = crate::time::monotonic_ns() / 1000;
+            print_to(
+                Stream::Stderr,
+                format_args!(
+                    "[{:>6}.{:06} {:5} {}] {}\n",
+                    us / 1_000_000,
+                    us % 1_000_000,
+                    r.level(),
+                    r.target(),
+                    r.args()
+                ),
+            );
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+static LOGGER: Logger = Logger;
+
+/// Installs the kernel logger at `level` (`error` … `trace`, `off`).
+pub fn init_log(level: &str) {
+    let filter = match level {
+        "off" => log::LevelFilter::Off,
+        "error" => log::LevelFilter::Error,
+        "info" => log::LevelFilter::Info,
+        "debug" => log::LevelFilter::Debug,
+        "trace" => log::LevelFilter::Trace,
+        _ => log::LevelFilter::Warn,
+    };
+    let _ = log::set_logger(&LOGGER);
+    log::set_max_level(filter);
+}

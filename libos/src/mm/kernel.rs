@@ -1,0 +1,225 @@
+//! The kernel's memory: the global frame bitmap, the global allocator, the
+//! kernel address space and kernel stacks with guard pages.
+//!
+//! Kernel memory is identity-mapped (virtual = physical), so a frame's
+//! address is also a pointer to it.
+
+use core::alloc::{GlobalAlloc, Layout};
+use core::ptr::NonNull;
+
+use super::chunk::{Heap, HeapStats, PageSource};
+use super::frame::{FrameBitmap, PAGE_SIZE};
+use super::paging::{AddressSpace, PageSize, PteFlags, TableAlloc};
+use crate::arch::cpu;
+use crate::sync::IrqLock;
+
+static FRAMES: IrqLock<FrameBitmap> = IrqLock::new(FrameBitmap::empty());
+static KERNEL_SPACE: IrqLock<Option<AddressSpace>> = IrqLock::new(None);
+
+/// Physical memory figures.
+#[derive(Debug, Clone, Copy)]
+pub struct MemStats {
+    /// Pages covered by the bitmap (RAM and holes).
+    pub total_pages: usize,
+    /// Pages free.
+    pub free_pages: usize,
+    /// The heap's own counters.
+    pub heap: HeapStats,
+}
+
+/// Current memory figures.
+pub fn stats() -> MemStats {
+    let f = FRAMES.lock();
+    MemStats {
+        total_pages: f.total_pages(),
+        free_pages: f.free_pages(),
+        heap: HEAP.0.lock().stats(),
+    }
+}
+
+/// Sets up the frame bitmap over `[0, top)`: the bitmap itself is placed at
+/// `bitmap_at` (page-aligned, identity-mapped, not in `reserved`), RAM ranges
+/// are freed, then `reserved` ranges (kernel, boot data, bitmap) are taken.
+///
+/// # Safety
+/// `ram` must describe real guest RAM, and `bitmap_at..+top/4K/8` must be
+/// unused RAM that nothing else will touch.
+pub unsafe fn init_frames(ram: &[(u64, u64)], reserved: &[(u64, u64)], top: u64, bitmap_at: u64) {
+    let npages = (top / PAGE_SIZE as u64) as usize;
+    let words = npages.div_ceil(64);
+    // SAFETY: the caller guarantees the bitmap's memory is unused RAM; the
+    // identity map makes its physical address a valid pointer.
+    let bitmap = unsafe { core::slice::from_raw_parts_mut(bitmap_at as *mut u64, words) };
+    let mut f = FRAMES.lock();
+    f.init(0, npages, bitmap)
+        .expect("frame bitmap sized from the page count");
+    for &(start, len) in ram {
+        f.add_free_range(start, start + len);
+    }
+    for &(start, end) in reserved {
+        f.reserve_range(start, end);
+    }
+    f.reserve_range(bitmap_at, bitmap_at + (words * 8) as u64);
+}
+
+/// `count` contiguous frames aligned to `align_pages` pages, or `None`.
+pub fn alloc_frames(count: usize, align_pages: usize) -> Option<u64> {
+    FRAMES.lock().alloc(count, align_pages)
+}
+
+/// Returns frames from [`alloc_frames`].
+pub fn free_frames(addr: u64, count: usize) {
+    if let Err(e) = FRAMES.lock().free(addr, count) {
+        panic!("freeing frames {addr:#x}+{count}: {e:?}");
+    }
+}
+
+/// Pages for the heap, straight from the frame bitmap.
+struct Frames;
+
+// SAFETY: frames come from the bitmap, which hands each page to one owner
+// until it is freed; identity mapping makes them valid, 4K-aligned pointers.
+unsafe impl PageSource for Frames {
+    fn alloc_pages(&mut self, count: usize) -> Option<NonNull<u8>> {
+        alloc_frames(count, 1).and_then(|pa| NonNull::new(pa as *mut u8))
+    }
+
+    fn free_pages(&mut self, ptr: NonNull<u8>, count: usize) {
+        free_frames(ptr.as_ptr() as u64, count);
+    }
+}
+
+/// The kernel heap: the chunk lists behind an interrupt-safe lock.
+struct KernelHeap(IrqLock<Heap>);
+
+// SAFETY: `Heap` returns memory it owns exclusively, correctly sized and
+// aligned for the layout, and the lock serialises all access.
+unsafe impl GlobalAlloc for KernelHeap {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        self.0.lock().alloc(layout, &mut Frames)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: GlobalAlloc's contract: ptr came from `alloc` with `layout`.
+        unsafe { self.0.lock().dealloc(ptr, layout, &mut Frames) }
+    }
+}
+
+#[global_allocator]
+static HEAP: KernelHeap = KernelHeap(IrqLock::new(Heap::new()));
+
+/// Page-table frames from the bitmap, reached through the identity map.
+struct Tables;
+
+impl TableAlloc for Tables {
+    fn alloc_table(&mut self) -> Option<u64> {
+        let pa = alloc_frames(1, 1)?;
+        // SAFETY: the frame was just allocated to us and is identity-mapped.
+        unsafe { core::ptr::write_bytes(pa as *mut u8, 0, PAGE_SIZE) };
+        Some(pa)
+    }
+
+    fn free_table(&mut self, pa: u64) {
+        free_frames(pa, 1);
+    }
+
+    fn table(&mut self, pa: u64) -> &mut [u64; 512] {
+        // SAFETY: `pa` is a page-table frame owned by the kernel address
+        // space, identity-mapped, and only touched under KERNEL_SPACE's lock.
+        unsafe { &mut *(pa as *mut [u64; 512]) }
+    }
+}
+
+/// Builds the kernel's own page tables and switches to them: the kernel image
+/// readable, writable and executable with 4 KiB pages; the rest of RAM
+/// writable and never executable, with 2 MiB pages where possible; page 0
+/// unmapped so that null pointers fault.
+pub fn init_paging(ram: &[(u64, u64)], kernel: (u64, u64)) {
+    let rw = PteFlags::PRESENT | PteFlags::WRITABLE | PteFlags::GLOBAL;
+    let nx = rw | PteFlags::NO_EXECUTE;
+    let kstart = kernel.0 & !0xfff;
+    let kend = kernel.1.next_multiple_of(PAGE_SIZE as u64);
+    let mut space = AddressSpace::new(&mut Tables).expect("no memory for the kernel page tables");
+    for &(start, len) in ram {
+        let (s, e) = (start.max(PAGE_SIZE as u64), start + len);
+        // RAM below the kernel, the kernel, RAM above it.
+        for (a, b, flags) in [(s, kstart.min(e), nx), (kstart.max(s), kend.min(e), rw), (kend.max(s), e, nx)] {
+            if a < b {
+                if flags.contains(PteFlags::NO_EXECUTE) {
+                    space.map_range(&mut Tables, a, a, b - a, flags)
+                } else {
+                    map_4k(&mut space, a, b, flags)
+                }
+                .expect("mapping kernel memory");
+            }
+        }
+    }
+    let root = space.root();
+    // SAFETY: the new tables identity-map all RAM, including this code (kernel
+    // image), the current stack (boot stack or a RAM frame) and all data.
+    unsafe { cpu::write_cr3(root) };
+    *KERNEL_SPACE.lock() = Some(space);
+}
+
+fn map_4k(space: &mut AddressSpace, a: u64, b: u64, flags: PteFlags) -> Result<(), super::paging::MapError> {
+    let mut va = a;
+    while va < b {
+        space.map(&mut Tables, va, va, PageSize::Size4K, flags)?;
+        va += PAGE_SIZE as u64;
+    }
+    Ok(())
+}
+
+/// Looks up how the kernel maps `va`.
+pub fn translate(va: u64) -> Option<super::paging::Translation> {
+    KERNEL_SPACE.lock().as_ref()?.translate(&mut Tables, va)
+}
+
+/// A kernel thread's stack: contiguous frames whose lowest page is unmapped,
+/// so an overflow faults instead of corrupting memory.
+pub struct KernelStack {
+    base: u64,
+    pages: usize,
+}
+
+impl KernelStack {
+    /// A stack of `pages` usable pages plus the guard page.
+    pub fn new(pages: usize) -> Option<Self> {
+        let base = alloc_frames(pages + 1, 1)?;
+        set_guard(base, true);
+        Some(Self {
+            base,
+            pages: pages + 1,
+        })
+    }
+
+    /// The initial stack pointer (16-byte aligned end).
+    pub fn top(&self) -> u64 {
+        self.base + (self.pages * PAGE_SIZE) as u64
+    }
+
+    /// The unmapped guard page.
+    pub fn guard(&self) -> u64 {
+        self.base
+    }
+}
+
+impl Drop for KernelStack {
+    fn drop(&mut self) {
+        set_guard(self.base, false);
+        free_frames(self.base, self.pages);
+    }
+}
+
+fn set_guard(page: u64, guard: bool) {
+    let mut ks = KERNEL_SPACE.lock();
+    let Some(space) = ks.as_mut() else { return };
+    let r = if guard {
+        space.unmap(&mut Tables, page, PageSize::Size4K).map(|_| ())
+    } else {
+        let flags = PteFlags::PRESENT | PteFlags::WRITABLE | PteFlags::GLOBAL | PteFlags::NO_EXECUTE;
+        space.map(&mut Tables, page, page, PageSize::Size4K, flags)
+    };
+    r.expect("updating a stack guard page");
+    cpu::invlpg(page);
+}

@@ -1,0 +1,280 @@
+//! Kernel threads and a preemptive round-robin scheduler.
+//!
+//! Each CPU has its own run queue ([`Cpu`]); a thread runs for a time slice
+//! unless it yields, blocks or sleeps first. The timer is tickless: the APIC
+//! deadline is set to the end of the slice (only when other threads wait) or
+//! the next sleeper's wake-up, whichever comes first. An idle CPU halts.
+//!
+//! Context switches happen with interrupts off; the previous thread is kept
+//! alive until the next one runs, so a dead thread's stack is freed only after
+//! the CPU has left it.
+
+mod thread;
+mod waitqueue;
+
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+pub use thread::{JoinHandle, State, Thread, ThreadRef};
+pub use waitqueue::WaitQueue;
+
+use crate::arch::{apic, context, cpu, gdt};
+use crate::sync::IrqLock;
+use crate::time;
+
+/// Length of a time slice.
+pub const SLICE_NS: u64 = 10_000_000;
+
+/// One CPU's scheduling state.
+struct Cpu {
+    current: Option<ThreadRef>,
+    idle: Option<ThreadRef>,
+    run_queue: VecDeque<ThreadRef>,
+    /// The thread switched away from, dropped once the next one runs.
+    last: Option<ThreadRef>,
+    slice_end_ns: u64,
+}
+
+impl Cpu {
+    const fn new() -> Self {
+        Self {
+            current: None,
+            idle: None,
+            run_queue: VecDeque::new(),
+            last: None,
+            slice_end_ns: 0,
+        }
+    }
+}
+
+/// Per-CPU run queues; with one vCPU there is one entry.
+static CPUS: [IrqLock<Cpu>; 1] = [IrqLock::new(Cpu::new())];
+/// Sleeping threads by (deadline, sequence number).
+static TIMERS: IrqLock<BTreeMap<(u64, u64), ThreadRef>> = IrqLock::new(BTreeMap::new());
+static TIMER_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// Scheduler counters.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stats {
+    /// Context switches.
+    pub switches: u64,
+    /// Switches forced by the end of a time slice.
+    pub preemptions: u64,
+    /// Timer interrupts taken.
+    pub timer_interrupts: u64,
+}
+
+static SWITCHES: AtomicU64 = AtomicU64::new(0);
+static PREEMPTIONS: AtomicU64 = AtomicU64::new(0);
+static TIMER_IRQS: AtomicU64 = AtomicU64::new(0);
+
+/// The scheduler's counters so far.
+pub fn stats() -> Stats {
+    Stats {
+        switches: SWITCHES.load(Ordering::Relaxed),
+        preemptions: PREEMPTIONS.load(Ordering::Relaxed),
+        timer_interrupts: TIMER_IRQS.load(Ordering::Relaxed),
+    }
+}
+
+fn this_cpu() -> &'static IrqLock<Cpu> {
+    &CPUS[0]
+}
+
+/// Makes the running boot context the thread `main` and creates the idle thread.
+pub fn init() {
+    let main = Thread::new_boot("main");
+    let idle = Thread::new_kernel("idle", alloc::boxed::Box::new(idle_loop))
+        .expect("no memory for the idle thread");
+    main.set_state(State::Running);
+    let mut c = this_cpu().lock();
+    c.current = Some(main);
+    c.idle = Some(idle);
+    c.slice_end_ns = time::monotonic_ns() + SLICE_NS;
+}
+
+fn idle_loop() {
+    loop {
+        cpu::enable_and_halt();
+    }
+}
+
+/// The running thread.
+pub fn current() -> ThreadRef {
+    this_cpu()
+        .lock()
+        .current
+        .clone()
+        .expect("scheduler not initialised")
+}
+
+/// Starts a kernel thread running `f`.
+pub fn spawn<F>(name: &str, f: F) -> Option<JoinHandle>
+where
+    F: FnOnce() + Send + 'static,
+{
+    let t = Thread::new_kernel(name, alloc::boxed::Box::new(f))?;
+    make_ready(t.clone());
+    Some(JoinHandle::new(t))
+}
+
+/// Puts a runnable thread at the back of its CPU's run queue.
+pub(crate) fn make_ready(t: ThreadRef) {
+    t.set_state(State::Ready);
+    let mut c = this_cpu().lock();
+    c.run_queue.push_back(t);
+    program_timer(&c);
+}
+
+/// Gives the CPU to the next ready thread, if any.
+pub fn yield_now() {
+    let irq = cpu::irq_save();
+    {
+        let mut c = this_cpu().lock();
+        if c.run_queue.is_empty() {
+            drop(c);
+            cpu::irq_restore(irq);
+            return;
+        }
+        let cur = c.current.clone().expect("scheduler not initialised");
+        cur.set_state(State::Ready);
+        c.run_queue.push_back(cur);
+    }
+    schedule();
+    cpu::irq_restore(irq);
+}
+
+/// Blocks the current thread until [`make_ready`] is called on it. The
+/// caller has put it somewhere a waker will find it, with interrupts off.
+pub(crate) fn block_current() {
+    debug_assert!(!cpu::interrupts_enabled());
+    current().set_state(State::Blocked);
+    schedule();
+}
+
+/// Sleeps for at least `ns` nanoseconds.
+pub fn sleep_ns(ns: u64) {
+    let deadline = time::monotonic_ns().saturating_add(ns);
+    while time::monotonic_ns() < deadline {
+        let irq = cpu::irq_save();
+        let me = current();
+        let seq = TIMER_SEQ.fetch_add(1, Ordering::Relaxed);
+        TIMERS.lock().insert((deadline, seq), me);
+        block_current();
+        cpu::irq_restore(irq);
+    }
+}
+
+/// Ends the current thread.
+pub(crate) fn exit_current() -> ! {
+    cpu::irq_save();
+    let me = current();
+    me.finish();
+    me.set_state(State::Dead);
+    drop(me);
+    schedule();
+    unreachable!("a dead thread was scheduled");
+}
+
+/// Switches to the next thread. Interrupts must be off; the caller has set
+/// the current thread's state (and queued it if it stays runnable).
+fn schedule() {
+    let (save, next_rsp) = {
+        let mut c = this_cpu().lock();
+        let next = match c.run_queue.pop_front() {
+            Some(t) => t,
+            None => c.idle.clone().expect("scheduler not initialised"),
+        };
+        let prev = c.current.take().expect("scheduler not initialised");
+        if Arc::ptr_eq(&prev, &next) {
+            prev.set_state(State::Running);
+            c.current = Some(prev);
+            c.slice_end_ns = time::monotonic_ns() + SLICE_NS;
+            program_timer(&c);
+            return;
+        }
+        next.set_state(State::Running);
+        if let Some(top) = next.stack_top() {
+            gdt::set_kernel_stack(top);
+        }
+        let save = prev.context_ptr();
+        let next_rsp = next.saved_rsp();
+        c.current = Some(next);
+        debug_assert!(c.last.is_none());
+        c.last = Some(prev);
+        c.slice_end_ns = time::monotonic_ns() + SLICE_NS;
+        program_timer(&c);
+        (save, next_rsp)
+    };
+    SWITCHES.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: interrupts are off; `next_rsp` was saved by `switch` or built by
+    // `init_stack` for a thread that is alive (the CPU holds it as current),
+    // and `save` points into `prev`, which `last` keeps alive until
+    // `finish_switch` runs on the other side.
+    unsafe { context::switch(save, next_rsp) };
+    finish_switch();
+}
+
+/// Runs on the new thread right after a switch: releases the previous one
+/// (freeing its stack if it has exited).
+pub(crate) fn finish_switch() {
+    let last = this_cpu().lock().last.take();
+    drop(last);
+}
+
+/// Arms the APIC deadline: the end of the slice if others wait, or the next
+/// sleeper, whichever is first.
+fn program_timer(c: &Cpu) {
+    let mut next = u64::MAX;
+    if !c.run_queue.is_empty() {
+        next = c.slice_end_ns;
+    }
+    if let Some((&(d, _), _)) = TIMERS.lock().first_key_value() {
+        next = next.min(d);
+    }
+    apic::set_deadline(if next == u64::MAX {
+        0
+    } else {
+        time::deadline_tsc(next).max(1)
+    });
+}
+
+/// The timer interrupt: wakes sleepers whose time has come and preempts the
+/// running thread at the end of its slice.
+pub(crate) fn timer_interrupt() {
+    TIMER_IRQS.fetch_add(1, Ordering::Relaxed);
+    let now = time::monotonic_ns();
+    loop {
+        let due = {
+            let mut timers = TIMERS.lock();
+            match timers.first_key_value() {
+                Some((&(d, _), _)) if d <= now => timers.pop_first().map(|(_, t)| t),
+                _ => None,
+            }
+        };
+        match due {
+            Some(t) => make_ready(t),
+            None => break,
+        }
+    }
+    let preempt = {
+        let mut c = this_cpu().lock();
+        let cur = c.current.clone().expect("scheduler not initialised");
+        let is_idle = c.idle.as_ref().is_some_and(|i| Arc::ptr_eq(i, &cur));
+        if c.run_queue.is_empty() || (!is_idle && now < c.slice_end_ns) {
+            program_timer(&c);
+            false
+        } else {
+            if !is_idle {
+                cur.set_state(State::Ready);
+                c.run_queue.push_back(cur);
+                PREEMPTIONS.fetch_add(1, Ordering::Relaxed);
+            }
+            true
+        }
+    };
+    if preempt {
+        schedule();
+    }
+}

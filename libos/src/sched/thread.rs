@@ -1,0 +1,165 @@
+//! A kernel thread: its stack, saved context and state.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::sync::Arc;
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+
+use super::WaitQueue;
+use crate::arch::context;
+use crate::mm::KernelStack;
+use crate::sync::IrqLock;
+
+/// Pages in a kernel thread's stack (plus one guard page below).
+const STACK_PAGES: usize = 16;
+
+/// A thread's scheduling state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum State {
+    /// In a run queue.
+    Ready = 0,
+    /// On a CPU.
+    Running = 1,
+    /// Waiting on a wait queue or a timer.
+    Blocked = 2,
+    /// Finished; freed once no one refers to it.
+    Dead = 3,
+}
+
+/// A shared handle to a thread.
+pub type ThreadRef = Arc<Thread>;
+
+type Entry = Box<dyn FnOnce() + Send>;
+
+/// A kernel thread.
+pub struct Thread {
+    id: u64,
+    name: String,
+    state: AtomicU8,
+    /// Stack pointer saved by the context switch while the thread is off-CPU.
+    rsp: UnsafeCell<u64>,
+    stack: Option<KernelStack>,
+    entry: IrqLock<Option<Entry>>,
+    done: AtomicBool,
+    exited: WaitQueue,
+}
+
+// SAFETY: `rsp` is only touched by the scheduler with interrupts off, while the
+// thread is not running (the switch writes it as the thread leaves the CPU and
+// reads it when it is chosen); every other field is Sync.
+unsafe impl Sync for Thread {}
+// SAFETY: as above; the entry closure is Send.
+unsafe impl Send for Thread {}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Thread {
+    fn alloc(name: &str, stack: Option<KernelStack>, entry: Option<Entry>) -> ThreadRef {
+        Arc::new(Thread {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            name: String::from(name),
+            state: AtomicU8::new(State::Ready as u8),
+            rsp: UnsafeCell::new(0),
+            stack,
+            entry: IrqLock::new(entry),
+            done: AtomicBool::new(false),
+            exited: WaitQueue::new(),
+        })
+    }
+
+    /// The context that booted the kernel, running on the boot stack.
+    pub(crate) fn new_boot(name: &str) -> ThreadRef {
+        Self::alloc(name, None, None)
+    }
+
+    /// A new thread that will run `entry` on its own stack.
+    pub(crate) fn new_kernel(name: &str, entry: Entry) -> Option<ThreadRef> {
+        let stack = KernelStack::new(STACK_PAGES)?;
+        let top = stack.top();
+        let t = Self::alloc(name, Some(stack), Some(entry));
+        // SAFETY: `top` is the aligned end of the thread's own fresh stack.
+        let sp = unsafe { context::init_stack(top, thread_start, 0) };
+        // SAFETY: the thread is not yet visible to the scheduler.
+        unsafe { *t.rsp.get() = sp };
+        Some(t)
+    }
+
+    /// Thread id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Thread name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Current state.
+    pub fn state(&self) -> State {
+        match self.state.load(Ordering::Acquire) {
+            0 => State::Ready,
+            1 => State::Running,
+            2 => State::Blocked,
+            _ => State::Dead,
+        }
+    }
+
+    pub(crate) fn set_state(&self, s: State) {
+        self.state.store(s as u8, Ordering::Release);
+    }
+
+    pub(crate) fn context_ptr(&self) -> *mut u64 {
+        self.rsp.get()
+    }
+
+    pub(crate) fn saved_rsp(&self) -> u64 {
+        // SAFETY: called by the scheduler with interrupts off for a thread
+        // that is not running, so no switch writes `rsp` concurrently.
+        unsafe { *self.rsp.get() }
+    }
+
+    pub(crate) fn stack_top(&self) -> Option<u64> {
+        self.stack.as_ref().map(KernelStack::top)
+    }
+
+    /// Marks the thread finished and wakes its joiners.
+    pub(crate) fn finish(&self) {
+        self.done.store(true, Ordering::Release);
+        self.exited.wake_all();
+    }
+}
+
+/// The first code a new thread runs (via the context-switch trampoline).
+extern "C" fn thread_start(_: u64) -> ! {
+    super::finish_switch();
+    crate::arch::cpu::irq_restore(true);
+    let entry = super::current().entry.lock().take();
+    if let Some(f) = entry {
+        f();
+    }
+    super::exit_current()
+}
+
+/// Waits for a thread to finish.
+pub struct JoinHandle {
+    thread: ThreadRef,
+}
+
+impl JoinHandle {
+    pub(crate) fn new(thread: ThreadRef) -> Self {
+        Self { thread }
+    }
+
+    /// The thread.
+    pub fn thread(&self) -> &ThreadRef {
+        &self.thread
+    }
+
+    /// Blocks until the thread has finished.
+    pub fn join(self) {
+        let t = &self.thread;
+        t.exited.wait_while(|| !t.done.load(Ordering::Acquire));
+    }
+}

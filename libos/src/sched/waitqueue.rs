@@ -1,0 +1,64 @@
+//! Wait queues: threads block until another thread or an interrupt wakes them.
+
+use alloc::collections::VecDeque;
+
+use super::ThreadRef;
+use crate::arch::cpu;
+use crate::sync::IrqLock;
+
+/// A FIFO of blocked threads.
+pub struct WaitQueue {
+    waiters: IrqLock<VecDeque<ThreadRef>>,
+}
+
+impl WaitQueue {
+    /// An empty queue.
+    pub const fn new() -> Self {
+        Self {
+            waiters: IrqLock::new(VecDeque::new()),
+        }
+    }
+
+    /// Blocks while `cond()` is true. The condition is checked with
+    /// interrupts off, so a wake-up between the check and the block is not lost.
+    pub fn wait_while(&self, mut cond: impl FnMut() -> bool) {
+        loop {
+            let irq = cpu::irq_save();
+            if !cond() {
+                cpu::irq_restore(irq);
+                return;
+            }
+            self.waiters.lock().push_back(super::current());
+            super::block_current();
+            cpu::irq_restore(irq);
+        }
+    }
+
+    /// Wakes the longest waiter; returns whether there was one.
+    pub fn wake_one(&self) -> bool {
+        let t = self.waiters.lock().pop_front();
+        match t {
+            Some(t) => {
+                super::make_ready(t);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Wakes every waiter; returns how many.
+    pub fn wake_all(&self) -> usize {
+        let all = core::mem::take(&mut *self.waiters.lock());
+        let n = all.len();
+        for t in all {
+            super::make_ready(t);
+        }
+        n
+    }
+}
+
+impl Default for WaitQueue {
+    fn default() -> Self {
+        Self::new()
+    }
+}
