@@ -139,24 +139,7 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
         .hardware_info
         .device_tree
         .map_or(layout::FDT, |a| a.get());
-    let mut x = 0u64;
-    cpu::irq_restore(true);
-    let t = cpu::rdtsc();
-    for i in 0..1_000_000u64 { x = core::hint::black_box(x.wrapping_add(i)); }
-    let loop_ticks = cpu::rdtsc() - t;
-    static mut Y: u64 = 0;
-    let t = cpu::rdtsc();
-    for i in 0..1_000_000u64 { unsafe { core::ptr::write_volatile(&raw mut Y, core::ptr::read_volatile(&raw const Y).wrapping_add(i)) } }
-    let loop2 = cpu::rdtsc() - t;
-    let t = cpu::rdtsc();
-    let mut z = 0u64;
-    for i in 0..1_000_000u64 { z = z.wrapping_mul(31).wrapping_add(i) ^ (z >> 3); }
-    let loop3 = cpu::rdtsc() - t;
-    x ^= z;
-    cpu::irq_save();
-    let t = cpu::rdtsc();
     let fdt = read_fdt(fdt_addr);
-    let fdt_ticks = cpu::rdtsc() - t;
     let tsc_khz = fdt
         .tsc_khz
         .or(cpu_freq)
@@ -169,7 +152,6 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
         .find_map(|w| w.strip_prefix("log="))
         .unwrap_or("warn");
     console::init_log(level);
-    log::debug!("loop {} ticks static {} regs {} fdt {} ticks {}", loop_ticks, loop2, loop3, fdt_ticks, x);
 
     // Physical memory: everything below the kernel's end (boot data, boot
     // stack, the image) stays reserved; the bitmap goes right after the image.
@@ -183,13 +165,13 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
     // SAFETY: `ram` comes from the VMM's device tree; the bitmap sits in RAM
     // after the kernel image, which nothing else uses, and is reserved.
     unsafe { mm::init_frames(ram, &[(0, kernel.1)], top, bitmap_at) };
-    log::debug!("frames ready at {} ns mtrr={:#x} pat={:#x} cr0={:#x}", time::monotonic_ns(), cpu::rdmsr(0x2ff), cpu::rdmsr(0x277), 0);
+    log::debug!("frames ready at {} us", time::monotonic_ns() / 1000);
 
     gdt::init();
     trap::init();
-    log::debug!("traps ready at {} ns", time::monotonic_ns());
+    log::debug!("traps ready at {} us", time::monotonic_ns() / 1000);
     mm::init_paging(ram, kernel);
-    log::debug!("paging ready at {} ns", time::monotonic_ns());
+    log::debug!("paging ready at {} us", time::monotonic_ns() / 1000);
     if let Err(e) = apic::init() {
         panic!("the local APIC cannot be used ({e:?}): Astraea needs x2APIC and the TSC-deadline timer");
     }
