@@ -6,21 +6,21 @@ use std::path::PathBuf;
 /// Why a partition could not be created or did not end normally.
 #[derive(Debug, thiserror::Error)]
 pub enum VmmError {
-    /// `/dev/kvm` is missing.
+    /// The KVM device node is missing.
     #[error(
-        "/dev/kvm does not exist: this machine offers no KVM. Enable virtualisation in the \
+        "{0} does not exist: this machine offers no KVM. Enable virtualisation in the \
          firmware or the host's hypervisor, then load the module (modprobe kvm_intel or kvm_amd)"
     )]
-    KvmMissing,
-    /// `/dev/kvm` exists but cannot be opened.
+    KvmMissing(String),
+    /// The KVM device node exists but cannot be opened.
     #[error(
-        "cannot open /dev/kvm: permission denied. Add your user to the group that owns it \
+        "cannot open {0}: permission denied. Add your user to the group that owns it \
          (usually `kvm`: sudo usermod -aG kvm $USER, then log in again) or run as root"
     )]
-    KvmPermission,
-    /// Any other failure opening `/dev/kvm`.
-    #[error("cannot open /dev/kvm: {0}")]
-    KvmOpen(std::io::Error),
+    KvmPermission(String),
+    /// Any other failure opening the KVM device node.
+    #[error("cannot open {0}: {1}")]
+    KvmOpen(String, std::io::Error),
     /// A KVM ioctl failed.
     #[error("KVM {what} failed: {source}")]
     Kvm {

@@ -61,11 +61,17 @@ pub struct Outcome {
     pub exits: u64,
 }
 
+/// Environment variable naming another KVM device node (tests use it to check
+/// the error for a missing `/dev/kvm`).
+pub const KVM_DEVICE_ENV: &str = "ASTRAEA_KVM_DEVICE";
+
 fn open_kvm() -> Result<Kvm, VmmError> {
-    Kvm::new().map_err(|e| match e.errno() {
-        libc::ENOENT => VmmError::KvmMissing,
-        libc::EACCES | libc::EPERM => VmmError::KvmPermission,
-        _ => VmmError::KvmOpen(std::io::Error::from_raw_os_error(e.errno())),
+    let path = std::env::var(KVM_DEVICE_ENV).unwrap_or_else(|_| "/dev/kvm".to_string());
+    let c = std::ffi::CString::new(path.clone()).map_err(|_| VmmError::KvmMissing(path.clone()))?;
+    Kvm::new_with_path(&c).map_err(|e| match e.errno() {
+        libc::ENOENT => VmmError::KvmMissing(path),
+        libc::EACCES | libc::EPERM => VmmError::KvmPermission(path),
+        n => VmmError::KvmOpen(path, std::io::Error::from_raw_os_error(n)),
     })
 }
 
@@ -188,7 +194,12 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                 return Err(crash(&vcpu, format!("KVM could not enter the guest (hardware reason {reason:#x}, cpu {cpu})")));
             }
             Ok(VcpuExit::InternalError) => {
-                return Err(crash(&vcpu, "KVM internal error".into()));
+                return Err(crash(
+                    &vcpu,
+                    "KVM internal error: the hypervisor could not continue the guest \
+                     (on PVM hosts this is how a triple fault ends)"
+                        .into(),
+                ));
             }
             Ok(other) => {
                 let what = format!("unexpected VM exit {other:?}");

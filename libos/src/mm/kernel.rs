@@ -175,6 +175,19 @@ pub fn translate(va: u64) -> Option<super::paging::Translation> {
     KERNEL_SPACE.lock().as_ref()?.translate(&mut Tables, va)
 }
 
+/// Maps `len` bytes of device memory at guest-physical `pa` (identity,
+/// uncached, never executable).
+pub fn map_mmio(pa: u64, len: u64) -> Result<(), super::paging::MapError> {
+    let flags = PteFlags::PRESENT
+        | PteFlags::WRITABLE
+        | PteFlags::NO_CACHE
+        | PteFlags::WRITE_THROUGH
+        | PteFlags::NO_EXECUTE;
+    let mut ks = KERNEL_SPACE.lock();
+    let space = ks.as_mut().ok_or(super::paging::MapError::NotMapped)?;
+    map_4k(space, pa & !0xfff, (pa + len).next_multiple_of(PAGE_SIZE as u64), flags)
+}
+
 /// A kernel thread's stack: contiguous frames whose lowest page is unmapped,
 /// so an overflow faults instead of corrupting memory.
 pub struct KernelStack {

@@ -155,7 +155,11 @@ pub(crate) fn block_current() {
 
 /// Sleeps for at least `ns` nanoseconds.
 pub fn sleep_ns(ns: u64) {
-    let deadline = time::monotonic_ns().saturating_add(ns);
+    sleep_until_ns(time::monotonic_ns().saturating_add(ns));
+}
+
+/// Sleeps until the monotonic clock reaches `deadline` (ns since boot).
+pub fn sleep_until_ns(deadline: u64) {
     while time::monotonic_ns() < deadline {
         let irq = cpu::irq_save();
         let me = current();
