@@ -103,7 +103,8 @@ pub fn prepare(
     // SAFETY: `host` points at `ksize` bytes of guest RAM inside one mapped
     // region (checked by host_slice); no vCPU runs yet and nothing else holds
     // a reference to these bytes, so a unique slice over them is sound.
-    let image = unsafe { std::slice::from_raw_parts_mut(host.cast::<MaybeUninit<u8>>(), ksize as usize) };
+    let image =
+        unsafe { std::slice::from_raw_parts_mut(host.cast::<MaybeUninit<u8>>(), ksize as usize) };
     let loaded = kernel.load_kernel(image, start);
     let kernel_range = (
         loaded.load_info.kernel_image_addr_range.start,
@@ -218,13 +219,16 @@ fn write_fdt(mem: &GuestMemory, mem_size: u64, p: &BootParams<'_>) -> Result<(),
     let root = w.begin_node("").map_err(fdt_err)?;
     w.property_u32("#address-cells", 2).map_err(fdt_err)?;
     w.property_u32("#size-cells", 2).map_err(fdt_err)?;
-    w.property_string("compatible", "astraea,partition").map_err(fdt_err)?;
+    w.property_string("compatible", "astraea,partition")
+        .map_err(fdt_err)?;
     for (start, len) in ram_ranges(mem_size) {
         let node = w
             .begin_node(&format!("memory@{start:x}"))
             .map_err(fdt_err)?;
-        w.property_string("device_type", "memory").map_err(fdt_err)?;
-        w.property_array_u64("reg", &[start, len]).map_err(fdt_err)?;
+        w.property_string("device_type", "memory")
+            .map_err(fdt_err)?;
+        w.property_array_u64("reg", &[start, len])
+            .map_err(fdt_err)?;
         w.end_node(node).map_err(fdt_err)?;
     }
     let chosen = w.begin_node("chosen").map_err(fdt_err)?;
@@ -234,9 +238,11 @@ fn write_fdt(mem: &GuestMemory, mem_size: u64, p: &BootParams<'_>) -> Result<(),
         args.extend_from_slice(a.as_bytes());
         args.push(0);
     }
-    w.property(astraea_abi::FDT_ARGS_PROP, &args).map_err(fdt_err)?;
+    w.property(astraea_abi::FDT_ARGS_PROP, &args)
+        .map_err(fdt_err)?;
     if let Some(khz) = p.tsc_khz {
-        w.property_u32(astraea_abi::FDT_TSC_KHZ_PROP, khz).map_err(fdt_err)?;
+        w.property_u32(astraea_abi::FDT_TSC_KHZ_PROP, khz)
+            .map_err(fdt_err)?;
     }
     w.end_node(chosen).map_err(fdt_err)?;
     w.end_node(root).map_err(fdt_err)?;

@@ -54,7 +54,9 @@ pub enum VmmError {
         reason: String,
     },
     /// `--mem` could not be parsed.
-    #[error("invalid memory size {0:?}: write a number with an optional K, M or G suffix, e.g. 512M")]
+    #[error(
+        "invalid memory size {0:?}: write a number with an optional K, M or G suffix, e.g. 512M"
+    )]
     MemParse(String),
     /// `--mem` is too small to hold the kernel and its initial structures.
     #[error("--mem {given} MiB is too small: this kernel needs at least {needed} MiB")]

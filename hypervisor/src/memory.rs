@@ -33,7 +33,9 @@ pub fn parse_mem_size(s: &str) -> Result<u64, VmmError> {
         _ => (t, 0),
     };
     let n: u64 = num.trim().parse().map_err(|_| err())?;
-    n.checked_mul(1u64 << shift).filter(|&v| v > 0).ok_or_else(err)
+    n.checked_mul(1u64 << shift)
+        .filter(|&v| v > 0)
+        .ok_or_else(err)
 }
 
 /// The guest-physical RAM ranges for `size` bytes: everything below the 32-bit
@@ -42,7 +44,10 @@ pub fn ram_ranges(size: u64) -> Vec<(u64, u64)> {
     if size <= MMIO_HOLE_START {
         vec![(0, size)]
     } else {
-        vec![(0, MMIO_HOLE_START), (HIGH_RAM_START, size - MMIO_HOLE_START)]
+        vec![
+            (0, MMIO_HOLE_START),
+            (HIGH_RAM_START, size - MMIO_HOLE_START),
+        ]
     }
 }
 
@@ -98,7 +103,10 @@ mod tests {
         assert_eq!(ram_ranges(512 << 20), vec![(0, 512 << 20)]);
         assert_eq!(
             ram_ranges(4 << 30),
-            vec![(0, MMIO_HOLE_START), (HIGH_RAM_START, (4 << 30) - MMIO_HOLE_START)]
+            vec![
+                (0, MMIO_HOLE_START),
+                (HIGH_RAM_START, (4 << 30) - MMIO_HOLE_START)
+            ]
         );
     }
 
@@ -107,6 +115,9 @@ mod tests {
         use vm_memory::Bytes;
         let m = create(8 << 20).unwrap();
         m.write_obj(0xdead_beef_u32, GuestAddress(0x1000)).unwrap();
-        assert_eq!(m.read_obj::<u32>(GuestAddress(0x1000)).unwrap(), 0xdead_beef);
+        assert_eq!(
+            m.read_obj::<u32>(GuestAddress(0x1000)).unwrap(),
+            0xdead_beef
+        );
     }
 }

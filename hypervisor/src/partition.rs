@@ -109,7 +109,8 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     register_memory(&vm, &mem)?;
     vm.set_tss_address(KVM_TSS_ADDRESS)
         .map_err(kvm_err("KVM_SET_TSS_ADDR"))?;
-    vm.create_irq_chip().map_err(kvm_err("KVM_CREATE_IRQCHIP"))?;
+    vm.create_irq_chip()
+        .map_err(kvm_err("KVM_CREATE_IRQCHIP"))?;
     let mut vcpu = vm.create_vcpu(0).map_err(kvm_err("KVM_CREATE_VCPU"))?;
     vcpu::setup_cpuid(&kvm, &vcpu, 0)?;
     let tsc_khz = if kvm.check_extension(Cap::GetTscKhz) {
@@ -131,7 +132,11 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     drop(image);
     vcpu::setup_long_mode(&vcpu, &state, 0)?;
     let loaded = t0.elapsed();
-    tracing::debug!(entry = format_args!("{:#x}", state.entry), ?loaded, "kernel loaded");
+    tracing::debug!(
+        entry = format_args!("{:#x}", state.entry),
+        ?loaded,
+        "kernel loaded"
+    );
 
     let mut timings = Timings {
         vm_created,
@@ -181,17 +186,27 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
             Ok(VcpuExit::MmioRead(addr, _)) | Ok(VcpuExit::MmioWrite(addr, _)) => {
                 return Err(crash(
                     &vcpu,
-                    format!("access to guest-physical address {addr:#x}, which is neither RAM nor a device"),
+                    format!(
+                        "access to guest-physical address {addr:#x}, which is neither RAM nor a device"
+                    ),
                 ));
             }
             Ok(VcpuExit::Hlt) => {
                 return Err(crash(&vcpu, "the vCPU halted with interrupts off".into()));
             }
             Ok(VcpuExit::Shutdown) => {
-                return Err(crash(&vcpu, "triple fault (the guest kernel could not handle an exception)".into()));
+                return Err(crash(
+                    &vcpu,
+                    "triple fault (the guest kernel could not handle an exception)".into(),
+                ));
             }
             Ok(VcpuExit::FailEntry(reason, cpu)) => {
-                return Err(crash(&vcpu, format!("KVM could not enter the guest (hardware reason {reason:#x}, cpu {cpu})")));
+                return Err(crash(
+                    &vcpu,
+                    format!(
+                        "KVM could not enter the guest (hardware reason {reason:#x}, cpu {cpu})"
+                    ),
+                ));
             }
             Ok(VcpuExit::InternalError) => {
                 return Err(crash(
@@ -206,7 +221,12 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                 return Err(crash(&vcpu, what));
             }
             Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {}
-            Err(e) => return Err(VmmError::Kvm { what: "KVM_RUN", source: e }),
+            Err(e) => {
+                return Err(VmmError::Kvm {
+                    what: "KVM_RUN",
+                    source: e,
+                });
+            }
         }
     }
 }
@@ -249,7 +269,8 @@ fn register_memory(vm: &VmFd, mem: &GuestMemory) -> Result<(), VmmError> {
 /// guest passed addresses outside its RAM or an oversized length.
 fn read_console_write(mem: &GuestMemory, gpa: u32) -> Option<(u32, Vec<u8>)> {
     let mut raw = [0u8; ConsoleWrite::SIZE];
-    mem.read_slice(&mut raw, GuestAddress(u64::from(gpa))).ok()?;
+    mem.read_slice(&mut raw, GuestAddress(u64::from(gpa)))
+        .ok()?;
     let cw = ConsoleWrite::from_bytes(&raw);
     if cw.len > MAX_CONSOLE_WRITE {
         tracing::warn!(len = cw.len, "console write too long, dropped");

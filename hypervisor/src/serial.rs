@@ -33,10 +33,10 @@ impl Com1 {
 
     /// A guest `out` to the UART.
     pub fn write(&mut self, p: u16, data: &[u8]) {
-        if let Some(&b) = data.first() {
-            if let Err(e) = self.0.write((p - port::COM1) as u8, b) {
-                tracing::debug!(?e, "serial write failed");
-            }
+        if let Some(&b) = data.first()
+            && let Err(e) = self.0.write((p - port::COM1) as u8, b)
+        {
+            tracing::debug!(?e, "serial write failed");
         }
     }
 

@@ -2,7 +2,7 @@
 //! guest crashes.
 
 use astraea_abi::layout;
-use kvm_bindings::{CpuId, KVM_MAX_CPUID_ENTRIES, kvm_fpu, kvm_msr_entry, kvm_segment, Msrs};
+use kvm_bindings::{CpuId, KVM_MAX_CPUID_ENTRIES, Msrs, kvm_fpu, kvm_msr_entry, kvm_segment};
 use kvm_ioctls::{Kvm, VcpuFd};
 
 use crate::boot::BootState;
@@ -133,8 +133,24 @@ pub fn dump(vcpu: &VcpuFd) -> String {
                  rsi {:016x}  rdi {:016x}  r8  {:016x}  r9  {:016x}\n  \
                  r10 {:016x}  r11 {:016x}  r12 {:016x}  r13 {:016x}\n  \
                  r14 {:016x}  r15 {:016x}\n",
-                r.rip, r.rsp, r.rbp, r.rflags, r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.r8,
-                r.r9, r.r10, r.r11, r.r12, r.r13, r.r14, r.r15
+                r.rip,
+                r.rsp,
+                r.rbp,
+                r.rflags,
+                r.rax,
+                r.rbx,
+                r.rcx,
+                r.rdx,
+                r.rsi,
+                r.rdi,
+                r.r8,
+                r.r9,
+                r.r10,
+                r.r11,
+                r.r12,
+                r.r13,
+                r.r14,
+                r.r15
             );
         }
         Err(e) => s += &format!("  (registers unavailable: {e})\n"),
@@ -144,8 +160,18 @@ pub fn dump(vcpu: &VcpuFd) -> String {
             s += &format!(
                 "  cr0 {:016x}  cr2 {:016x}  cr3 {:016x}  cr4 {:016x}  efer {:x}\n  \
                  cs {:04x} (dpl {})  ss {:04x}  gdt {:x}/{:x}  idt {:x}/{:x}",
-                r.cr0, r.cr2, r.cr3, r.cr4, r.efer, r.cs.selector, r.cs.dpl, r.ss.selector,
-                r.gdt.base, r.gdt.limit, r.idt.base, r.idt.limit
+                r.cr0,
+                r.cr2,
+                r.cr3,
+                r.cr4,
+                r.efer,
+                r.cs.selector,
+                r.cs.dpl,
+                r.ss.selector,
+                r.gdt.base,
+                r.gdt.limit,
+                r.idt.base,
+                r.idt.limit
             );
         }
         Err(e) => s += &format!("  (system registers unavailable: {e})"),

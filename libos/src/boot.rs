@@ -71,7 +71,6 @@ macro_rules! entry {
     };
 }
 
-
 /// Most RAM ranges the device tree may describe.
 const MAX_RANGES: usize = 8;
 
@@ -144,7 +143,9 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
         .tsc_khz
         .or(cpu_freq)
         .or_else(time::tsc_khz_from_cpuid)
-        .unwrap_or_else(|| panic!("the TSC frequency is unknown: the VMM passed none and CPUID has none"));
+        .unwrap_or_else(|| {
+            panic!("the TSC frequency is unknown: the VMM passed none and CPUID has none")
+        });
     time::init(tsc0, tsc_khz, boot_unix_ns);
     let level = fdt
         .bootargs
@@ -173,7 +174,9 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
     mm::init_paging(ram, kernel);
     log::debug!("paging ready at {} us", time::monotonic_ns() / 1000);
     if let Err(e) = apic::init() {
-        panic!("the local APIC cannot be used ({e:?}): Astraea needs x2APIC and the TSC-deadline timer");
+        panic!(
+            "the local APIC cannot be used ({e:?}): Astraea needs x2APIC and the TSC-deadline timer"
+        );
     }
     sched::init();
 

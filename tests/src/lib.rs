@@ -39,7 +39,10 @@ struct Artifacts {
 fn artifacts() -> &'static Artifacts {
     static A: OnceLock<Artifacts> = OnceLock::new();
     A.get_or_init(|| {
-        if let (Ok(bin), Ok(kdir)) = (std::env::var("ASTRAEA_BIN"), std::env::var("ASTRAEA_KERNEL_DIR")) {
+        if let (Ok(bin), Ok(kdir)) = (
+            std::env::var("ASTRAEA_BIN"),
+            std::env::var("ASTRAEA_KERNEL_DIR"),
+        ) {
             return Artifacts {
                 astraea: bin.into(),
                 kernel_dir: kdir.into(),

@@ -12,9 +12,19 @@ mod tests {
         let r = astraea_cmd(&["run"]);
         assert_eq!(r.code, 0, "{r:?}");
         assert!(r.stdout.starts_with("Astraea "), "banner missing: {r:?}");
-        assert!(r.stdout.contains("partition up, 512 MiB RAM, 1 vCPU"), "{r:?}");
-        assert_eq!(r.stdout.lines().count(), 1, "stdout carries only the banner: {r:?}");
-        assert!(r.stderr.is_empty(), "nothing on stderr at the default log level: {r:?}");
+        assert!(
+            r.stdout.contains("partition up, 512 MiB RAM, 1 vCPU"),
+            "{r:?}"
+        );
+        assert_eq!(
+            r.stdout.lines().count(),
+            1,
+            "stdout carries only the banner: {r:?}"
+        );
+        assert!(
+            r.stderr.is_empty(),
+            "nothing on stderr at the default log level: {r:?}"
+        );
     }
 
     #[test]
@@ -23,9 +33,20 @@ mod tests {
             return;
         }
         let k = kernel("astraea-kernel");
-        let r = astraea_cmd(&["run", "--kernel", k.to_str().unwrap(), "--log", "info", "--mem", "256M"]);
+        let r = astraea_cmd(&[
+            "run",
+            "--kernel",
+            k.to_str().unwrap(),
+            "--log",
+            "info",
+            "--mem",
+            "256M",
+        ]);
         assert_eq!(r.code, 0, "{r:?}");
-        assert!(r.stderr.contains("booted in"), "kernel log on stderr: {r:?}");
+        assert!(
+            r.stderr.contains("booted in"),
+            "kernel log on stderr: {r:?}"
+        );
         assert!(r.stderr.contains("256 MiB RAM"), "{r:?}");
         assert!(!r.stdout.contains("INFO"), "no log lines on stdout: {r:?}");
     }
@@ -36,10 +57,17 @@ mod tests {
             return;
         }
         let r = ktest(&[]);
-        let results: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("test ") && !l.starts_with("test result")).collect();
+        let results: Vec<&str> = r
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("test ") && !l.starts_with("test result"))
+            .collect();
         assert!(results.len() >= 10, "too few in-partition tests ran: {r:?}");
         for line in &results {
-            assert!(line.contains("... ok"), "in-partition test failed: {line}\n{r:?}");
+            assert!(
+                line.contains("... ok"),
+                "in-partition test failed: {line}\n{r:?}"
+            );
         }
         assert!(r.stdout.contains("test result: ok."), "{r:?}");
         assert_eq!(r.code, 0, "{r:?}");
@@ -64,8 +92,15 @@ mod tests {
         }
         let r = ktest(&["panic", "the", "sky", "is", "falling"]);
         assert_eq!(r.code, 134, "{r:?}");
-        assert!(r.stderr.contains("partition kernel panic: the sky is falling"), "{r:?}");
-        assert!(r.stderr.contains("tests/ktest/src/main.rs:"), "panic location: {r:?}");
+        assert!(
+            r.stderr
+                .contains("partition kernel panic: the sky is falling"),
+            "{r:?}"
+        );
+        assert!(
+            r.stderr.contains("tests/ktest/src/main.rs:"),
+            "panic location: {r:?}"
+        );
     }
 
     #[test]
@@ -87,8 +122,14 @@ mod tests {
             }
         }
         let r = ktest(&["fault", "pf"]);
-        assert!(r.stderr.contains("cr2=0x7ead00000000"), "exact faulting address: {r:?}");
-        assert!(r.stderr.contains("not-present page on read in kernel mode"), "{r:?}");
+        assert!(
+            r.stderr.contains("cr2=0x7ead00000000"),
+            "exact faulting address: {r:?}"
+        );
+        assert!(
+            r.stderr.contains("not-present page on read in kernel mode"),
+            "{r:?}"
+        );
     }
 
     #[test]
@@ -98,7 +139,10 @@ mod tests {
         }
         let r = ktest(&["fault", "null"]);
         assert_eq!(r.code, 134, "{r:?}");
-        assert!(r.stderr.contains("#PF page fault") && r.stderr.contains("cr2=0x8 "), "{r:?}");
+        assert!(
+            r.stderr.contains("#PF page fault") && r.stderr.contains("cr2=0x8 "),
+            "{r:?}"
+        );
     }
 
     #[test]
@@ -132,7 +176,10 @@ mod tests {
         }
         let r = ktest(&["fault", "mmio"]);
         assert_eq!(r.code, 139, "{r:?}");
-        assert!(r.stderr.contains("guest-physical address 0xd0000000"), "{r:?}");
+        assert!(
+            r.stderr.contains("guest-physical address 0xd0000000"),
+            "{r:?}"
+        );
         assert!(r.stderr.contains("rip "), "{r:?}");
     }
 }

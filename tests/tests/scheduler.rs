@@ -12,7 +12,10 @@ mod tests {
         let r = ktest(&["threads", "100", "1000"]);
         assert_eq!(r.code, 0, "{r:?}");
         assert_eq!(field(&r.stdout, "yields"), Some(100_000), "{r:?}");
-        assert!(field(&r.stdout, "switches").unwrap_or(0) >= 100_000, "{r:?}");
+        assert!(
+            field(&r.stdout, "switches").unwrap_or(0) >= 100_000,
+            "{r:?}"
+        );
     }
 
     #[test]

@@ -66,7 +66,10 @@ fn run(args: RunArgs) -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         // hermit-entry warns about every non-Hermit kernel; that is expected here.
-        .with_env_filter(tracing_subscriber::EnvFilter::new(format!("{},hermit_entry=error", args.log)))
+        .with_env_filter(tracing_subscriber::EnvFilter::new(format!(
+            "{},hermit_entry=error",
+            args.log
+        )))
         .with_target(false)
         .init();
     match run_partition(&args) {
@@ -117,12 +120,25 @@ fn find_kernel() -> Result<PathBuf, VmmError> {
     if let Some(k) = std::env::var_os("ASTRAEA_KERNEL") {
         candidates.push(PathBuf::from(k));
     }
-    if let Some(dir) = std::env::current_exe().ok().and_then(|e| e.parent().map(PathBuf::from)) {
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(PathBuf::from))
+    {
         candidates.push(dir.join("astraea-kernel"));
         // target/<profile>/astraea → target/x86_64-unknown-none/<profile>/astraea-kernel
         if let (Some(profile), Some(target)) = (dir.file_name(), dir.parent()) {
-            candidates.push(target.join("x86_64-unknown-none").join(profile).join("astraea-kernel"));
-            candidates.push(target.join("x86_64-unknown-none").join("release").join("astraea-kernel"));
+            candidates.push(
+                target
+                    .join("x86_64-unknown-none")
+                    .join(profile)
+                    .join("astraea-kernel"),
+            );
+            candidates.push(
+                target
+                    .join("x86_64-unknown-none")
+                    .join("release")
+                    .join("astraea-kernel"),
+            );
         }
     }
     candidates.push(PathBuf::from("/usr/local/lib/astraea/astraea-kernel"));

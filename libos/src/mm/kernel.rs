@@ -143,7 +143,11 @@ pub fn init_paging(ram: &[(u64, u64)], kernel: (u64, u64)) {
     for &(start, len) in ram {
         let (s, e) = (start.max(PAGE_SIZE as u64), start + len);
         // RAM below the kernel, the kernel, RAM above it.
-        for (a, b, flags) in [(s, kstart.min(e), nx), (kstart.max(s), kend.min(e), rw), (kend.max(s), e, nx)] {
+        for (a, b, flags) in [
+            (s, kstart.min(e), nx),
+            (kstart.max(s), kend.min(e), rw),
+            (kend.max(s), e, nx),
+        ] {
             if a < b {
                 if flags.contains(PteFlags::NO_EXECUTE) {
                     space.map_range(&mut Tables, a, a, b - a, flags)
@@ -161,7 +165,12 @@ pub fn init_paging(ram: &[(u64, u64)], kernel: (u64, u64)) {
     *KERNEL_SPACE.lock() = Some(space);
 }
 
-fn map_4k(space: &mut AddressSpace, a: u64, b: u64, flags: PteFlags) -> Result<(), super::paging::MapError> {
+fn map_4k(
+    space: &mut AddressSpace,
+    a: u64,
+    b: u64,
+    flags: PteFlags,
+) -> Result<(), super::paging::MapError> {
     let mut va = a;
     while va < b {
         space.map(&mut Tables, va, va, PageSize::Size4K, flags)?;
@@ -185,7 +194,12 @@ pub fn map_mmio(pa: u64, len: u64) -> Result<(), super::paging::MapError> {
         | PteFlags::NO_EXECUTE;
     let mut ks = KERNEL_SPACE.lock();
     let space = ks.as_mut().ok_or(super::paging::MapError::NotMapped)?;
-    map_4k(space, pa & !0xfff, (pa + len).next_multiple_of(PAGE_SIZE as u64), flags)
+    map_4k(
+        space,
+        pa & !0xfff,
+        (pa + len).next_multiple_of(PAGE_SIZE as u64),
+        flags,
+    )
 }
 
 /// A kernel thread's stack: contiguous frames whose lowest page is unmapped,
@@ -230,7 +244,8 @@ fn set_guard(page: u64, guard: bool) {
     let r = if guard {
         space.unmap(&mut Tables, page, PageSize::Size4K).map(|_| ())
     } else {
-        let flags = PteFlags::PRESENT | PteFlags::WRITABLE | PteFlags::GLOBAL | PteFlags::NO_EXECUTE;
+        let flags =
+            PteFlags::PRESENT | PteFlags::WRITABLE | PteFlags::GLOBAL | PteFlags::NO_EXECUTE;
         space.map(&mut Tables, page, page, PageSize::Size4K, flags)
     };
     r.expect("updating a stack guard page");

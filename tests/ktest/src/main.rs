@@ -24,6 +24,8 @@ use astraea_libos::{BootConfig, mm, println, time};
 astraea_libos::entry!(main);
 
 type TestResult = Result<(), String>;
+/// A named in-partition test.
+type Test = (&'static str, fn() -> TestResult);
 
 macro_rules! check {
     ($cond:expr, $($msg:tt)*) => {
@@ -34,7 +36,7 @@ macro_rules! check {
 }
 
 /// Every in-partition test, in the order it runs.
-const TESTS: &[(&str, fn() -> TestResult)] = &[
+const TESTS: &[Test] = &[
     ("heap_small_and_large", heap_small_and_large),
     ("heap_many_objects", heap_many_objects),
     ("frames_aligned_alloc_free", frames_aligned_alloc_free),
@@ -105,14 +107,24 @@ fn heap_small_and_large() -> TestResult {
     let before = mm::stats();
     {
         let small: Vec<alloc::boxed::Box<u64>> = (0..1000).map(alloc::boxed::Box::new).collect();
-        check!(small.iter().enumerate().all(|(i, b)| **b == i as u64), "small boxes corrupted");
+        check!(
+            small.iter().enumerate().all(|(i, b)| **b == i as u64),
+            "small boxes corrupted"
+        );
         let big = alloc::vec![0xa5u8; 3 << 20];
         // Sample rather than scan: ring-0 code may run emulated (see docs/pvm.md).
-        check!(big.iter().step_by(4093).all(|&b| b == 0xa5), "3 MiB vector corrupted");
-        let aligned = alloc::alloc::Layout::from_size_align(256, 256).map_err(|e| format!("{e}"))?;
+        check!(
+            big.iter().step_by(4093).all(|&b| b == 0xa5),
+            "3 MiB vector corrupted"
+        );
+        let aligned =
+            alloc::alloc::Layout::from_size_align(256, 256).map_err(|e| format!("{e}"))?;
         // SAFETY: the layout has non-zero size; the pointer is freed right after.
         let p = unsafe { alloc::alloc::alloc(aligned) };
-        check!(!p.is_null() && (p as usize).is_multiple_of(256), "256-aligned allocation at {p:p}");
+        check!(
+            !p.is_null() && (p as usize).is_multiple_of(256),
+            "256-aligned allocation at {p:p}"
+        );
         // SAFETY: allocated above with the same layout.
         unsafe { alloc::alloc::dealloc(p, aligned) };
     }
@@ -130,7 +142,10 @@ fn heap_small_and_large() -> TestResult {
 fn heap_many_objects() -> TestResult {
     let mut m = BTreeMap::new();
     for i in 0..500u64 {
-        m.insert(i.wrapping_mul(2_654_435_761) % 100_003, format!("value-{i}"));
+        m.insert(
+            i.wrapping_mul(2_654_435_761) % 100_003,
+            format!("value-{i}"),
+        );
     }
     check!(m.len() == 500, "expected 500 keys, got {}", m.len());
     let sum: usize = m.values().map(String::len).sum();
@@ -138,7 +153,11 @@ fn heap_many_objects() -> TestResult {
     for i in (0..500u64).step_by(2) {
         m.remove(&(i.wrapping_mul(2_654_435_761) % 100_003));
     }
-    check!(m.len() == 250, "expected 250 keys after removal, got {}", m.len());
+    check!(
+        m.len() == 250,
+        "expected 250 keys after removal, got {}",
+        m.len()
+    );
     Ok(())
 }
 
@@ -146,7 +165,10 @@ fn frames_aligned_alloc_free() -> TestResult {
     let free = mm::stats().free_pages;
     let a = mm::alloc_frames(512, 512).ok_or("no 2 MiB-aligned run")?;
     check!(a.is_multiple_of(2 << 20), "{a:#x} not 2 MiB aligned");
-    check!(mm::stats().free_pages == free - 512, "free count off after alloc");
+    check!(
+        mm::stats().free_pages == free - 512,
+        "free count off after alloc"
+    );
     mm::free_frames(a, 512);
     check!(mm::stats().free_pages == free, "free count off after free");
     Ok(())
@@ -157,12 +179,18 @@ fn paging_kernel_map() -> TestResult {
     let t = mm::translate(code).ok_or("kernel code not mapped")?;
     check!(t.pa == code, "kernel code not identity-mapped");
     check!(!t.flags.contains(PteFlags::NO_EXECUTE), "kernel code is NX");
-    check!(t.size == PageSize::Size4K, "kernel image should use 4 KiB pages");
+    check!(
+        t.size == PageSize::Size4K,
+        "kernel image should use 4 KiB pages"
+    );
     let heap = alloc::vec![0u8; 1 << 20];
     let h = mm::translate(heap.as_ptr() as u64).ok_or("heap not mapped")?;
     check!(h.flags.contains(PteFlags::NO_EXECUTE), "heap is executable");
     check!(h.flags.contains(PteFlags::WRITABLE), "heap is read-only");
-    check!(!h.flags.contains(PteFlags::USER), "kernel heap is user-accessible");
+    check!(
+        !h.flags.contains(PteFlags::USER),
+        "kernel heap is user-accessible"
+    );
     check!(mm::translate(0).is_none(), "page 0 is mapped");
     check!(mm::translate(0x10).is_none(), "null + 16 is mapped");
     Ok(())
@@ -171,10 +199,16 @@ fn paging_kernel_map() -> TestResult {
 fn paging_stack_guard() -> TestResult {
     let stack = mm::KernelStack::new(4).ok_or("no stack")?;
     check!(mm::translate(stack.guard()).is_none(), "guard page mapped");
-    check!(mm::translate(stack.guard() + 4096).is_some(), "stack page unmapped");
+    check!(
+        mm::translate(stack.guard() + 4096).is_some(),
+        "stack page unmapped"
+    );
     let guard = stack.guard();
     drop(stack);
-    check!(mm::translate(guard).is_some(), "guard page not restored on free");
+    check!(
+        mm::translate(guard).is_some(),
+        "guard page not restored on free"
+    );
     Ok(())
 }
 
@@ -184,8 +218,15 @@ fn time_monotonic_and_wall() -> TestResult {
     check!(b >= a, "monotonic went back: {a} then {b}");
     let wall_s = time::realtime_ns() / 1_000_000_000;
     // 2020-01-01 .. 2100-01-01
-    check!((1_577_836_800..4_102_444_800).contains(&wall_s), "wall clock {wall_s} s is implausible");
-    check!(time::tsc_khz() > 100_000, "TSC frequency {} kHz", time::tsc_khz());
+    check!(
+        (1_577_836_800..4_102_444_800).contains(&wall_s),
+        "wall clock {wall_s} s is implausible"
+    );
+    check!(
+        time::tsc_khz() > 100_000,
+        "TSC frequency {} kHz",
+        time::tsc_khz()
+    );
     Ok(())
 }
 
@@ -206,7 +247,11 @@ fn threads_spawn_join() -> TestResult {
     for h in handles {
         h.join();
     }
-    check!(count.load(Ordering::Relaxed) == 100, "count {}", count.load(Ordering::Relaxed));
+    check!(
+        count.load(Ordering::Relaxed) == 100,
+        "count {}",
+        count.load(Ordering::Relaxed)
+    );
     Ok(())
 }
 
@@ -214,8 +259,10 @@ fn waitqueue_handoff() -> TestResult {
     let wq = Arc::new(WaitQueue::new());
     let flag = Arc::new(AtomicBool::new(false));
     let (w, f) = (wq.clone(), flag.clone());
-    let h = sched::spawn("waiter", move || w.wait_while(|| !f.load(Ordering::Acquire)))
-        .ok_or("spawn failed")?;
+    let h = sched::spawn("waiter", move || {
+        w.wait_while(|| !f.load(Ordering::Acquire))
+    })
+    .ok_or("spawn failed")?;
     sched::yield_now(); // let the waiter block
     flag.store(true, Ordering::Release);
     let woke = wq.wake_all();
@@ -249,7 +296,11 @@ fn sleep_orders_wakeups() -> TestResult {
 }
 
 fn preempt_spinning_thread() -> TestResult {
-    if spin() == 0 { Ok(()) } else { Err("spinner was not preempted".into()) }
+    if spin() == 0 {
+        Ok(())
+    } else {
+        Err("spinner was not preempted".into())
+    }
 }
 
 // ---- scenarios ----
@@ -268,7 +319,9 @@ fn fault(kind: &str) -> i32 {
                 let p = core::hint::black_box(8usize) as *const u64;
                 core::ptr::read_volatile(p);
             }
-            "de" => core::arch::asm!("xor edx, edx", "xor eax, eax", "xor ecx, ecx", "div ecx", out("eax") _, out("edx") _, out("ecx") _),
+            "de" => {
+                core::arch::asm!("xor edx, edx", "xor eax, eax", "xor ecx, ecx", "div ecx", out("eax") _, out("edx") _, out("ecx") _)
+            }
             "triple" => {
                 // An empty IDT: the breakpoint cannot be delivered, nor the
                 // resulting faults, so the CPU shuts down.
@@ -283,7 +336,8 @@ fn fault(kind: &str) -> i32 {
             "stack" => {
                 let h = sched::spawn("overflow", || {
                     core::hint::black_box(recurse(0));
-                }).expect("spawn");
+                })
+                .expect("spawn");
                 h.join();
             }
             _ => return 2,
@@ -349,7 +403,10 @@ fn spin() -> i32 {
     STOP.store(true, Ordering::SeqCst);
     h.join();
     let preempted = sched::stats().preemptions - before;
-    println!("spinner preempted {preempted} times after {} spins", SPUN.load(Ordering::Relaxed));
+    println!(
+        "spinner preempted {preempted} times after {} spins",
+        SPUN.load(Ordering::Relaxed)
+    );
     i32::from(preempted == 0)
 }
 
@@ -387,6 +444,9 @@ fn pingpong(rounds: u64) -> i32 {
     a.join();
     b.join();
     let ns = time::monotonic_ns() - t0;
-    println!("pingpong rounds={rounds} total_ns={ns} ns_per_round={}", ns / rounds.max(1));
+    println!(
+        "pingpong rounds={rounds} total_ns={ns} ns_per_round={}",
+        ns / rounds.max(1)
+    );
     0
 }

@@ -43,14 +43,14 @@ unsafe extern "C" fn trampoline() -> ! {
 /// `top` must be the 16-byte aligned end of a writable stack of at least 64 bytes.
 pub unsafe fn init_stack(top: u64, entry: extern "C" fn(u64) -> !, arg: u64) -> u64 {
     let frame: [u64; 8] = [
-        0,                         // r15
-        0,                         // r14
-        entry as *const () as u64,// r13
-        arg,                       // r12
-        0,                         // rbx
-        0,                         // rbp
+        0,                              // r15
+        0,                              // r14
+        entry as *const () as u64,      // r13
+        arg,                            // r12
+        0,                              // rbx
+        0,                              // rbp
         trampoline as *const () as u64, // return address of `switch`
-        0,                         // padding
+        0,                              // padding
     ];
     let sp = top - (frame.len() * 8) as u64;
     // SAFETY: the caller guarantees [top-64, top) is writable stack memory.

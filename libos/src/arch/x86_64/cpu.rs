@@ -11,7 +11,9 @@ use core::arch::asm;
 pub fn outl(port: u16, value: u32) {
     // SAFETY: port output has no memory effects visible to Rust; the ports we
     // use are hypercalls or legacy devices the VMM emulates.
-    unsafe { asm!("out dx, eax", in("dx") port, in("eax") value, options(nostack, preserves_flags)) };
+    unsafe {
+        asm!("out dx, eax", in("dx") port, in("eax") value, options(nostack, preserves_flags))
+    };
 }
 
 /// Writes a byte to an I/O port.
@@ -26,7 +28,9 @@ pub fn outb(port: u16, value: u8) {
 pub fn rdtsc() -> u64 {
     let (lo, hi): (u32, u32);
     // SAFETY: rdtsc only reads the counter into eax:edx.
-    unsafe { asm!("rdtsc", out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags)) };
+    unsafe {
+        asm!("rdtsc", out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags))
+    };
     (u64::from(hi) << 32) | u64::from(lo)
 }
 
@@ -36,7 +40,9 @@ pub fn rdmsr(msr: u32) -> u64 {
     let (lo, hi): (u32, u32);
     // SAFETY: callers only name MSRs that exist on every x86-64 CPU KVM offers
     // with the CPUID we set; reading has no memory effects.
-    unsafe { asm!("rdmsr", in("ecx") msr, out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags)) };
+    unsafe {
+        asm!("rdmsr", in("ecx") msr, out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags))
+    };
     (u64::from(hi) << 32) | u64::from(lo)
 }
 

@@ -191,7 +191,11 @@ impl core::fmt::Display for PfDetail {
         write!(
             f,
             " ({} {} in {} mode{})",
-            if e & 1 != 0 { "protection violation on" } else { "not-present page on" },
+            if e & 1 != 0 {
+                "protection violation on"
+            } else {
+                "not-present page on"
+            },
             if e & 0x10 != 0 {
                 "instruction fetch"
             } else if e & 2 != 0 {
@@ -208,7 +212,11 @@ impl core::fmt::Display for PfDetail {
 fn unhandled_exception(f: &TrapFrame) -> ! {
     let cr2 = super::cpu::cr2();
     let pf = (f.vector == 14).then_some(PfDetail(f.error));
-    let stack_note = if f.vector == 8 { " (a kernel stack overflow ends here)" } else { "" };
+    let stack_note = if f.vector == 8 {
+        " (a kernel stack overflow ends here)"
+    } else {
+        ""
+    };
     panic!(
         "unhandled exception {} (vector {}){stack_note} error={:#x} rip={:#x} cr2={:#x} rsp={:#x} cs={:#x} rflags={:#x}{}\n  \
          rax={:#x} rbx={:#x} rcx={:#x} rdx={:#x} rsi={:#x} rdi={:#x} rbp={:#x}",
@@ -220,7 +228,8 @@ fn unhandled_exception(f: &TrapFrame) -> ! {
         f.rsp,
         f.cs,
         f.rflags,
-        pf.as_ref().map_or(&"" as &dyn core::fmt::Display, |p| p as &dyn core::fmt::Display),
+        pf.as_ref().map_or(&"" as &dyn core::fmt::Display, |p| p
+            as &dyn core::fmt::Display),
         f.rax,
         f.rbx,
         f.rcx,
