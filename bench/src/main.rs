@@ -1,1 +1,196 @@
-fn main() {}
+//! Astraea's benchmarks: the same work on the host and in a partition, in one
+//! run, printed as absolute figures and ratios.
+//!
+//! ```text
+//! astraea-bench [boot [RUNS]] [ctxswitch [ROUNDS]]   (default: both)
+//! ```
+//!
+//! It runs the `astraea` binary and kernel images that `./x build` produced
+//! (or those named by `ASTRAEA_BIN` and `ASTRAEA_KERNEL_DIR`).
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    let mut ran = false;
+    while i < args.len() {
+        let n = args.get(i + 1).and_then(|s| s.parse::<u64>().ok());
+        match args[i].as_str() {
+            "boot" => boot(n.unwrap_or(25) as usize),
+            "ctxswitch" => ctxswitch(n.unwrap_or(2000)),
+            other => {
+                eprintln!("astraea-bench: unknown benchmark {other:?} (boot, ctxswitch)");
+                std::process::exit(2);
+            }
+        }
+        ran = true;
+        i += if n.is_some() { 2 } else { 1 };
+    }
+    if !ran {
+        boot(25);
+        ctxswitch(2000);
+    }
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn astraea() -> PathBuf {
+    std::env::var_os("ASTRAEA_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/release/astraea"))
+}
+
+fn kernel(name: &str) -> PathBuf {
+    std::env::var_os("ASTRAEA_KERNEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/x86_64-unknown-none/release"))
+        .join(name)
+}
+
+fn field(text: &str, key: &str) -> Option<i64> {
+    text.split_whitespace()
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+        .and_then(|v| v.parse().ok())
+}
+
+/// Median, minimum and maximum of a sample.
+fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let med = if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    };
+    (
+        med,
+        *v.first().unwrap_or(&f64::NAN),
+        *v.last().unwrap_or(&f64::NAN),
+    )
+}
+
+/// Partition boot: `astraea run` of the minimal image, start to exit, with
+/// the phases the VMM measures.
+fn boot(runs: usize) {
+    println!("## boot: {runs} runs of `astraea run --timings` (minimal partition, 512 MiB)");
+    let k = kernel("astraea-kernel");
+    let mut phases: Vec<(&str, Vec<f64>)> = [
+        "vm_create_us",
+        "load_us",
+        "kernel_entry_us",
+        "kernel_ready_us",
+        "exit_us",
+        "total_us",
+    ]
+    .into_iter()
+    .map(|p| (p, Vec::new()))
+    .collect();
+    let mut wall = Vec::new();
+    for _ in 0..runs {
+        let t0 = Instant::now();
+        let out = Command::new(astraea())
+            .args(["run", "--timings", "--kernel"])
+            .arg(&k)
+            .stdout(Stdio::null())
+            .output()
+            .expect("cannot run astraea (build it with ./x build)");
+        wall.push(t0.elapsed().as_secs_f64() * 1e6);
+        assert!(
+            out.status.success(),
+            "partition failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        for (name, v) in &mut phases {
+            if let Some(x) = field(&err, name) {
+                v.push(x as f64);
+            }
+        }
+    }
+    println!(
+        "{:<30} {:>12} {:>12} {:>12}",
+        "phase (from astraea start)", "median µs", "min µs", "max µs"
+    );
+    for (name, v) in phases {
+        let (m, lo, hi) = stats(v);
+        println!("{name:<30} {m:>12.0} {lo:>12.0} {hi:>12.0}");
+    }
+    let (m, lo, hi) = stats(wall);
+    println!(
+        "{:<30} {m:>12.0} {lo:>12.0} {hi:>12.0}",
+        "process wall time"
+    );
+    println!();
+}
+
+/// Context switch: two kernel threads ping-ponging through wait queues in a
+/// partition against two host threads ping-ponging through futexes.
+fn ctxswitch(rounds: u64) {
+    println!("## ctxswitch: {rounds} round trips (2 switches each)");
+    let host = host_pingpong(rounds);
+    let host_ns = host.as_nanos() as f64 / rounds as f64;
+    let out = Command::new(astraea())
+        .args(["run", "--kernel"])
+        .arg(kernel("astraea-ktest"))
+        .args(["--", "pingpong", &rounds.to_string()])
+        .output()
+        .expect("cannot run astraea (build it with ./x build)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let part_ns = field(&text, "ns_per_round").unwrap_or(-1) as f64;
+    println!("{:<34} {:>14}", "where", "ns per round");
+    println!("{:<34} {:>14.0}", "host: 2 threads, futex", host_ns);
+    println!("{:<34} {:>14.0}", "partition: 2 kernel threads", part_ns);
+    println!(
+        "partition / host = {:.2}x (lower is better)",
+        part_ns / host_ns
+    );
+    println!();
+}
+
+fn futex(word: &AtomicU32, op: i32, val: u32) {
+    // SAFETY: FUTEX_WAIT/WAKE on a live, aligned u32 with no timeout; the
+    // kernel only reads the word and queues or wakes waiters.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            op | libc::FUTEX_PRIVATE_FLAG,
+            val,
+            std::ptr::null::<libc::timespec>(),
+            0,
+            0,
+        );
+    }
+}
+
+fn host_pingpong(rounds: u64) -> Duration {
+    let turn = Arc::new(AtomicU32::new(0));
+    let player = |me: u32| {
+        let t = turn.clone();
+        move || {
+            for _ in 0..rounds {
+                loop {
+                    let v = t.load(Ordering::Acquire);
+                    if v == me {
+                        break;
+                    }
+                    futex(&t, libc::FUTEX_WAIT, v);
+                }
+                t.store(1 - me, Ordering::Release);
+                futex(&t, libc::FUTEX_WAKE, 1);
+            }
+        }
+    };
+    let t0 = Instant::now();
+    let a = std::thread::spawn(player(0));
+    let b = std::thread::spawn(player(1));
+    a.join().expect("ping");
+    b.join().expect("pong");
+    t0.elapsed()
+}

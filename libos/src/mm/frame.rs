@@ -104,6 +104,53 @@ impl FrameBitmap {
         }
     }
 
+    /// [`init`](Self::init) followed by freeing the whole pages of each range
+    /// in `free`, which must be sorted and disjoint (else `Err(OutOfRange)` and
+    /// nothing is freed). Whole words are cleared with one fill each instead
+    /// of page by page: boot calls this for all of RAM, and a partition's
+    /// kernel may run without hardware virtualisation, where every instruction
+    /// counts (see docs/pvm.md).
+    pub fn init_free(
+        &mut self,
+        base: u64,
+        npages: usize,
+        bitmap: &'static mut [u64],
+        free: &[(u64, u64)],
+    ) -> Result<(), FrameError> {
+        if free.windows(2).any(|w| w[0].1 > w[1].0) || free.iter().any(|r| r.0 > r.1) {
+            return Err(FrameError::OutOfRange);
+        }
+        self.init(base, npages, bitmap)?;
+        for &(start, end) in free {
+            let Some(lo) = start.max(self.base).checked_next_multiple_of(PAGE) else {
+                continue;
+            };
+            let hi = end.min(self.end()) & !(PAGE - 1);
+            let Some((first, count)) = self.page_span(lo, hi) else {
+                continue;
+            };
+            let last = first + count;
+            // Partial words at both ends, whole words in between.
+            let (fw, lw) = (first.div_ceil(WORD_BITS), last / WORD_BITS);
+            if fw > lw {
+                // Inside one word.
+                let w = first / WORD_BITS;
+                let mask = (((1u128 << (last - first)) - 1) << (first % WORD_BITS)) as u64;
+                self.bitmap[w] &= !mask;
+            } else {
+                if first % WORD_BITS != 0 {
+                    self.bitmap[first / WORD_BITS] &= (1u64 << (first % WORD_BITS)) - 1;
+                }
+                self.bitmap[fw..lw].fill(0);
+                if last % WORD_BITS != 0 {
+                    self.bitmap[lw] &= !((1u64 << (last % WORD_BITS)) - 1);
+                }
+            }
+            self.free += count;
+        }
+        Ok(())
+    }
+
     /// Marks every page touching `[start, end)` used (rounds outward, since a
     /// partially reserved page must not be handed out), clipped to the covered range.
     pub fn reserve_range(&mut self, start: u64, end: u64) {
@@ -285,6 +332,45 @@ impl FrameBitmap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn init_free_matches_add_free_range() {
+        let ranges: &[&[(u64, u64)]] = &[
+            &[(0, 0x10_0000)],
+            &[(0x3000, 0x5000)],
+            &[(0x1000, 0x2000), (0x2000, 0x41000), (0x80_0000, 0x100_0000)],
+            &[(0x123, 0x40_0fff), (0x50_0000, 0x50_1000)],
+            &[(0x3f000, 0x41000)],
+            &[],
+        ];
+        for r in ranges {
+            let mut a = FrameBitmap::empty();
+            let mut b = FrameBitmap::empty();
+            let words = 4096usize.div_ceil(64);
+            a.init_free(0, 4096, Box::leak(vec![0u64; words].into_boxed_slice()), r)
+                .unwrap();
+            b.init(0, 4096, Box::leak(vec![0u64; words].into_boxed_slice()))
+                .unwrap();
+            for &(s, e) in *r {
+                b.add_free_range(s, e);
+            }
+            assert_eq!(a.free_pages(), b.free_pages(), "{r:?}");
+            for p in 0..4096u64 {
+                assert_eq!(a.is_free(p * 4096), b.is_free(p * 4096), "{r:?} page {p}");
+            }
+        }
+        let mut c = FrameBitmap::empty();
+        let overlapping = [(0, 0x3000), (0x2000, 0x5000)];
+        assert_eq!(
+            c.init_free(
+                0,
+                64,
+                Box::leak(vec![0u64; 1].into_boxed_slice()),
+                &overlapping
+            ),
+            Err(FrameError::OutOfRange)
+        );
+    }
     use std::vec;
     use std::vec::Vec;
 

@@ -50,12 +50,15 @@ pub unsafe fn init_frames(ram: &[(u64, u64)], reserved: &[(u64, u64)], top: u64,
     // SAFETY: the caller guarantees the bitmap's memory is unused RAM; the
     // identity map makes its physical address a valid pointer.
     let bitmap = unsafe { core::slice::from_raw_parts_mut(bitmap_at as *mut u64, words) };
-    let mut f = FRAMES.lock();
-    f.init(0, npages, bitmap)
-        .expect("frame bitmap sized from the page count");
-    for &(start, len) in ram {
-        f.add_free_range(start, start + len);
+    let mut free = [(0u64, 0u64); 8];
+    let n = ram.len().min(free.len());
+    for (slot, &(start, len)) in free.iter_mut().zip(ram) {
+        *slot = (start, start + len);
     }
+    free[..n].sort_unstable();
+    let mut f = FRAMES.lock();
+    f.init_free(0, npages, bitmap, &free[..n])
+        .expect("RAM ranges from the VMM are disjoint and fit the bitmap");
     for &(start, end) in reserved {
         f.reserve_range(start, end);
     }

@@ -308,8 +308,46 @@ impl AddressSpace {
                 return Err(err);
             }
             off += size.bytes();
+            // The rest of this table's span: write sibling leaf entries
+            // directly instead of walking from the root for every page (boot
+            // maps the whole of RAM this way). Only whole pages of the same
+            // size with aligned addresses qualify.
+            let level = size.leaf_level();
+            let bytes = size.bytes();
+            let span = bytes * ENTRIES as u64;
+            let span_end = ((v | (span - 1)) - va).saturating_add(1);
+            let pt = self.leaf_table(ta, v, level);
+            let t = ta.table(pt);
+            let mut clash = false;
+            while off < span_end
+                && len - off >= bytes
+                && (size == PageSize::Size4K || (pa + off).is_multiple_of(bytes))
+            {
+                let e = &mut t[index(va + off, level)];
+                if present(*e) {
+                    clash = true;
+                    break;
+                }
+                *e = leaf_entry(pa + off, flags, size);
+                off += bytes;
+            }
+            if clash {
+                let undo = unmap_level(ta, self.pml4, 4, start, start + off);
+                debug_assert!(undo.is_ok());
+                return Err(MapError::AlreadyMapped);
+            }
         }
         Ok(())
+    }
+
+    /// The table at `leaf_level` that holds the leaf entry for `va`, which
+    /// the caller has just mapped.
+    fn leaf_table(&self, ta: &mut impl TableAlloc, va: u64, leaf_level: usize) -> u64 {
+        let mut table = self.pml4;
+        for level in (leaf_level + 1..=4).rev() {
+            table = child(entry(ta, table, va, level));
+        }
+        table
     }
 
     /// Unmaps the page of `size` containing `va` and returns its physical
