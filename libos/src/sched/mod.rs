@@ -227,8 +227,15 @@ pub(crate) fn finish_switch() {
     drop(last);
 }
 
-/// Arms the APIC deadline: the end of the slice if others wait, or the next
-/// sleeper, whichever is first.
+/// TSC value the APIC deadline is armed for (0: not armed).
+static ARMED_TSC: AtomicU64 = AtomicU64::new(0);
+
+/// Makes sure the APIC deadline fires no later than the end of the slice (if
+/// others wait) or the next sleeper, whichever is first.
+///
+/// The deadline MSR write traps to the hypervisor, so it is only written when
+/// the wanted deadline is earlier than the armed one: an early interrupt is
+/// harmless (the handler re-arms), and context switches stay free of traps.
 fn program_timer(c: &Cpu) {
     let mut next = u64::MAX;
     if !c.run_queue.is_empty() {
@@ -237,17 +244,22 @@ fn program_timer(c: &Cpu) {
     if let Some((&(d, _), _)) = TIMERS.lock().first_key_value() {
         next = next.min(d);
     }
-    apic::set_deadline(if next == u64::MAX {
-        0
-    } else {
-        time::deadline_tsc(next).max(1)
-    });
+    if next == u64::MAX {
+        return;
+    }
+    let want = time::deadline_tsc(next).max(1);
+    let armed = ARMED_TSC.load(Ordering::Relaxed);
+    if armed == 0 || want < armed {
+        ARMED_TSC.store(want, Ordering::Relaxed);
+        apic::set_deadline(want);
+    }
 }
 
 /// The timer interrupt: wakes sleepers whose time has come and preempts the
 /// running thread at the end of its slice.
 pub(crate) fn timer_interrupt() {
     TIMER_IRQS.fetch_add(1, Ordering::Relaxed);
+    ARMED_TSC.store(0, Ordering::Relaxed);
     let now = time::monotonic_ns();
     loop {
         let due = {
