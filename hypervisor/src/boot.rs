@@ -45,6 +45,8 @@ pub struct BootParams<'a> {
     pub cpus: u32,
     /// The guest TSC frequency in kHz, if KVM told us.
     pub tsc_khz: Option<u32>,
+    /// A virtio-mmio 9P device: (register base, interrupt vector).
+    pub virtio9p: Option<(u64, u8)>,
 }
 
 /// Smallest partition that can hold `kernel_size` bytes of kernel image.
@@ -228,6 +230,18 @@ fn write_fdt(mem: &GuestMemory, mem_size: u64, p: &BootParams<'_>) -> Result<(),
         w.property_string("device_type", "memory")
             .map_err(fdt_err)?;
         w.property_array_u64("reg", &[start, len])
+            .map_err(fdt_err)?;
+        w.end_node(node).map_err(fdt_err)?;
+    }
+    if let Some((base, vector)) = p.virtio9p {
+        let node = w
+            .begin_node(&format!("virtio_mmio@{base:x}"))
+            .map_err(fdt_err)?;
+        w.property_string("compatible", "virtio,mmio")
+            .map_err(fdt_err)?;
+        w.property_array_u64("reg", &[base, crate::devices::virtio9p::MMIO_SIZE])
+            .map_err(fdt_err)?;
+        w.property_u32(astraea_abi::FDT_VECTOR_PROP, u32::from(vector))
             .map_err(fdt_err)?;
         w.end_node(node).map_err(fdt_err)?;
     }

@@ -77,6 +77,16 @@ pub enum VmmError {
     /// `--cpus` out of range.
     #[error("--cpus {0} is not supported: this version runs partitions with exactly 1 vCPU")]
     Cpus(u32),
+    /// The 9P server given with `--9p tcp:` cannot be reached.
+    #[error(
+        "cannot connect to the 9P server at {addr}: {source}. Is it running and listening there?"
+    )]
+    NinePConnect {
+        /// The address given.
+        addr: String,
+        /// The reason.
+        source: std::io::Error,
+    },
     /// Guest memory could not be created.
     #[error("cannot create guest memory: {0}")]
     Memory(String),

@@ -4,11 +4,13 @@
 //! The `astraea` binary is a thin CLI over [`run`].
 
 pub mod boot;
+pub mod devices;
 pub mod error;
 pub mod memory;
+pub mod ninep;
 pub mod partition;
 mod serial;
 mod vcpu;
 
 pub use error::VmmError;
-pub use partition::{Outcome, PartitionConfig, Timings, run};
+pub use partition::{NinePTarget, Outcome, PartitionConfig, Timings, run};

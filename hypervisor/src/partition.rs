@@ -4,14 +4,18 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use astraea_abi::{ConsoleWrite, Mark, port};
+use std::sync::Arc;
+
+use astraea_abi::{ConsoleWrite, Mark, port, virtio9p};
 use kvm_bindings::kvm_userspace_memory_region;
 use kvm_ioctls::{Cap, Kvm, VcpuExit, VcpuFd, VmFd};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryRegion};
 
 use crate::boot::{self, BootParams};
+use crate::devices::virtio9p::{Placement, Virtio9p};
 use crate::error::{VmmError, kvm_err};
 use crate::memory::{self, GuestMemory, MAX_MEM};
+use crate::ninep::TcpForwarder;
 use crate::serial::Com1;
 use crate::vcpu;
 
@@ -33,7 +37,24 @@ pub struct PartitionConfig {
     pub log: String,
     /// Arguments for the guest.
     pub args: Vec<String>,
+    /// Where the partition's 9P requests go, if it gets a 9P device.
+    pub ninep: NinePTarget,
+    /// The `aname` the partition attaches with (empty: the server's default).
+    pub ninep_aname: String,
 }
+
+/// The 9P service behind a partition's virtio-9p device.
+#[derive(Debug, Clone, Default)]
+pub enum NinePTarget {
+    /// No 9P device.
+    #[default]
+    None,
+    /// Forward frames to a 9P server at `host:port` (a remote gateway, diod).
+    Tcp(String),
+}
+
+/// The mount tag the partition's 9P device announces.
+pub const MOUNT_TAG: &str = "astraea";
 
 /// When each phase of the partition's life ended, measured from the start of `run`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -103,7 +124,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
 
     // `mem` is declared before `vm` so that it is dropped after it: KVM's
     // memory slots point into this mapping for the VM's whole life.
-    let mem = memory::create(cfg.mem)?;
+    let mem = Arc::new(memory::create(cfg.mem)?);
     let kvm = open_kvm()?;
     let vm = kvm.create_vm().map_err(kvm_err("KVM_CREATE_VM"))?;
     register_memory(&vm, &mem)?;
@@ -113,6 +134,25 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         .map_err(kvm_err("KVM_CREATE_IRQCHIP"))?;
     let mut vcpu = vm.create_vcpu(0).map_err(kvm_err("KVM_CREATE_VCPU"))?;
     vcpu::setup_cpuid(&kvm, &vcpu, 0)?;
+    let mut ninep = match &cfg.ninep {
+        NinePTarget::None => None,
+        NinePTarget::Tcp(addr) => {
+            let backend = TcpForwarder::connect(addr).map_err(|e| VmmError::NinePConnect {
+                addr: addr.clone(),
+                source: e,
+            })?;
+            Some(Virtio9p::new(
+                &vm,
+                mem.clone(),
+                Placement {
+                    base: virtio9p::BASE,
+                    vector: virtio9p::VECTOR,
+                },
+                MOUNT_TAG,
+                backend,
+            )?)
+        }
+    };
     let tsc_khz = if kvm.check_extension(Cap::GetTscKhz) {
         vcpu.get_tsc_khz().ok()
     } else {
@@ -121,12 +161,19 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     let vm_created = t0.elapsed();
     tracing::debug!(?vm_created, tsc_khz, "VM created");
 
-    let cmdline = format!("log={}", cfg.log);
+    let mut cmdline = format!("log={}", cfg.log);
+    if !cfg.ninep_aname.is_empty() {
+        if cfg.ninep_aname.contains(char::is_whitespace) {
+            return Err(VmmError::Boot("--9p-aname must not contain spaces".into()));
+        }
+        cmdline += &format!(" 9p.aname={}", cfg.ninep_aname);
+    }
     let params = BootParams {
         cmdline: &cmdline,
         args: &cfg.args,
         cpus: cfg.cpus,
         tsc_khz,
+        virtio9p: ninep.as_ref().map(|_| (virtio9p::BASE, virtio9p::VECTOR)),
     };
     let state = boot::prepare(&mem, cfg.mem, &cfg.kernel, &kernel, &params)?;
     drop(image);
@@ -181,6 +228,20 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                     serial.read(p, data);
                 } else {
                     data.fill(0xff);
+                }
+            }
+            Ok(VcpuExit::MmioRead(addr, data))
+                if ninep.as_ref().is_some_and(|d| d.covers(addr)) =>
+            {
+                if let Some(d) = ninep.as_mut() {
+                    d.read(addr, data);
+                }
+            }
+            Ok(VcpuExit::MmioWrite(addr, data))
+                if ninep.as_ref().is_some_and(|d| d.covers(addr)) =>
+            {
+                if let Some(d) = ninep.as_mut() {
+                    d.write(addr, data);
                 }
             }
             Ok(VcpuExit::MmioRead(addr, _)) | Ok(VcpuExit::MmioWrite(addr, _)) => {

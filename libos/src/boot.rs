@@ -80,6 +80,7 @@ struct FdtInfo<'a> {
     bootargs: &'a str,
     args: &'a [u8],
     tsc_khz: Option<u64>,
+    virtio9p: Option<(u64, u64)>,
 }
 
 fn read_fdt(addr: u64) -> FdtInfo<'static> {
@@ -93,11 +94,24 @@ fn read_fdt(addr: u64) -> FdtInfo<'static> {
         bootargs: "",
         args: &[],
         tsc_khz: None,
+        virtio9p: None,
     };
     for r in fdt.memory().regions() {
         if info.nram < MAX_RANGES {
             info.ram[info.nram] = (r.starting_address as u64, r.size.unwrap_or(0) as u64);
             info.nram += 1;
+        }
+    }
+    for node in fdt.find_all_nodes("/virtio_mmio") {
+        let base = node
+            .reg()
+            .and_then(|mut r| r.next())
+            .map(|r| r.starting_address as u64);
+        let vector = node
+            .property(astraea_abi::FDT_VECTOR_PROP)
+            .and_then(|p| p.as_usize());
+        if let (Some(b), Some(v)) = (base, vector) {
+            info.virtio9p = Some((b, v as u64));
         }
     }
     if let Some(chosen) = fdt.find_node("/chosen") {
@@ -179,6 +193,24 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
         );
     }
     sched::init();
+    cpu::irq_restore(true);
+    if let Some((base, vector)) = fdt.virtio9p {
+        if vector != u64::from(astraea_abi::virtio9p::VECTOR) {
+            panic!(
+                "the VMM put the 9P device on vector {vector:#x}; this kernel expects {:#x}",
+                astraea_abi::virtio9p::VECTOR
+            );
+        }
+        let aname = fdt
+            .bootargs
+            .split_ascii_whitespace()
+            .find_map(|w| w.strip_prefix("9p.aname="))
+            .unwrap_or("");
+        match crate::p9::mount_device(base, aname) {
+            Ok(c) => log::info!("9P namespace mounted (msize {})", c.msize()),
+            Err(e) => log::error!("cannot mount the 9P namespace: {e}"),
+        }
+    }
 
     let cfg = BootConfig {
         cmdline: String::from(fdt.bootargs),

@@ -8,6 +8,7 @@
 
 extern crate alloc;
 
+pub mod errno;
 pub mod mm;
 
 #[cfg(target_os = "none")]
@@ -16,6 +17,10 @@ pub mod arch;
 pub mod boot;
 #[cfg(target_os = "none")]
 pub mod console;
+#[cfg(target_os = "none")]
+pub mod drivers;
+#[cfg(target_os = "none")]
+pub mod p9;
 #[cfg(target_os = "none")]
 pub mod sched;
 #[cfg(target_os = "none")]

@@ -106,6 +106,17 @@ impl Mark {
     }
 }
 
+/// The virtio-mmio 9P device: its register window and interrupt vector.
+pub mod virtio9p {
+    /// Guest-physical base of the register window (in the 32-bit MMIO hole).
+    pub const BASE: u64 = 0xd000_0000;
+    /// Interrupt vector its completions arrive on (an MSI to the boot CPU).
+    pub const VECTOR: u8 = 0x40;
+}
+
+/// Device-tree property of a virtio-mmio node: its interrupt vector.
+pub const FDT_VECTOR_PROP: &str = "astraea,vector";
+
 /// Device-tree property (under `/chosen`) holding the program arguments, NUL-separated.
 pub const FDT_ARGS_PROP: &str = "astraea,args";
 /// Device-tree property (under `/chosen`) holding the TSC frequency in kHz.

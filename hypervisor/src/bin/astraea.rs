@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use astraea_hypervisor::{PartitionConfig, VmmError, memory::parse_mem_size};
+use astraea_hypervisor::{NinePTarget, PartitionConfig, VmmError, memory::parse_mem_size};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -46,6 +46,14 @@ struct RunArgs {
     #[arg(long, default_value = "warn", value_name = "LEVEL",
           value_parser = ["error", "warn", "info", "debug", "trace"])]
     log: String,
+    /// Serve the partition's files from a 9P2000.L server over TCP instead of
+    /// the built-in gateway, e.g. `--9p tcp:127.0.0.1:564` for diod.
+    #[arg(long = "9p", value_name = "tcp:HOST:PORT")]
+    ninep: Option<String>,
+    /// The attach name (`aname`) the partition sends to the 9P server; diod,
+    /// for one, wants the exported directory here.
+    #[arg(long = "9p-aname", value_name = "PATH", requires = "ninep")]
+    ninep_aname: Option<String>,
     /// Print the boot phase timings to stderr when the partition exits.
     #[arg(long)]
     timings: bool,
@@ -104,12 +112,25 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
         Some(k) => k.clone(),
         None => find_kernel()?,
     };
+    let ninep = match args.ninep.as_deref() {
+        None => NinePTarget::None,
+        Some(t) => match t.strip_prefix("tcp:") {
+            Some(addr) if !addr.is_empty() => NinePTarget::Tcp(addr.to_string()),
+            _ => {
+                return Err(VmmError::Boot(format!(
+                    "--9p {t:?} is not understood: write tcp:HOST:PORT"
+                )));
+            }
+        },
+    };
     astraea_hypervisor::run(&PartitionConfig {
         kernel,
         mem,
         cpus: args.cpus,
         log: args.log.clone(),
         args: args.args.clone(),
+        ninep,
+        ninep_aname: args.ninep_aname.clone().unwrap_or_default(),
     })
 }
 

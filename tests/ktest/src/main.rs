@@ -61,6 +61,7 @@ fn main(cfg: &BootConfig) -> i32 {
         ["spin"] => spin(),
         ["sleep", ms] => sleep(parse(ms)),
         ["pingpong", rounds] => pingpong(parse(rounds)),
+        ["9p-files"] => ninep_files(),
         ["banner"] => {
             println!("booted in {} us", cfg.boot_ns / 1000);
             0
@@ -449,4 +450,78 @@ fn pingpong(rounds: u64) -> i32 {
         ns / rounds.max(1)
     );
     0
+}
+
+/// Exercises the mounted 9P namespace the way the host-side test expects:
+/// lists `/`, reads `hello.txt`, writes `new.txt`, makes `sub/`, renames
+/// `new.txt` to `sub/moved.txt`, deletes `delete-me.txt`, and prints what it
+/// saw. Any failure prints `9p error: …` and exits 1.
+fn ninep_files() -> i32 {
+    match ninep_steps() {
+        Ok(()) => 0,
+        Err(e) => {
+            println!("9p error: {e}");
+            1
+        }
+    }
+}
+
+fn ninep_steps() -> Result<(), String> {
+    use astraea_libos::p9;
+    const O_RDONLY: u32 = 0;
+    const O_WRONLY: u32 = 1;
+    const AT_REMOVEDIR: u32 = 0x200;
+    let c = p9::mounted().ok_or("no 9P namespace mounted")?;
+    let e = |what: &str| {
+        let what = String::from(what);
+        move |err: astraea_libos::errno::Errno| format!("{what}: {err}")
+    };
+    let root = c.walk(c.root(), &[]).map_err(e("walk /"))?;
+    c.open(root, O_RDONLY | 0o200000).map_err(e("open /"))?;
+    let mut names: Vec<String> = c
+        .readdir(root)
+        .map_err(e("readdir /"))?
+        .into_iter()
+        .map(|(n, _)| n)
+        .filter(|n| n != "." && n != "..")
+        .collect();
+    names.sort();
+    c.clunk(root);
+    println!("ls: {}", names.join(" "));
+
+    let f = c.walk_path("/hello.txt").map_err(e("walk hello.txt"))?;
+    let size = c.getattr(f).map_err(e("getattr hello.txt"))?.size;
+    c.open(f, O_RDONLY).map_err(e("open hello.txt"))?;
+    let data = c.read_all(f).map_err(e("read hello.txt"))?;
+    c.clunk(f);
+    println!(
+        "hello.txt ({size} bytes): {}",
+        String::from_utf8_lossy(&data).trim_end()
+    );
+
+    let dir = c.walk(c.root(), &[]).map_err(e("walk /"))?;
+    c.create(dir, "new.txt", O_WRONLY | 0o100, 0o644)
+        .map_err(e("create new.txt"))?;
+    let msg = b"written by the partition\n";
+    let n = c.write(dir, 0, msg).map_err(e("write new.txt"))?;
+    c.fsync(dir).map_err(e("fsync new.txt"))?;
+    c.clunk(dir);
+    println!("wrote {n} bytes to new.txt");
+
+    c.mkdir(c.root(), "sub", 0o755).map_err(e("mkdir sub"))?;
+    let sub = c.walk_path("/sub").map_err(e("walk sub"))?;
+    c.renameat(c.root(), "new.txt", sub, "moved.txt")
+        .map_err(e("rename"))?;
+    c.clunk(sub);
+    c.unlinkat(c.root(), "delete-me.txt", 0)
+        .map_err(e("unlink delete-me.txt"))?;
+    c.mkdir(c.root(), "gone", 0o755).map_err(e("mkdir gone"))?;
+    c.unlinkat(c.root(), "gone", AT_REMOVEDIR)
+        .map_err(e("rmdir gone"))?;
+    match c.walk_path("/no/such/file") {
+        Err(err) => println!("missing file: {err}"),
+        Ok(_) => return Err("walk of a missing file succeeded".into()),
+    }
+    println!("9p ok");
+    Ok(())
 }

@@ -91,6 +91,7 @@ stubs! {
     trap_24 = 24 noerr, trap_25 = 25 noerr, trap_26 = 26 noerr, trap_27 = 27 noerr,
     trap_28 = 28 noerr, trap_29 = 29 err, trap_30 = 30 err, trap_31 = 31 noerr,
     trap_timer = 0x30 noerr,
+    trap_virtio9p = 0x40 noerr,
     trap_spurious = 0xff noerr,
 }
 
@@ -176,6 +177,10 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
     match frame.vector {
         v if v == u64::from(VECTOR_TIMER) => super::apic::timer_interrupt(),
         v if v == u64::from(VECTOR_SPURIOUS) => {}
+        v if v == u64::from(astraea_abi::virtio9p::VECTOR) => {
+            super::apic::eoi();
+            crate::drivers::virtio9p::interrupt();
+        }
         v if v < 32 => unhandled_exception(frame),
         v => log::warn!("unexpected interrupt vector {v:#x}"),
     }

@@ -1,0 +1,396 @@
+//! A virtio-9p device on the virtio-mmio transport (version 2).
+//!
+//! Register accesses trap to the VMM (they happen only while the driver sets
+//! the device up). The request path does not: the guest's queue notification
+//! is an ioeventfd that wakes this device's worker thread inside the host
+//! kernel, and completions raise an MSI through an irqfd. Each descriptor
+//! chain is one request: readable descriptors hold the T-message, writable
+//! ones receive the R-message. Requests go to a [`NinePBackend`] and may be
+//! answered out of order.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use kvm_bindings::{
+    KVM_IRQ_ROUTING_MSI, KvmIrqRouting, kvm_irq_routing_entry, kvm_irq_routing_entry__bindgen_ty_1,
+    kvm_irq_routing_msi,
+};
+use kvm_ioctls::{IoEventAddress, NoDatamatch, VmFd};
+use virtio_queue::{Queue, QueueT};
+use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend};
+use vmm_sys_util::eventfd::EventFd;
+
+use crate::error::{VmmError, kvm_err};
+use crate::memory::GuestMemory;
+use crate::ninep::NinePBackend;
+
+/// Size of the device's register window.
+pub const MMIO_SIZE: u64 = 0x1000;
+/// Descriptors in the request queue.
+const QUEUE_SIZE: u16 = 256;
+/// Largest request accepted from the guest (1 MiB msize plus headers).
+const MAX_REQUEST: usize = (1 << 20) + 4096;
+const VIRTIO_ID_9P: u32 = 9;
+const VIRTIO_F_VERSION_1: u64 = 1 << 32;
+const VIRTIO_9P_MOUNT_TAG: u64 = 1;
+const STATUS_DRIVER_OK: u32 = 4;
+const STATUS_FAILED: u32 = 0x80;
+/// The GSI that routes this device's irqfd to its MSI.
+const GSI: u32 = 24;
+
+/// Where the device sits and how it interrupts.
+#[derive(Debug, Clone, Copy)]
+pub struct Placement {
+    /// Guest-physical base of the register window.
+    pub base: u64,
+    /// Interrupt vector delivered to the boot CPU.
+    pub vector: u8,
+}
+
+/// State shared with the worker and the reply continuations.
+struct Shared {
+    mem: Arc<GuestMemory>,
+    queue: Mutex<Queue>,
+    interrupt_status: AtomicU32,
+    irq: EventFd,
+}
+
+impl Shared {
+    /// Writes a reply into the chain's writable buffers and signals the guest.
+    fn complete(&self, head: u16, segments: &[(u64, u32)], reply: &[u8]) {
+        let mut written = 0usize;
+        for &(addr, len) in segments {
+            if written == reply.len() {
+                break;
+            }
+            let n = (len as usize).min(reply.len() - written);
+            if self
+                .mem
+                .write_slice(&reply[written..written + n], GuestAddress(addr))
+                .is_err()
+            {
+                break;
+            }
+            written += n;
+        }
+        if written < reply.len() {
+            tracing::warn!(
+                head,
+                need = reply.len(),
+                written,
+                "9P reply larger than the guest's buffers"
+            );
+        }
+        let added = self
+            .queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .add_used(&*self.mem, head, written as u32);
+        if let Err(e) = added {
+            tracing::warn!(?e, "cannot complete 9P request");
+            return;
+        }
+        self.interrupt_status.fetch_or(1, Ordering::SeqCst);
+        if let Err(e) = self.irq.write(1) {
+            tracing::warn!(?e, "cannot raise the 9P interrupt");
+        }
+    }
+}
+
+/// The device.
+pub struct Virtio9p {
+    place: Placement,
+    tag: Vec<u8>,
+    backend: Arc<dyn NinePBackend>,
+    shared: Arc<Shared>,
+    notify: EventFd,
+    device_features_sel: u32,
+    driver_features_sel: u32,
+    driver_features: u64,
+    status: u32,
+    queue_sel: u32,
+    worker: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Virtio9p {
+    /// Creates the device and wires its notify ioeventfd and MSI irqfd into `vm`.
+    pub fn new(
+        vm: &VmFd,
+        mem: Arc<GuestMemory>,
+        place: Placement,
+        tag: &str,
+        backend: Arc<dyn NinePBackend>,
+    ) -> Result<Self, VmmError> {
+        let io = |e: std::io::Error| VmmError::Boot(format!("9P device eventfd: {e}"));
+        let notify = EventFd::new(libc::EFD_CLOEXEC).map_err(io)?;
+        let irq = EventFd::new(libc::EFD_CLOEXEC).map_err(io)?;
+        vm.register_ioevent(
+            &notify,
+            &IoEventAddress::Mmio(place.base + 0x50),
+            NoDatamatch,
+        )
+        .map_err(kvm_err("KVM_IOEVENTFD"))?;
+        let entry = kvm_irq_routing_entry {
+            gsi: GSI,
+            type_: KVM_IRQ_ROUTING_MSI,
+            u: kvm_irq_routing_entry__bindgen_ty_1 {
+                msi: kvm_irq_routing_msi {
+                    address_lo: 0xfee0_0000, // boot CPU, physical destination
+                    data: u32::from(place.vector),
+                    ..Default::default()
+                },
+            },
+            ..Default::default()
+        };
+        let routing = KvmIrqRouting::from_entries(&[entry])
+            .map_err(|e| VmmError::Boot(format!("IRQ routing: {e:?}")))?;
+        vm.set_gsi_routing(&routing)
+            .map_err(kvm_err("KVM_SET_GSI_ROUTING"))?;
+        vm.register_irqfd(&irq, GSI).map_err(kvm_err("KVM_IRQFD"))?;
+        let queue =
+            Queue::new(QUEUE_SIZE).map_err(|e| VmmError::Boot(format!("virtqueue: {e:?}")))?;
+        Ok(Self {
+            place,
+            tag: tag.as_bytes().to_vec(),
+            backend,
+            shared: Arc::new(Shared {
+                mem,
+                queue: Mutex::new(queue),
+                interrupt_status: AtomicU32::new(0),
+                irq,
+            }),
+            notify,
+            device_features_sel: 0,
+            driver_features_sel: 0,
+            driver_features: 0,
+            status: 0,
+            queue_sel: 0,
+            worker: None,
+        })
+    }
+
+    /// Whether `addr` is in this device's register window.
+    pub fn covers(&self, addr: u64) -> bool {
+        (self.place.base..self.place.base + MMIO_SIZE).contains(&addr)
+    }
+
+    fn features(&self) -> u64 {
+        VIRTIO_F_VERSION_1 | VIRTIO_9P_MOUNT_TAG
+    }
+
+    /// A guest read of the register window.
+    pub fn read(&mut self, addr: u64, data: &mut [u8]) {
+        let off = addr - self.place.base;
+        if off >= 0x100 {
+            // Config space: le16 tag length, then the tag.
+            let mut cfg = (self.tag.len() as u16).to_le_bytes().to_vec();
+            cfg.extend_from_slice(&self.tag);
+            for (i, b) in data.iter_mut().enumerate() {
+                *b = cfg.get((off - 0x100) as usize + i).copied().unwrap_or(0);
+            }
+            return;
+        }
+        let q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let v: u32 = match off {
+            0x00 => 0x7472_6976, // "virt"
+            0x04 => 2,
+            0x08 => VIRTIO_ID_9P,
+            0x0c => 0x5254_5341, // "ASTR"
+            0x10 => (self.features() >> (32 * self.device_features_sel.min(1))) as u32,
+            0x34 if self.queue_sel == 0 => u32::from(q.max_size()),
+            0x44 => u32::from(self.queue_sel == 0 && q.ready()),
+            0x60 => self.shared.interrupt_status.load(Ordering::SeqCst),
+            0x70 => self.status,
+            0xfc => 0,
+            _ => 0,
+        };
+        let b = v.to_le_bytes();
+        let n = data.len().min(4);
+        data[..n].copy_from_slice(&b[..n]);
+    }
+
+    /// A guest write to the register window.
+    pub fn write(&mut self, addr: u64, data: &[u8]) {
+        let off = addr - self.place.base;
+        let mut b = [0u8; 4];
+        let n = data.len().min(4);
+        b[..n].copy_from_slice(&data[..n]);
+        let v = u32::from_le_bytes(b);
+        let sel0 = self.queue_sel == 0;
+        {
+            let mut q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+            match off {
+                0x14 => self.device_features_sel = v,
+                0x20 => {
+                    let shift = 32 * self.driver_features_sel.min(1);
+                    self.driver_features = (self.driver_features & !(0xffff_ffffu64 << shift))
+                        | (u64::from(v) << shift);
+                }
+                0x24 => self.driver_features_sel = v,
+                0x30 => self.queue_sel = v,
+                0x38 if sel0 => q.set_size(v as u16),
+                0x44 if sel0 => q.set_ready(v == 1),
+                0x50 => {} // served by the ioeventfd; a trap here means it is not registered
+                0x64 => {
+                    self.shared.interrupt_status.fetch_and(!v, Ordering::SeqCst);
+                }
+                0x80 if sel0 => q.set_desc_table_address(Some(v), None),
+                0x84 if sel0 => q.set_desc_table_address(None, Some(v)),
+                0x90 if sel0 => q.set_avail_ring_address(Some(v), None),
+                0x94 if sel0 => q.set_avail_ring_address(None, Some(v)),
+                0xa0 if sel0 => q.set_used_ring_address(Some(v), None),
+                0xa4 if sel0 => q.set_used_ring_address(None, Some(v)),
+                0x70 => {}
+                _ => tracing::debug!(off, v, "9P device: write to an unused register"),
+            }
+        }
+        if off == 0x70 {
+            self.set_status(v);
+        }
+    }
+
+    fn set_status(&mut self, v: u32) {
+        if v == 0 {
+            // Reset: forget the queue; a running worker stops at its next wake-up.
+            self.shared
+                .queue
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .reset();
+            self.status = 0;
+            self.driver_features = 0;
+            return;
+        }
+        self.status = v;
+        if v & STATUS_DRIVER_OK != 0 && v & STATUS_FAILED == 0 && self.worker.is_none() {
+            let ready = self
+                .shared
+                .queue
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .ready();
+            if !ready {
+                tracing::warn!("9P driver set DRIVER_OK without a ready queue");
+                return;
+            }
+            match self.start_worker() {
+                Ok(h) => self.worker = Some(h),
+                Err(e) => tracing::error!(?e, "cannot start the 9P worker"),
+            }
+        }
+    }
+
+    fn start_worker(&self) -> std::io::Result<std::thread::JoinHandle<()>> {
+        let shared = self.shared.clone();
+        let backend = self.backend.clone();
+        let notify = self.notify.try_clone()?;
+        std::thread::Builder::new()
+            .name("virtio-9p".into())
+            .spawn(move || {
+                while notify.read().is_ok() {
+                    drain(&shared, &backend);
+                }
+            })
+    }
+}
+
+/// One popped request: its head, its T-message, where its reply goes.
+struct Request {
+    head: u16,
+    frame: Vec<u8>,
+    segments: Vec<(u64, u32)>,
+}
+
+/// Takes every available chain off the queue and submits it.
+fn drain(shared: &Arc<Shared>, backend: &Arc<dyn NinePBackend>) {
+    loop {
+        let req = {
+            let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+            if !q.ready() {
+                return;
+            }
+            let Some(chain) = q.pop_descriptor_chain(shared.mem.clone()) else {
+                return;
+            };
+            collect(shared, chain)
+        };
+        match req {
+            Ok(r) => {
+                let s = shared.clone();
+                let (head, segments) = (r.head, r.segments);
+                backend.submit(
+                    r.frame,
+                    Box::new(move |reply| s.complete(head, &segments, &reply)),
+                );
+            }
+            Err((head, why)) => {
+                tracing::warn!(head, why, "rejected a 9P descriptor chain");
+                // Answer with nothing: the driver sees a zero-length reply.
+                let s = shared.clone();
+                let _ = s
+                    .queue
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .add_used(&*s.mem, head, 0);
+                s.interrupt_status.fetch_or(1, Ordering::SeqCst);
+                let _ = s.irq.write(1);
+            }
+        }
+    }
+}
+
+/// Reads a chain: readable descriptors first (the request), then writable
+/// ones (room for the reply). Every address is checked against guest RAM.
+fn collect(
+    shared: &Shared,
+    chain: virtio_queue::DescriptorChain<Arc<GuestMemory>>,
+) -> Result<Request, (u16, &'static str)> {
+    let head = chain.head_index();
+    let mut frame = Vec::new();
+    let mut segments = Vec::new();
+    for d in chain {
+        let (addr, len) = (d.addr().0, d.len());
+        if d.is_write_only() {
+            if shared
+                .mem
+                .get_slice(GuestAddress(addr), len as usize)
+                .is_err()
+            {
+                return Err((head, "writable descriptor outside guest memory"));
+            }
+            segments.push((addr, len));
+        } else {
+            if !segments.is_empty() {
+                return Err((head, "readable descriptor after a writable one"));
+            }
+            if frame.len() + len as usize > MAX_REQUEST {
+                return Err((head, "request larger than the largest msize"));
+            }
+            let start = frame.len();
+            frame.resize(start + len as usize, 0);
+            if shared
+                .mem
+                .read_slice(&mut frame[start..], GuestAddress(addr))
+                .is_err()
+            {
+                return Err((head, "readable descriptor outside guest memory"));
+            }
+        }
+    }
+    // Trust the 9P size field only as far as the bytes the guest gave us.
+    if let Some(sz) = frame
+        .get(..4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        && sz <= frame.len()
+    {
+        frame.truncate(sz);
+    }
+    if frame.len() < 7 {
+        return Err((head, "request shorter than a 9P header"));
+    }
+    Ok(Request {
+        head,
+        frame,
+        segments,
+    })
+}

@@ -1,0 +1,299 @@
+//! The virtio-9p driver: a virtio-mmio (version 2) device with one split
+//! virtqueue. Each request is two descriptors — the T-message (readable by
+//! the device) and room for the R-message (writable) — and the head
+//! descriptor's index identifies it, so many requests can be in flight.
+//!
+//! Notification is one MMIO write that the VMM turns into an ioeventfd (no
+//! exit to user space); completion is an MSI. A waiting thread first polls the
+//! used ring briefly, then sleeps until the interrupt wakes it.
+
+use alloc::vec::Vec;
+use core::ptr::{read_volatile, write_volatile};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering, fence};
+
+use crate::mm;
+use crate::sched::WaitQueue;
+use crate::sync::IrqLock;
+
+const QUEUE_SIZE: u16 = 64;
+const VIRTIO_F_VERSION_1: u64 = 1 << 32;
+const VIRTIO_9P_MOUNT_TAG: u64 = 1;
+const DESC_F_NEXT: u16 = 1;
+const DESC_F_WRITE: u16 = 2;
+const STATUS_ACKNOWLEDGE: u32 = 1;
+const STATUS_DRIVER: u32 = 2;
+const STATUS_DRIVER_OK: u32 = 4;
+const STATUS_FEATURES_OK: u32 = 8;
+/// Used-ring checks before a waiter sleeps.
+const POLL_SPINS: u32 = 64;
+
+/// Why the device could not be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceError {
+    /// No virtio-9p device at the address the VMM described.
+    NotFound,
+    /// The device refused the features we need.
+    Features,
+    /// No memory for the queue.
+    NoMemory,
+    /// The device answered with an empty or oversized reply.
+    BadReply,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Desc {
+    addr: u64,
+    len: u32,
+    flags: u16,
+    next: u16,
+}
+
+/// A request slot, indexed by its head descriptor.
+struct Slot {
+    done: AtomicBool,
+    len: AtomicU32,
+    wq: WaitQueue,
+}
+
+struct Queue {
+    desc: *mut Desc,
+    avail: *mut u16, // flags, idx, ring[N], used_event
+    used: *mut u32,  // flags|idx as one u32, then (id, len) pairs
+    free: Vec<u16>,
+    last_used: u16,
+    avail_idx: u16,
+}
+
+// SAFETY: the ring pointers refer to frames owned by the driver for the
+// partition's life; all access goes through the IrqLock around `Queue`.
+unsafe impl Send for Queue {}
+
+/// The device.
+pub struct Virtio9p {
+    base: u64,
+    queue: IrqLock<Queue>,
+    slots: Vec<Slot>,
+    room: WaitQueue,
+    tag: Vec<u8>,
+}
+
+static DEVICE: spin::Once<Virtio9p> = spin::Once::new();
+
+fn reg(base: u64, off: u64) -> *mut u32 {
+    (base + off) as *mut u32
+}
+
+fn rd(base: u64, off: u64) -> u32 {
+    // SAFETY: `base` is the device's register window, mapped uncached by
+    // `probe`; register reads have no memory effects on Rust objects.
+    unsafe { read_volatile(reg(base, off)) }
+}
+
+fn wr(base: u64, off: u64, v: u32) {
+    // SAFETY: as for `rd`.
+    unsafe { write_volatile(reg(base, off), v) }
+}
+
+/// Finds and starts the device at `base`; completions arrive on `vector`.
+pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
+    mm::map_mmio(base, 0x1000).map_err(|_| DeviceError::NoMemory)?;
+    if rd(base, 0x00) != 0x7472_6976 || rd(base, 0x04) != 2 || rd(base, 0x08) != 9 {
+        return Err(DeviceError::NotFound);
+    }
+    wr(base, 0x70, 0);
+    wr(base, 0x70, STATUS_ACKNOWLEDGE);
+    wr(base, 0x70, STATUS_ACKNOWLEDGE | STATUS_DRIVER);
+    wr(base, 0x14, 1);
+    let hi = u64::from(rd(base, 0x10)) << 32;
+    wr(base, 0x14, 0);
+    let features = hi | u64::from(rd(base, 0x10));
+    let want = VIRTIO_F_VERSION_1 | VIRTIO_9P_MOUNT_TAG;
+    if features & VIRTIO_F_VERSION_1 == 0 {
+        return Err(DeviceError::Features);
+    }
+    let accept = features & want;
+    wr(base, 0x24, 1);
+    wr(base, 0x20, (accept >> 32) as u32);
+    wr(base, 0x24, 0);
+    wr(base, 0x20, accept as u32);
+    wr(
+        base,
+        0x70,
+        STATUS_ACKNOWLEDGE | STATUS_DRIVER | STATUS_FEATURES_OK,
+    );
+    if rd(base, 0x70) & STATUS_FEATURES_OK == 0 {
+        return Err(DeviceError::Features);
+    }
+    // Queue 0: descriptors (1 KiB), available ring, used ring: one page each.
+    wr(base, 0x30, 0);
+    let max = rd(base, 0x34) as u16;
+    let n = QUEUE_SIZE.min(max);
+    if n == 0 {
+        return Err(DeviceError::NotFound);
+    }
+    let pages = mm::alloc_frames(3, 1).ok_or(DeviceError::NoMemory)?;
+    // SAFETY: three fresh, identity-mapped frames owned by the driver.
+    unsafe { core::ptr::write_bytes(pages as *mut u8, 0, 3 * 4096) };
+    let (desc, avail, used) = (pages, pages + 4096, pages + 8192);
+    wr(base, 0x38, u32::from(n));
+    for (off, addr) in [(0x80, desc), (0x90, avail), (0xa0, used)] {
+        wr(base, off, addr as u32);
+        wr(base, off + 4, (addr >> 32) as u32);
+    }
+    wr(base, 0x44, 1);
+    let tag_len = {
+        // SAFETY: config space starts at 0x100: le16 length then the tag.
+        let raw = unsafe { read_volatile((base + 0x100) as *const u16) };
+        usize::from(raw).min(256)
+    };
+    let tag = (0..tag_len)
+        // SAFETY: bytes of the config space, inside the mapped window.
+        .map(|i| unsafe { read_volatile((base + 0x102 + i as u64) as *const u8) })
+        .collect();
+    let dev = Virtio9p {
+        base,
+        queue: IrqLock::new(Queue {
+            desc: desc as *mut Desc,
+            avail: avail as *mut u16,
+            used: used as *mut u32,
+            free: (0..n).rev().collect(),
+            last_used: 0,
+            avail_idx: 0,
+        }),
+        slots: (0..n)
+            .map(|_| Slot {
+                done: AtomicBool::new(false),
+                len: AtomicU32::new(0),
+                wq: WaitQueue::new(),
+            })
+            .collect(),
+        room: WaitQueue::new(),
+        tag,
+    };
+    wr(
+        base,
+        0x70,
+        STATUS_ACKNOWLEDGE | STATUS_DRIVER | STATUS_FEATURES_OK | STATUS_DRIVER_OK,
+    );
+    Ok(DEVICE.call_once(|| dev))
+}
+
+/// The device, once probed.
+pub fn device() -> Option<&'static Virtio9p> {
+    DEVICE.get()
+}
+
+/// The completion interrupt.
+pub fn interrupt() {
+    if let Some(d) = DEVICE.get() {
+        d.reap();
+    }
+}
+
+impl Virtio9p {
+    /// The mount tag the device announced.
+    pub fn tag(&self) -> &[u8] {
+        &self.tag
+    }
+
+    /// Sends `request` (a complete T-message) and waits for the reply, which
+    /// is written to `reply`; returns the reply's length.
+    pub fn request(&self, request: &[u8], reply: &mut [u8]) -> Result<usize, DeviceError> {
+        let head = self.submit(request, reply);
+        let slot = &self.slots[usize::from(head)];
+        let mut spins = 0;
+        while !slot.done.load(Ordering::Acquire) && spins < POLL_SPINS {
+            self.reap();
+            spins += 1;
+            core::hint::spin_loop();
+        }
+        slot.wq.wait_while(|| !slot.done.load(Ordering::Acquire));
+        let len = slot.len.load(Ordering::Acquire) as usize;
+        slot.done.store(false, Ordering::Relaxed);
+        let tail = self.next_of(head);
+        self.queue.lock().free.extend([head, tail]);
+        self.room.wake_one();
+        if len == 0 || len > reply.len() {
+            return Err(DeviceError::BadReply);
+        }
+        Ok(len)
+    }
+
+    fn next_of(&self, head: u16) -> u16 {
+        let q = self.queue.lock();
+        // SAFETY: `head` < queue size; the descriptor table is ours.
+        unsafe { (*q.desc.add(usize::from(head))).next }
+    }
+
+    /// Queues one request; blocks while the ring is full.
+    fn submit(&self, request: &[u8], reply: &mut [u8]) -> u16 {
+        loop {
+            let mut q = self.queue.lock();
+            if let (Some(&h), Some(&t)) = (q.free.last(), q.free.iter().rev().nth(1)) {
+                let keep = q.free.len() - 2;
+                q.free.truncate(keep);
+                // Kernel memory is identity-mapped: the address is the GPA.
+                let d0 = Desc {
+                    addr: request.as_ptr() as u64,
+                    len: request.len() as u32,
+                    flags: DESC_F_NEXT,
+                    next: t,
+                };
+                let d1 = Desc {
+                    addr: reply.as_mut_ptr() as u64,
+                    len: reply.len() as u32,
+                    flags: DESC_F_WRITE,
+                    next: 0,
+                };
+                let n = self.slots.len();
+                // SAFETY: h, t < queue size; the rings are ours; the device
+                // reads them only after the index update below.
+                unsafe {
+                    write_volatile(q.desc.add(usize::from(h)), d0);
+                    write_volatile(q.desc.add(usize::from(t)), d1);
+                    let idx = q.avail_idx;
+                    write_volatile(q.avail.add(2 + usize::from(idx) % n), h);
+                    fence(Ordering::SeqCst);
+                    q.avail_idx = idx.wrapping_add(1);
+                    write_volatile(q.avail.add(1), q.avail_idx);
+                }
+                fence(Ordering::SeqCst);
+                drop(q);
+                wr(self.base, 0x50, 0);
+                return h;
+            }
+            drop(q);
+            let q = &self.queue;
+            self.room.wait_while(|| q.lock().free.len() < 2);
+        }
+    }
+
+    /// Takes completed requests off the used ring and wakes their waiters.
+    fn reap(&self) {
+        let n = self.slots.len() as u16;
+        let mut q = self.queue.lock();
+        loop {
+            // SAFETY: the used ring is ours; the device writes it, so read volatile.
+            let idx = unsafe { read_volatile(q.used.cast::<u16>().add(1)) };
+            if idx == q.last_used {
+                break;
+            }
+            fence(Ordering::SeqCst);
+            let e = usize::from(q.last_used % n);
+            // SAFETY: element `e` of the used ring (after the 4-byte header).
+            let (id, len) = unsafe {
+                (
+                    read_volatile(q.used.add(1 + 2 * e)),
+                    read_volatile(q.used.add(2 + 2 * e)),
+                )
+            };
+            q.last_used = q.last_used.wrapping_add(1);
+            if let Some(s) = self.slots.get(id as usize) {
+                s.len.store(len, Ordering::Relaxed);
+                s.done.store(true, Ordering::Release);
+                s.wq.wake_all();
+            }
+        }
+    }
+}

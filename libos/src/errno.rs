@@ -1,0 +1,35 @@
+//! Linux error numbers, the library OS's one error type. They become `-errno`
+//! at the system-call boundary (one place, with the Linux personality) and
+//! arrive from the gateway in `Rlerror`.
+
+/// A Linux errno value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Errno(pub u32);
+
+#[allow(missing_docs)]
+impl Errno {
+    pub const EPERM: Errno = Errno(1);
+    pub const ENOENT: Errno = Errno(2);
+    pub const EIO: Errno = Errno(5);
+    pub const EBADF: Errno = Errno(9);
+    pub const ENOMEM: Errno = Errno(12);
+    pub const EACCES: Errno = Errno(13);
+    pub const EEXIST: Errno = Errno(17);
+    pub const ENOTDIR: Errno = Errno(20);
+    pub const EISDIR: Errno = Errno(21);
+    pub const EINVAL: Errno = Errno(22);
+    pub const EMFILE: Errno = Errno(24);
+    pub const EROFS: Errno = Errno(30);
+    pub const ENAMETOOLONG: Errno = Errno(36);
+    pub const ENOSYS: Errno = Errno(38);
+    pub const ENOTEMPTY: Errno = Errno(39);
+    pub const EPROTO: Errno = Errno(71);
+    pub const ENODEV: Errno = Errno(19);
+    pub const EOPNOTSUPP: Errno = Errno(95);
+}
+
+impl core::fmt::Display for Errno {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "errno {}", self.0)
+    }
+}

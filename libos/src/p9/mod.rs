@@ -1,0 +1,405 @@
+//! The 9P2000.L client: the library OS's way to the gateway's files.
+//!
+//! Requests go through the virtio-9p driver, many at a time (each caller
+//! waits for its own reply). Fids are allocated here; the root of the
+//! namespace is attached at mount.
+
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU16, AtomicU32, Ordering};
+
+use astraea_9p::{
+    DirEntryIter, Frame, Qid, RMessage, Stat, Str, TMessage, VERSION_9P2000L, WalkNames,
+};
+
+use crate::drivers::virtio9p::Virtio9p;
+use crate::errno::Errno;
+use crate::sync::IrqLock;
+
+/// The msize we ask for: 64 KiB of payload plus headers.
+pub const MSIZE: u32 = 64 * 1024 + 24;
+/// `P9_GETATTR_BASIC`: everything `stat` needs.
+pub const GETATTR_BASIC: u64 = 0x7ff;
+/// Names per `Twalk`.
+const MAXWELEM: usize = 16;
+
+/// A file identifier on the connection.
+pub type Fid = u32;
+
+static MOUNTED: spin::Once<Client> = spin::Once::new();
+
+/// The namespace the partition mounted at boot, if it has a 9P device.
+pub fn mounted() -> Option<&'static Client> {
+    MOUNTED.get()
+}
+
+/// Probes the virtio-9p device at `base` and mounts its namespace.
+pub fn mount_device(base: u64, aname: &str) -> Result<&'static Client, Errno> {
+    let dev = crate::drivers::virtio9p::probe(base).map_err(|e| {
+        log::error!("virtio-9p device at {base:#x} unusable: {e:?}");
+        Errno::ENODEV
+    })?;
+    let client = Client::mount(dev, aname)?;
+    Ok(MOUNTED.call_once(|| client))
+}
+
+/// A mounted 9P connection.
+pub struct Client {
+    dev: &'static Virtio9p,
+    msize: u32,
+    root: Fid,
+    next_fid: AtomicU32,
+    free_fids: IrqLock<Vec<Fid>>,
+    next_tag: AtomicU16,
+}
+
+impl Client {
+    /// Negotiates the version and attaches the root of the namespace.
+    pub fn mount(dev: &'static Virtio9p, aname: &str) -> Result<Client, Errno> {
+        let mut c = Client {
+            dev,
+            msize: MSIZE,
+            root: 0,
+            next_fid: AtomicU32::new(1),
+            free_fids: IrqLock::new(Vec::new()),
+            next_tag: AtomicU16::new(1),
+        };
+        let mut buf = Vec::new();
+        let v = TMessage::Version {
+            msize: MSIZE,
+            version: Str::from(VERSION_9P2000L),
+        };
+        match c.rpc_tag(astraea_9p::NOTAG, &v, &mut buf)? {
+            RMessage::Version { msize, version } if version == VERSION_9P2000L => {
+                c.msize = msize.min(MSIZE);
+            }
+            _ => return Err(Errno::EPROTO),
+        }
+        let root = c.alloc_fid();
+        let a = TMessage::Attach {
+            fid: root,
+            afid: astraea_9p::NOFID,
+            uname: Str::from(""),
+            aname: Str::from(aname),
+            n_uname: 0,
+        };
+        match c.rpc(&a, &mut buf)? {
+            RMessage::Attach { .. } => c.root = root,
+            _ => return Err(Errno::EPROTO),
+        }
+        Ok(c)
+    }
+
+    /// The negotiated message size.
+    pub fn msize(&self) -> u32 {
+        self.msize
+    }
+
+    /// The largest read or write payload per request.
+    pub fn iounit(&self) -> u32 {
+        self.msize - 24
+    }
+
+    /// The fid of the namespace root.
+    pub fn root(&self) -> Fid {
+        self.root
+    }
+
+    fn alloc_fid(&self) -> Fid {
+        self.free_fids
+            .lock()
+            .pop()
+            .unwrap_or_else(|| self.next_fid.fetch_add(1, Ordering::Relaxed))
+    }
+
+    fn rpc<'b>(&self, t: &TMessage<'_>, buf: &'b mut Vec<u8>) -> Result<RMessage<'b>, Errno> {
+        let mut tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
+        if tag == astraea_9p::NOTAG {
+            tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
+        }
+        self.rpc_tag(tag, t, buf)
+    }
+
+    fn rpc_tag<'b>(
+        &self,
+        tag: u16,
+        t: &TMessage<'_>,
+        buf: &'b mut Vec<u8>,
+    ) -> Result<RMessage<'b>, Errno> {
+        let mut req = Vec::new();
+        t.encode(tag, &mut req).map_err(|_| Errno::EINVAL)?;
+        buf.clear();
+        buf.resize(self.msize as usize, 0);
+        let n = self.dev.request(&req, buf).map_err(|_| Errno::EIO)?;
+        buf.truncate(n);
+        let frame = Frame::new_checked(buf).map_err(|_| Errno::EPROTO)?;
+        if frame.tag() != tag {
+            return Err(Errno::EPROTO);
+        }
+        match RMessage::decode(&frame).map_err(|_| Errno::EPROTO)? {
+            RMessage::Lerror { ecode } => Err(Errno(ecode)),
+            r => Ok(r),
+        }
+    }
+
+    /// Walks from `from` along `names` to a new fid.
+    pub fn walk(&self, from: Fid, names: &[&str]) -> Result<Fid, Errno> {
+        let newfid = self.alloc_fid();
+        let mut buf = Vec::new();
+        let mut cur = from;
+        let chunks: Vec<&[&str]> = if names.is_empty() {
+            vec![&[][..]]
+        } else {
+            names.chunks(MAXWELEM).collect()
+        };
+        for chunk in chunks {
+            let strs: Vec<Str<'_>> = chunk.iter().map(|n| Str::from(*n)).collect();
+            let w = TMessage::Walk {
+                fid: cur,
+                newfid,
+                names: WalkNames::new(&strs).map_err(|_| Errno::ENAMETOOLONG)?,
+            };
+            let result = match self.rpc(&w, &mut buf) {
+                Ok(RMessage::Walk { qids }) if qids.len() == chunk.len() => Ok(()),
+                Ok(RMessage::Walk { .. }) => Err(Errno::ENOENT),
+                Ok(_) => Err(Errno::EPROTO),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = result {
+                if cur == newfid {
+                    self.clunk(newfid);
+                } else {
+                    self.free_fids.lock().push(newfid);
+                }
+                return Err(e);
+            }
+            cur = newfid;
+        }
+        Ok(newfid)
+    }
+
+    /// Walks an absolute or root-relative path.
+    pub fn walk_path(&self, path: &str) -> Result<Fid, Errno> {
+        let names: Vec<&str> = path
+            .split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .collect();
+        self.walk(self.root, &names)
+    }
+
+    /// Opens a walked fid with Linux `O_*` flags.
+    pub fn open(&self, fid: Fid, flags: u32) -> Result<Qid, Errno> {
+        let mut buf = Vec::new();
+        match self.rpc(&TMessage::Lopen { fid, flags }, &mut buf)? {
+            RMessage::Lopen { qid, .. } => Ok(qid),
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
+    /// Creates `name` in the directory `dirfid`, which then refers to the new
+    /// open file.
+    pub fn create(&self, dirfid: Fid, name: &str, flags: u32, mode: u32) -> Result<Qid, Errno> {
+        let mut buf = Vec::new();
+        let t = TMessage::Lcreate {
+            fid: dirfid,
+            name: Str::from(name),
+            flags,
+            mode,
+            gid: 0,
+        };
+        match self.rpc(&t, &mut buf)? {
+            RMessage::Lcreate { qid, .. } => Ok(qid),
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
+    /// Reads up to `out.len()` bytes at `offset`.
+    pub fn read(&self, fid: Fid, offset: u64, out: &mut [u8]) -> Result<usize, Errno> {
+        let mut buf = Vec::new();
+        let count = (out.len() as u32).min(self.iounit());
+        match self.rpc(&TMessage::Read { fid, offset, count }, &mut buf)? {
+            RMessage::Read { data } => {
+                let n = data.len().min(out.len());
+                out[..n].copy_from_slice(&data[..n]);
+                Ok(n)
+            }
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
+    /// Reads a whole file from an open fid.
+    pub fn read_all(&self, fid: Fid) -> Result<Vec<u8>, Errno> {
+        let mut out = Vec::new();
+        let mut chunk = vec![0u8; self.iounit() as usize];
+        loop {
+            let n = self.read(fid, out.len() as u64, &mut chunk)?;
+            if n == 0 {
+                return Ok(out);
+            }
+            out.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// Writes `data` at `offset`; returns how much was written.
+    pub fn write(&self, fid: Fid, offset: u64, data: &[u8]) -> Result<usize, Errno> {
+        let mut buf = Vec::new();
+        let n = data.len().min(self.iounit() as usize);
+        let t = TMessage::Write {
+            fid,
+            offset,
+            data: &data[..n],
+        };
+        match self.rpc(&t, &mut buf)? {
+            RMessage::Write { count } => Ok(count as usize),
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
+    /// Releases a fid (errors are ignored: the fid is gone either way).
+    pub fn clunk(&self, fid: Fid) {
+        let mut buf = Vec::new();
+        let _ = self.rpc(&TMessage::Clunk { fid }, &mut buf);
+        self.free_fids.lock().push(fid);
+    }
+
+    /// The attributes of a fid.
+    pub fn getattr(&self, fid: Fid) -> Result<Stat, Errno> {
+        let mut buf = Vec::new();
+        let t = TMessage::Getattr {
+            fid,
+            request_mask: GETATTR_BASIC,
+        };
+        match self.rpc(&t, &mut buf)? {
+            RMessage::Getattr { stat } => Ok(stat),
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
+    /// Every entry of an open directory: (name, `DT_*` type).
+    pub fn readdir(&self, fid: Fid) -> Result<Vec<(String, u8)>, Errno> {
+        let mut out = Vec::new();
+        let mut offset = 0;
+        let mut buf = Vec::new();
+        loop {
+            let t = TMessage::Readdir {
+                fid,
+                offset,
+                count: self.iounit(),
+            };
+            let r = self.rpc(&t, &mut buf)?;
+            let Some(entries) = DirEntryIter::from_message(&r) else {
+                return Err(Errno::EPROTO);
+            };
+            let before = out.len();
+            for e in entries {
+                let e = e.map_err(|_| Errno::EPROTO)?;
+                offset = e.offset;
+                out.push((String::from_utf8_lossy(e.name.as_ref()).into_owned(), e.ty));
+            }
+            if out.len() == before {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Creates a directory.
+    pub fn mkdir(&self, dirfid: Fid, name: &str, mode: u32) -> Result<Qid, Errno> {
+        let mut buf = Vec::new();
+        let t = TMessage::Mkdir {
+            dfid: dirfid,
+            name: Str::from(name),
+            mode,
+            gid: 0,
+        };
+        match self.rpc(&t, &mut buf)? {
+            RMessage::Mkdir { qid } => Ok(qid),
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
+    /// Removes `name` from a directory (`flags`: `AT_REMOVEDIR` for directories).
+    pub fn unlinkat(&self, dirfid: Fid, name: &str, flags: u32) -> Result<(), Errno> {
+        let mut buf = Vec::new();
+        let t = TMessage::Unlinkat {
+            dirfid,
+            name: Str::from(name),
+            flags,
+        };
+        match self.rpc(&t, &mut buf) {
+            Ok(RMessage::Unlinkat) => Ok(()),
+            Ok(_) => Err(Errno::EPROTO),
+            // Servers without Tunlinkat (diod) still have Tremove, which
+            // also releases the fid.
+            Err(Errno::EOPNOTSUPP) => {
+                let fid = self.walk(dirfid, &[name])?;
+                let r = match self.rpc(&TMessage::Remove { fid }, &mut buf) {
+                    Ok(RMessage::Remove) => Ok(()),
+                    Ok(_) => Err(Errno::EPROTO),
+                    Err(e) => Err(e),
+                };
+                self.free_fids.lock().push(fid);
+                r
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Renames `olddir/oldname` to `newdir/newname`.
+    pub fn renameat(
+        &self,
+        olddir: Fid,
+        oldname: &str,
+        newdir: Fid,
+        newname: &str,
+    ) -> Result<(), Errno> {
+        let mut buf = Vec::new();
+        let t = TMessage::Renameat {
+            olddirfid: olddir,
+            oldname: Str::from(oldname),
+            newdirfid: newdir,
+            newname: Str::from(newname),
+        };
+        match self.rpc(&t, &mut buf) {
+            Ok(RMessage::Renameat) => Ok(()),
+            Ok(_) => Err(Errno::EPROTO),
+            // Servers without Trenameat (diod) still have Trename.
+            Err(Errno::EOPNOTSUPP) => {
+                let fid = self.walk(olddir, &[oldname])?;
+                let t = TMessage::Rename {
+                    fid,
+                    dfid: newdir,
+                    name: Str::from(newname),
+                };
+                let r = match self.rpc(&t, &mut buf) {
+                    Ok(RMessage::Rename) => Ok(()),
+                    Ok(_) => Err(Errno::EPROTO),
+                    Err(e) => Err(e),
+                };
+                self.clunk(fid);
+                r
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Flushes a file to stable storage.
+    pub fn fsync(&self, fid: Fid) -> Result<(), Errno> {
+        let mut buf = Vec::new();
+        match self.rpc(&TMessage::Fsync { fid, datasync: 0 }, &mut buf)? {
+            RMessage::Fsync => Ok(()),
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
+    /// The target of a symbolic link.
+    pub fn readlink(&self, fid: Fid) -> Result<String, Errno> {
+        let mut buf = Vec::new();
+        match self.rpc(&TMessage::Readlink { fid }, &mut buf)? {
+            RMessage::Readlink { target } => {
+                Ok(String::from_utf8_lossy(target.as_ref()).into_owned())
+            }
+            _ => Err(Errno::EPROTO),
+        }
+    }
+}
