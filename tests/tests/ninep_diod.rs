@@ -99,6 +99,41 @@ mod tests {
     }
 
     #[test]
+    fn descriptors_outside_guest_memory_are_refused() {
+        if !kvm_available() {
+            return;
+        }
+        if diod_path().is_none() {
+            eprintln!(
+                "\n*** SKIPPED: diod is not installed (apt-get install diod); this test did not run. ***\n"
+            );
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("astraea-diod-h-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = 40000 + (std::process::id() % 20000) as u16;
+        let _diod = start_diod(&dir, port);
+        let k = kernel("astraea-ktest");
+        let target = format!("tcp:127.0.0.1:{port}");
+        let r = astraea_cmd(&[
+            "run",
+            "--kernel",
+            k.to_str().unwrap(),
+            "--9p",
+            &target,
+            "--9p-aname",
+            dir.to_str().unwrap(),
+            "--",
+            "9p-hostile",
+        ]);
+        assert_eq!(r.code, 0, "{r:?}");
+        assert_eq!(r.stdout.matches("refused:").count(), 4, "{r:?}");
+        assert!(r.stdout.contains("device still serves"), "{r:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn unreachable_9p_server_is_a_clear_error() {
         if !kvm_available() {
             return;

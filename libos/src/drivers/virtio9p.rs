@@ -200,7 +200,26 @@ impl Virtio9p {
     /// Sends `request` (a complete T-message) and waits for the reply, which
     /// is written to `reply`; returns the reply's length.
     pub fn request(&self, request: &[u8], reply: &mut [u8]) -> Result<usize, DeviceError> {
+        let head = self.submit(
+            (request.as_ptr() as u64, request.len() as u32),
+            (reply.as_mut_ptr() as u64, reply.len() as u32),
+        );
+        self.wait(head, reply.len())
+    }
+
+    /// Posts a request whose descriptors name arbitrary guest-physical
+    /// ranges, as a hostile or buggy driver might; for tests of the VMM's
+    /// checks. The device must refuse ranges outside guest RAM.
+    pub fn request_raw(
+        &self,
+        request: (u64, u32),
+        reply: (u64, u32),
+    ) -> Result<usize, DeviceError> {
         let head = self.submit(request, reply);
+        self.wait(head, reply.1 as usize)
+    }
+
+    fn wait(&self, head: u16, room: usize) -> Result<usize, DeviceError> {
         let slot = &self.slots[usize::from(head)];
         let mut spins = 0;
         while !slot.done.load(Ordering::Acquire) && spins < POLL_SPINS {
@@ -214,7 +233,7 @@ impl Virtio9p {
         let tail = self.next_of(head);
         self.queue.lock().free.extend([head, tail]);
         self.room.wake_one();
-        if len == 0 || len > reply.len() {
+        if len == 0 || len > room {
             return Err(DeviceError::BadReply);
         }
         Ok(len)
@@ -227,7 +246,7 @@ impl Virtio9p {
     }
 
     /// Queues one request; blocks while the ring is full.
-    fn submit(&self, request: &[u8], reply: &mut [u8]) -> u16 {
+    fn submit(&self, request: (u64, u32), reply: (u64, u32)) -> u16 {
         loop {
             let mut q = self.queue.lock();
             if let (Some(&h), Some(&t)) = (q.free.last(), q.free.iter().rev().nth(1)) {
@@ -235,14 +254,14 @@ impl Virtio9p {
                 q.free.truncate(keep);
                 // Kernel memory is identity-mapped: the address is the GPA.
                 let d0 = Desc {
-                    addr: request.as_ptr() as u64,
-                    len: request.len() as u32,
+                    addr: request.0,
+                    len: request.1,
                     flags: DESC_F_NEXT,
                     next: t,
                 };
                 let d1 = Desc {
-                    addr: reply.as_mut_ptr() as u64,
-                    len: reply.len() as u32,
+                    addr: reply.0,
+                    len: reply.1,
                     flags: DESC_F_WRITE,
                     next: 0,
                 };

@@ -62,6 +62,7 @@ fn main(cfg: &BootConfig) -> i32 {
         ["sleep", ms] => sleep(parse(ms)),
         ["pingpong", rounds] => pingpong(parse(rounds)),
         ["9p-files"] => ninep_files(),
+        ["9p-hostile"] => ninep_hostile(),
         ["banner"] => {
             println!("booted in {} us", cfg.boot_ns / 1000);
             0
@@ -524,4 +525,57 @@ fn ninep_steps() -> Result<(), String> {
     }
     println!("9p ok");
     Ok(())
+}
+
+/// Descriptors that point outside guest RAM must be refused by the VMM
+/// (an empty reply) without harming the device: a normal request still works.
+fn ninep_hostile() -> i32 {
+    use astraea_libos::drivers::virtio9p;
+    let Some(dev) = virtio9p::device() else {
+        println!("no 9P device");
+        return 1;
+    };
+    let mut reply = alloc::vec![0u8; 256];
+    let tversion = [
+        19u8, 0, 0, 0, 100, 0xff, 0xff, 0, 32, 0, 0, 8, 0, b'9', b'P', b'2', b'0', b'0', b'0',
+    ];
+    let cases = [
+        (
+            "request beyond RAM",
+            (0x40_0000_0000u64, 19u32),
+            (reply.as_mut_ptr() as u64, 256u32),
+        ),
+        (
+            "reply beyond RAM",
+            (tversion.as_ptr() as u64, 19),
+            (0x40_0000_0000, 256),
+        ),
+        (
+            "reply in the MMIO hole",
+            (tversion.as_ptr() as u64, 19),
+            (0xd000_0000, 256),
+        ),
+        (
+            "request wrapping the address space",
+            (u64::MAX - 4, 19),
+            (reply.as_mut_ptr() as u64, 256),
+        ),
+    ];
+    for (what, req, rep) in cases {
+        match dev.request_raw(req, rep) {
+            Err(virtio9p::DeviceError::BadReply) => println!("refused: {what}"),
+            other => {
+                println!("NOT refused: {what}: {other:?}");
+                return 1;
+            }
+        }
+    }
+    match astraea_libos::p9::mounted().map(|c| c.getattr(c.root())) {
+        Some(Ok(st)) => println!("device still serves: root mode {:o}", st.mode),
+        other => {
+            println!("device broken after hostile requests: {other:?}");
+            return 1;
+        }
+    }
+    0
 }
