@@ -114,6 +114,56 @@ pub mod virtio9p {
     pub const VECTOR: u8 = 0x40;
 }
 
+/// The virtio-mmio (version 2) register map and the bits both sides use,
+/// from the virtio 1.x specification, section 4.2.2.
+pub mod virtio_mmio {
+    /// "virt", little-endian.
+    pub const MAGIC: u32 = 0x7472_6976;
+    /// The modern (non-legacy) register layout.
+    pub const VERSION: u32 = 2;
+    /// Device ID of a 9P transport.
+    pub const DEVICE_ID_9P: u32 = 9;
+    #[allow(missing_docs)]
+    pub mod reg {
+        pub const MAGIC: u64 = 0x000;
+        pub const VERSION: u64 = 0x004;
+        pub const DEVICE_ID: u64 = 0x008;
+        pub const VENDOR_ID: u64 = 0x00c;
+        pub const DEVICE_FEATURES: u64 = 0x010;
+        pub const DEVICE_FEATURES_SEL: u64 = 0x014;
+        pub const DRIVER_FEATURES: u64 = 0x020;
+        pub const DRIVER_FEATURES_SEL: u64 = 0x024;
+        pub const QUEUE_SEL: u64 = 0x030;
+        pub const QUEUE_NUM_MAX: u64 = 0x034;
+        pub const QUEUE_NUM: u64 = 0x038;
+        pub const QUEUE_READY: u64 = 0x044;
+        pub const QUEUE_NOTIFY: u64 = 0x050;
+        pub const INTERRUPT_STATUS: u64 = 0x060;
+        pub const INTERRUPT_ACK: u64 = 0x064;
+        pub const STATUS: u64 = 0x070;
+        pub const QUEUE_DESC_LOW: u64 = 0x080;
+        pub const QUEUE_DESC_HIGH: u64 = 0x084;
+        pub const QUEUE_DRIVER_LOW: u64 = 0x090;
+        pub const QUEUE_DRIVER_HIGH: u64 = 0x094;
+        pub const QUEUE_DEVICE_LOW: u64 = 0x0a0;
+        pub const QUEUE_DEVICE_HIGH: u64 = 0x0a4;
+        pub const CONFIG_GENERATION: u64 = 0x0fc;
+        pub const CONFIG: u64 = 0x100;
+    }
+    /// Feature: the device follows virtio 1.x.
+    pub const F_VERSION_1: u64 = 1 << 32;
+    /// Feature (9P): the config space holds a mount tag.
+    pub const F_9P_MOUNT_TAG: u64 = 1;
+    #[allow(missing_docs)]
+    pub mod status {
+        pub const ACKNOWLEDGE: u32 = 1;
+        pub const DRIVER: u32 = 2;
+        pub const DRIVER_OK: u32 = 4;
+        pub const FEATURES_OK: u32 = 8;
+        pub const FAILED: u32 = 0x80;
+    }
+}
+
 /// Device-tree property of a virtio-mmio node: its interrupt vector.
 pub const FDT_VECTOR_PROP: &str = "astraea,vector";
 

@@ -20,6 +20,8 @@ use virtio_queue::{Queue, QueueT};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend};
 use vmm_sys_util::eventfd::EventFd;
 
+use astraea_abi::virtio_mmio::{self as vm_abi, reg, status};
+
 use crate::error::{VmmError, kvm_err};
 use crate::memory::GuestMemory;
 use crate::ninep::NinePBackend;
@@ -30,11 +32,6 @@ pub const MMIO_SIZE: u64 = 0x1000;
 const QUEUE_SIZE: u16 = 256;
 /// Largest request accepted from the guest (1 MiB msize plus headers).
 const MAX_REQUEST: usize = (1 << 20) + 4096;
-const VIRTIO_ID_9P: u32 = 9;
-const VIRTIO_F_VERSION_1: u64 = 1 << 32;
-const VIRTIO_9P_MOUNT_TAG: u64 = 1;
-const STATUS_DRIVER_OK: u32 = 4;
-const STATUS_FAILED: u32 = 0x80;
 /// The GSI that routes this device's irqfd to its MSI.
 const GSI: u32 = 24;
 
@@ -126,7 +123,7 @@ impl Virtio9p {
         let irq = EventFd::new(libc::EFD_CLOEXEC).map_err(io)?;
         vm.register_ioevent(
             &notify,
-            &IoEventAddress::Mmio(place.base + 0x50),
+            &IoEventAddress::Mmio(place.base + reg::QUEUE_NOTIFY),
             NoDatamatch,
         )
         .map_err(kvm_err("KVM_IOEVENTFD"))?;
@@ -175,33 +172,38 @@ impl Virtio9p {
     }
 
     fn features(&self) -> u64 {
-        VIRTIO_F_VERSION_1 | VIRTIO_9P_MOUNT_TAG
+        vm_abi::F_VERSION_1 | vm_abi::F_9P_MOUNT_TAG
     }
 
     /// A guest read of the register window.
     pub fn read(&mut self, addr: u64, data: &mut [u8]) {
         let off = addr - self.place.base;
-        if off >= 0x100 {
+        if off >= reg::CONFIG {
             // Config space: le16 tag length, then the tag.
             let mut cfg = (self.tag.len() as u16).to_le_bytes().to_vec();
             cfg.extend_from_slice(&self.tag);
             for (i, b) in data.iter_mut().enumerate() {
-                *b = cfg.get((off - 0x100) as usize + i).copied().unwrap_or(0);
+                *b = cfg
+                    .get((off - reg::CONFIG) as usize + i)
+                    .copied()
+                    .unwrap_or(0);
             }
             return;
         }
         let q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
         let v: u32 = match off {
-            0x00 => 0x7472_6976, // "virt"
-            0x04 => 2,
-            0x08 => VIRTIO_ID_9P,
-            0x0c => 0x5254_5341, // "ASTR"
-            0x10 => (self.features() >> (32 * self.device_features_sel.min(1))) as u32,
-            0x34 if self.queue_sel == 0 => u32::from(q.max_size()),
-            0x44 => u32::from(self.queue_sel == 0 && q.ready()),
-            0x60 => self.shared.interrupt_status.load(Ordering::SeqCst),
-            0x70 => self.status,
-            0xfc => 0,
+            reg::MAGIC => vm_abi::MAGIC,
+            reg::VERSION => vm_abi::VERSION,
+            reg::DEVICE_ID => vm_abi::DEVICE_ID_9P,
+            reg::VENDOR_ID => 0x5254_5341, // "ASTR"
+            reg::DEVICE_FEATURES => {
+                (self.features() >> (32 * self.device_features_sel.min(1))) as u32
+            }
+            reg::QUEUE_NUM_MAX if self.queue_sel == 0 => u32::from(q.max_size()),
+            reg::QUEUE_READY => u32::from(self.queue_sel == 0 && q.ready()),
+            reg::INTERRUPT_STATUS => self.shared.interrupt_status.load(Ordering::SeqCst),
+            reg::STATUS => self.status,
+            reg::CONFIG_GENERATION => 0,
             _ => 0,
         };
         let b = v.to_le_bytes();
@@ -220,31 +222,31 @@ impl Virtio9p {
         {
             let mut q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
             match off {
-                0x14 => self.device_features_sel = v,
-                0x20 => {
+                reg::DEVICE_FEATURES_SEL => self.device_features_sel = v,
+                reg::DRIVER_FEATURES => {
                     let shift = 32 * self.driver_features_sel.min(1);
                     self.driver_features = (self.driver_features & !(0xffff_ffffu64 << shift))
                         | (u64::from(v) << shift);
                 }
-                0x24 => self.driver_features_sel = v,
-                0x30 => self.queue_sel = v,
-                0x38 if sel0 => q.set_size(v as u16),
-                0x44 if sel0 => q.set_ready(v == 1),
-                0x50 => {} // served by the ioeventfd; a trap here means it is not registered
-                0x64 => {
+                reg::DRIVER_FEATURES_SEL => self.driver_features_sel = v,
+                reg::QUEUE_SEL => self.queue_sel = v,
+                reg::QUEUE_NUM if sel0 => q.set_size(v as u16),
+                reg::QUEUE_READY if sel0 => q.set_ready(v == 1),
+                reg::QUEUE_NOTIFY => {} // served by the ioeventfd; a trap here means it is not registered
+                reg::INTERRUPT_ACK => {
                     self.shared.interrupt_status.fetch_and(!v, Ordering::SeqCst);
                 }
-                0x80 if sel0 => q.set_desc_table_address(Some(v), None),
-                0x84 if sel0 => q.set_desc_table_address(None, Some(v)),
-                0x90 if sel0 => q.set_avail_ring_address(Some(v), None),
-                0x94 if sel0 => q.set_avail_ring_address(None, Some(v)),
-                0xa0 if sel0 => q.set_used_ring_address(Some(v), None),
-                0xa4 if sel0 => q.set_used_ring_address(None, Some(v)),
-                0x70 => {}
+                reg::QUEUE_DESC_LOW if sel0 => q.set_desc_table_address(Some(v), None),
+                reg::QUEUE_DESC_HIGH if sel0 => q.set_desc_table_address(None, Some(v)),
+                reg::QUEUE_DRIVER_LOW if sel0 => q.set_avail_ring_address(Some(v), None),
+                reg::QUEUE_DRIVER_HIGH if sel0 => q.set_avail_ring_address(None, Some(v)),
+                reg::QUEUE_DEVICE_LOW if sel0 => q.set_used_ring_address(Some(v), None),
+                reg::QUEUE_DEVICE_HIGH if sel0 => q.set_used_ring_address(None, Some(v)),
+                reg::STATUS => {}
                 _ => tracing::debug!(off, v, "9P device: write to an unused register"),
             }
         }
-        if off == 0x70 {
+        if off == reg::STATUS {
             self.set_status(v);
         }
     }
@@ -262,7 +264,7 @@ impl Virtio9p {
             return;
         }
         self.status = v;
-        if v & STATUS_DRIVER_OK != 0 && v & STATUS_FAILED == 0 && self.worker.is_none() {
+        if v & status::DRIVER_OK != 0 && v & status::FAILED == 0 && self.worker.is_none() {
             let ready = self
                 .shared
                 .queue

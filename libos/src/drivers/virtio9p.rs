@@ -11,19 +11,15 @@ use alloc::vec::Vec;
 use core::ptr::{read_volatile, write_volatile};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering, fence};
 
+use astraea_abi::virtio_mmio::{self as vm_abi, reg, status};
+
 use crate::mm;
 use crate::sched::WaitQueue;
 use crate::sync::IrqLock;
 
 const QUEUE_SIZE: u16 = 64;
-const VIRTIO_F_VERSION_1: u64 = 1 << 32;
-const VIRTIO_9P_MOUNT_TAG: u64 = 1;
 const DESC_F_NEXT: u16 = 1;
 const DESC_F_WRITE: u16 = 2;
-const STATUS_ACKNOWLEDGE: u32 = 1;
-const STATUS_DRIVER: u32 = 2;
-const STATUS_DRIVER_OK: u32 = 4;
-const STATUS_FEATURES_OK: u32 = 8;
 /// Used-ring checks before a waiter sleeps.
 const POLL_SPINS: u32 = 64;
 
@@ -80,54 +76,53 @@ pub struct Virtio9p {
 
 static DEVICE: spin::Once<Virtio9p> = spin::Once::new();
 
-fn reg(base: u64, off: u64) -> *mut u32 {
+fn reg_ptr(base: u64, off: u64) -> *mut u32 {
     (base + off) as *mut u32
 }
 
 fn rd(base: u64, off: u64) -> u32 {
     // SAFETY: `base` is the device's register window, mapped uncached by
     // `probe`; register reads have no memory effects on Rust objects.
-    unsafe { read_volatile(reg(base, off)) }
+    unsafe { read_volatile(reg_ptr(base, off)) }
 }
 
 fn wr(base: u64, off: u64, v: u32) {
     // SAFETY: as for `rd`.
-    unsafe { write_volatile(reg(base, off), v) }
+    unsafe { write_volatile(reg_ptr(base, off), v) }
 }
 
 /// Finds and starts the device at `base`; completions arrive on `vector`.
 pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
     mm::map_mmio(base, 0x1000).map_err(|_| DeviceError::NoMemory)?;
-    if rd(base, 0x00) != 0x7472_6976 || rd(base, 0x04) != 2 || rd(base, 0x08) != 9 {
+    if rd(base, reg::MAGIC) != vm_abi::MAGIC
+        || rd(base, reg::VERSION) != vm_abi::VERSION
+        || rd(base, reg::DEVICE_ID) != vm_abi::DEVICE_ID_9P
+    {
         return Err(DeviceError::NotFound);
     }
-    wr(base, 0x70, 0);
-    wr(base, 0x70, STATUS_ACKNOWLEDGE);
-    wr(base, 0x70, STATUS_ACKNOWLEDGE | STATUS_DRIVER);
-    wr(base, 0x14, 1);
-    let hi = u64::from(rd(base, 0x10)) << 32;
-    wr(base, 0x14, 0);
-    let features = hi | u64::from(rd(base, 0x10));
-    let want = VIRTIO_F_VERSION_1 | VIRTIO_9P_MOUNT_TAG;
-    if features & VIRTIO_F_VERSION_1 == 0 {
+    let (ack, drv) = (status::ACKNOWLEDGE, status::DRIVER);
+    wr(base, reg::STATUS, 0);
+    wr(base, reg::STATUS, ack);
+    wr(base, reg::STATUS, ack | drv);
+    wr(base, reg::DEVICE_FEATURES_SEL, 1);
+    let hi = u64::from(rd(base, reg::DEVICE_FEATURES)) << 32;
+    wr(base, reg::DEVICE_FEATURES_SEL, 0);
+    let features = hi | u64::from(rd(base, reg::DEVICE_FEATURES));
+    if features & vm_abi::F_VERSION_1 == 0 {
         return Err(DeviceError::Features);
     }
-    let accept = features & want;
-    wr(base, 0x24, 1);
-    wr(base, 0x20, (accept >> 32) as u32);
-    wr(base, 0x24, 0);
-    wr(base, 0x20, accept as u32);
-    wr(
-        base,
-        0x70,
-        STATUS_ACKNOWLEDGE | STATUS_DRIVER | STATUS_FEATURES_OK,
-    );
-    if rd(base, 0x70) & STATUS_FEATURES_OK == 0 {
+    let accept = features & (vm_abi::F_VERSION_1 | vm_abi::F_9P_MOUNT_TAG);
+    wr(base, reg::DRIVER_FEATURES_SEL, 1);
+    wr(base, reg::DRIVER_FEATURES, (accept >> 32) as u32);
+    wr(base, reg::DRIVER_FEATURES_SEL, 0);
+    wr(base, reg::DRIVER_FEATURES, accept as u32);
+    wr(base, reg::STATUS, ack | drv | status::FEATURES_OK);
+    if rd(base, reg::STATUS) & status::FEATURES_OK == 0 {
         return Err(DeviceError::Features);
     }
     // Queue 0: descriptors (1 KiB), available ring, used ring: one page each.
-    wr(base, 0x30, 0);
-    let max = rd(base, 0x34) as u16;
+    wr(base, reg::QUEUE_SEL, 0);
+    let max = rd(base, reg::QUEUE_NUM_MAX) as u16;
     let n = QUEUE_SIZE.min(max);
     if n == 0 {
         return Err(DeviceError::NotFound);
@@ -136,20 +131,24 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
     // SAFETY: three fresh, identity-mapped frames owned by the driver.
     unsafe { core::ptr::write_bytes(pages as *mut u8, 0, 3 * 4096) };
     let (desc, avail, used) = (pages, pages + 4096, pages + 8192);
-    wr(base, 0x38, u32::from(n));
-    for (off, addr) in [(0x80, desc), (0x90, avail), (0xa0, used)] {
+    wr(base, reg::QUEUE_NUM, u32::from(n));
+    for (off, addr) in [
+        (reg::QUEUE_DESC_LOW, desc),
+        (reg::QUEUE_DRIVER_LOW, avail),
+        (reg::QUEUE_DEVICE_LOW, used),
+    ] {
         wr(base, off, addr as u32);
         wr(base, off + 4, (addr >> 32) as u32);
     }
-    wr(base, 0x44, 1);
+    wr(base, reg::QUEUE_READY, 1);
     let tag_len = {
-        // SAFETY: config space starts at 0x100: le16 length then the tag.
-        let raw = unsafe { read_volatile((base + 0x100) as *const u16) };
+        // SAFETY: the config space starts with the le16 tag length.
+        let raw = unsafe { read_volatile((base + reg::CONFIG) as *const u16) };
         usize::from(raw).min(256)
     };
     let tag = (0..tag_len)
         // SAFETY: bytes of the config space, inside the mapped window.
-        .map(|i| unsafe { read_volatile((base + 0x102 + i as u64) as *const u8) })
+        .map(|i| unsafe { read_volatile((base + reg::CONFIG + 2 + i as u64) as *const u8) })
         .collect();
     let dev = Virtio9p {
         base,
@@ -173,8 +172,8 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
     };
     wr(
         base,
-        0x70,
-        STATUS_ACKNOWLEDGE | STATUS_DRIVER | STATUS_FEATURES_OK | STATUS_DRIVER_OK,
+        reg::STATUS,
+        ack | drv | status::FEATURES_OK | status::DRIVER_OK,
     );
     Ok(DEVICE.call_once(|| dev))
 }
@@ -279,7 +278,7 @@ impl Virtio9p {
                 }
                 fence(Ordering::SeqCst);
                 drop(q);
-                wr(self.base, 0x50, 0);
+                wr(self.base, reg::QUEUE_NOTIFY, 0);
                 return h;
             }
             drop(q);

@@ -247,6 +247,7 @@ fn pages_for(size: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testutil::XorShift;
     use super::*;
     use std::collections::HashMap;
     use std::vec::Vec;
@@ -470,21 +471,6 @@ mod tests {
         assert_eq!(heap.stats(), HeapStats::default());
     }
 
-    struct XorShift(u64);
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            x
-        }
-        fn below(&mut self, n: u64) -> usize {
-            (self.next() % n) as usize
-        }
-    }
-
     fn check(p: *mut u8, l: Layout, pattern: u8) {
         // SAFETY: `p` is a live allocation of `l.size()` bytes that we filled.
         let bytes = unsafe { std::slice::from_raw_parts(p, l.size()) };
@@ -504,11 +490,11 @@ mod tests {
         for step in 0..30_000u32 {
             if live.is_empty() || rng.below(100) < 55 {
                 let size = match rng.below(10) {
-                    0 => 1 + rng.below(20_000),
+                    0 => 1 + (rng.below(20_000) as usize),
                     1 => 0,
-                    _ => 1 + rng.below(MAX_CHUNK as u64),
+                    _ => 1 + (rng.below(MAX_CHUNK as u64) as usize),
                 };
-                let align = 1usize << rng.below(13);
+                let align = 1usize << (rng.below(13) as usize);
                 let l = layout(size, align);
                 let p = heap.alloc(l, &mut src);
                 assert!(!p.is_null());
@@ -524,7 +510,7 @@ mod tests {
                 }
                 live.push((p, l, pattern));
             } else {
-                let (p, l, pattern) = live.swap_remove(rng.below(live.len() as u64));
+                let (p, l, pattern) = live.swap_remove(rng.below(live.len() as u64) as usize);
                 check(p, l, pattern);
                 if l.size() > 0 {
                     expected_bytes -= match class_of(l) {

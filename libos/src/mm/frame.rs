@@ -331,6 +331,7 @@ impl FrameBitmap {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testutil::XorShift;
     use super::*;
 
     #[test]
@@ -578,21 +579,6 @@ mod tests {
         fb.reserve_range(u64::MAX - 5, u64::MAX);
         assert_eq!(fb.free_pages(), 11);
         assert_eq!(fb.alloc(1, 1), Some(base + 4 * PAGE));
-    }
-
-    struct XorShift(u64);
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            x
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
     }
 
     /// Brute force: is there an aligned run of `count` free pages in the model?

@@ -8,6 +8,8 @@
 pub mod chunk;
 pub mod frame;
 pub mod paging;
+#[cfg(test)]
+mod testutil;
 
 #[cfg(target_os = "none")]
 mod kernel;

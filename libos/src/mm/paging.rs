@@ -666,6 +666,7 @@ fn unmap_level(
 
 #[cfg(test)]
 mod tests {
+    use super::super::testutil::XorShift;
     use super::*;
     use std::boxed::Box;
     use std::collections::HashMap;
@@ -1199,21 +1200,6 @@ mod tests {
             ta.table(pdpt)[1],
             0x4000_0000 | (RW | PteFlags::HUGE).bits()
         );
-    }
-
-    struct XorShift(u64);
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            x
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
     }
 
     /// Random map/map_range/unmap/unmap_range/protect against a per-4K-page model.
