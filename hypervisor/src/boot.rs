@@ -47,6 +47,8 @@ pub struct BootParams<'a> {
     pub tsc_khz: Option<u32>,
     /// A virtio-mmio 9P device: (register base, interrupt vector).
     pub virtio9p: Option<(u64, u8)>,
+    /// On a PVM host: let the kernel switch to native supervisor mode.
+    pub pvm_native: bool,
 }
 
 /// Smallest partition that can hold `kernel_size` bytes of kernel image.
@@ -188,6 +190,11 @@ fn write_page_tables(mem: &GuestMemory, mem_size: u64) -> Result<u64, VmmError> 
     const P: u64 = 1; // present
     const W: u64 = 2; // writable
     const PS: u64 = 0x80; // 2 MiB page
+    // User-accessible: on a PVM host the kernel runs natively at hardware
+    // CPL 3 and reaches only user pages (the host does not separate user and
+    // supervisor memory for it anyway). Harmless elsewhere: no user code runs
+    // before the kernel builds its own tables.
+    const U: u64 = 4;
     let w = |v: u64, a: u64| {
         mem.write_obj(v, GuestAddress(a))
             .map_err(|e| VmmError::Boot(e.to_string()))
@@ -204,12 +211,12 @@ fn write_page_tables(mem: &GuestMemory, mem_size: u64) -> Result<u64, VmmError> 
     if pd0 + gib * 0x1000 > layout::BOOT_STACK_BOTTOM {
         return Err(VmmError::Boot("boot page tables do not fit".into()));
     }
-    w(pdpt | P | W, pml4)?;
+    w(pdpt | P | W | U, pml4)?;
     for g in 0..gib {
         let pd = pd0 + g * 0x1000;
-        w(pd | P | W, pdpt + 8 * g)?;
+        w(pd | P | W | U, pdpt + 8 * g)?;
         for i in 0..512u64 {
-            w(((g << 30) + (i << 21)) | P | W | PS, pd + 8 * i)?;
+            w(((g << 30) + (i << 21)) | P | W | U | PS, pd + 8 * i)?;
         }
     }
     Ok(pml4)
@@ -254,6 +261,10 @@ fn write_fdt(mem: &GuestMemory, mem_size: u64, p: &BootParams<'_>) -> Result<(),
     }
     w.property(astraea_abi::FDT_ARGS_PROP, &args)
         .map_err(fdt_err)?;
+    if p.pvm_native {
+        w.property_u64(astraea_abi::FDT_PVM_VIF_PROP, layout::PVM_VIF)
+            .map_err(fdt_err)?;
+    }
     if let Some(khz) = p.tsc_khz {
         w.property_u32(astraea_abi::FDT_TSC_KHZ_PROP, khz)
             .map_err(fdt_err)?;

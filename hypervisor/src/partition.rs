@@ -174,10 +174,14 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         cpus: cfg.cpus,
         tsc_khz,
         virtio9p: ninep.as_ref().map(|_| (virtio9p::BASE, virtio9p::VECTOR)),
+        pvm_native: pvm_native(&vcpu),
     };
     let state = boot::prepare(&mem, cfg.mem, &cfg.kernel, &kernel, &params)?;
     drop(image);
     vcpu::setup_long_mode(&vcpu, &state, 0)?;
+    if params.pvm_native {
+        vcpu::enter_pvm_native(&vcpu)?;
+    }
     let loaded = t0.elapsed();
     tracing::debug!(
         entry = format_args!("{:#x}", state.entry),
@@ -192,12 +196,20 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     };
     let mut exits = 0u64;
     let mut serial = Com1::new();
+    let watchdog = HangWatchdog::arm();
     loop {
+        if watchdog.fired() {
+            return Err(crash(
+                &vcpu,
+                "the guest made no progress before the hang watchdog fired".into(),
+            ));
+        }
         let exit = vcpu.run();
         exits += 1;
         match exit {
             Ok(VcpuExit::IoOut(p, data)) => {
                 let value = le_u32(data);
+                tracing::trace!(port = p, value, "guest out");
                 match p {
                     port::EXIT => {
                         timings.exited = t0.elapsed();
@@ -281,7 +293,9 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                 let what = format!("unexpected VM exit {other:?}");
                 return Err(crash(&vcpu, what));
             }
-            Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {}
+            Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
+                vcpu.set_kvm_immediate_exit(0);
+            }
             Err(e) => {
                 return Err(VmmError::Kvm {
                     what: "KVM_RUN",
@@ -289,6 +303,62 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                 });
             }
         }
+    }
+}
+
+/// Environment variable that, set to `0`, keeps the kernel in emulated
+/// supervisor mode on a PVM host (for comparisons).
+pub const PVM_NATIVE_ENV: &str = "ASTRAEA_PVM_NATIVE";
+
+fn pvm_native(vcpu: &VcpuFd) -> bool {
+    let pvm = vcpu::is_pvm_host(vcpu);
+    let allowed = std::env::var(PVM_NATIVE_ENV).map_or(true, |v| v != "0");
+    tracing::debug!(pvm, allowed, "PVM host check");
+    pvm && allowed
+}
+
+/// Environment variable: seconds after which a running partition is stopped
+/// and its registers dumped (for debugging a guest that hangs).
+pub const HANG_DUMP_ENV: &str = "ASTRAEA_HANG_DUMP_SECS";
+
+/// Kicks the vCPU out of `KVM_RUN` with a signal after a delay, when asked
+/// to by [`HANG_DUMP_ENV`].
+struct HangWatchdog(Option<Arc<std::sync::atomic::AtomicBool>>);
+
+extern "C" fn ignore_signal(_: libc::c_int) {}
+
+impl HangWatchdog {
+    fn arm() -> Self {
+        let Some(secs) = std::env::var(HANG_DUMP_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        else {
+            return Self(None);
+        };
+        let fired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // SAFETY: installs a handler that does nothing, without SA_RESTART,
+        // so that KVM_RUN returns EINTR when the signal arrives.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = ignore_signal as *const () as usize;
+            libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
+        }
+        // SAFETY: pthread_self has no preconditions.
+        let me = unsafe { libc::pthread_self() };
+        let f = fired.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(secs));
+            f.store(true, std::sync::atomic::Ordering::SeqCst);
+            // SAFETY: `me` is the vCPU thread, alive for the process's life.
+            unsafe { libc::pthread_kill(me, libc::SIGUSR1) };
+        });
+        Self(Some(fired))
+    }
+
+    fn fired(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst))
     }
 }
 

@@ -81,6 +81,7 @@ struct FdtInfo<'a> {
     args: &'a [u8],
     tsc_khz: Option<u64>,
     virtio9p: Option<(u64, u64)>,
+    pvm_vif: Option<u64>,
 }
 
 fn read_fdt(addr: u64) -> FdtInfo<'static> {
@@ -95,6 +96,7 @@ fn read_fdt(addr: u64) -> FdtInfo<'static> {
         args: &[],
         tsc_khz: None,
         virtio9p: None,
+        pvm_vif: None,
     };
     for r in fdt.memory().regions() {
         if info.nram < MAX_RANGES {
@@ -122,6 +124,9 @@ fn read_fdt(addr: u64) -> FdtInfo<'static> {
         }
         if let Some(p) = chosen.property(FDT_ARGS_PROP) {
             info.args = p.value;
+        }
+        if let Some(p) = chosen.property(astraea_abi::FDT_PVM_VIF_PROP) {
+            info.pvm_vif = p.as_usize().map(|v| v as u64);
         }
         if let Some(p) = chosen.property(FDT_TSC_KHZ_PROP) {
             info.tsc_khz = p.as_usize().map(|v| v as u64);
@@ -168,6 +173,15 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
         .unwrap_or("warn");
     console::init_log(level);
 
+    // Descriptor tables first: once the kernel runs natively on a PVM host,
+    // exceptions and interrupts arrive through this IDT.
+    gdt::init();
+    trap::init();
+    if let Some(vif) = fdt.pvm_vif {
+        cpu::pvm_native_mode(vif);
+        log::info!("PVM host: running natively (virtual IF page at {vif:#x})");
+    }
+
     // Physical memory: everything below the kernel's end (boot data, boot
     // stack, the image) stays reserved; the bitmap goes right after the image.
     let ram = &fdt.ram[..fdt.nram];
@@ -182,8 +196,6 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
     unsafe { mm::init_frames(ram, &[(0, kernel.1)], top, bitmap_at) };
     log::debug!("frames ready at {} us", time::monotonic_ns() / 1000);
 
-    gdt::init();
-    trap::init();
     log::debug!("traps ready at {} us", time::monotonic_ns() / 1000);
     mm::init_paging(ram, kernel);
     log::debug!("paging ready at {} us", time::monotonic_ns() / 1000);

@@ -28,6 +28,19 @@ mod tests {
     }
 
     #[test]
+    fn boots_with_pvm_native_mode_turned_off() {
+        if !kvm_available() {
+            return;
+        }
+        // On PVM hosts this runs the kernel in the host's emulator; elsewhere
+        // the variable changes nothing. Either way the partition must work.
+        let r = astraea_cmd_env(&["run", "--log", "info"], &[("ASTRAEA_PVM_NATIVE", "0")]);
+        assert_eq!(r.code, 0, "{r:?}");
+        assert!(r.stdout.starts_with("Astraea "), "{r:?}");
+        assert!(!r.stderr.contains("running natively"), "{r:?}");
+    }
+
+    #[test]
     fn kernel_log_goes_to_stderr_not_stdout() {
         if !kvm_available() {
             return;

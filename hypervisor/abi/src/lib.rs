@@ -14,6 +14,8 @@ pub mod layout {
     pub const BOOT_GDT: u64 = 0x1000;
     /// hermit-entry's `RawBootInfo`.
     pub const BOOT_INFO: u64 = 0x2000;
+    /// On PVM hosts: the page that holds the virtual interrupt flag.
+    pub const PVM_VIF: u64 = 0x3000;
     /// The flattened device tree: memory map, command line, arguments.
     pub const FDT: u64 = 0x4000;
     /// Largest FDT the VMM writes.
@@ -166,6 +168,34 @@ pub mod virtio_mmio {
 
 /// Device-tree property of a virtio-mmio node: its interrupt vector.
 pub const FDT_VECTOR_PROP: &str = "astraea,vector";
+
+/// Device-tree property (under `/chosen`): present on PVM hosts, holding the
+/// guest-physical address of the virtual-interrupt-flag page the kernel
+/// registers to run natively (see `docs/pvm.md`).
+pub const FDT_PVM_VIF_PROP: &str = "astraea,pvm-vif";
+
+/// The PVM host's paravirtual interface, as found on this project's build
+/// machines (a fork of PVM; not the upstream ABI).
+pub mod pvm {
+    /// Registers the virtual-interrupt-flag page: `gpa | VIF_EXPLICIT_MODE`.
+    /// Once registered, guest supervisor code runs natively.
+    pub const MSR_VIF: u32 = 0x4b56_4d10;
+    /// Reads [`SIGNATURE`] on a PVM host.
+    pub const MSR_SIGNATURE: u32 = 0x4b56_4d11;
+    /// "PVM".
+    pub const SIGNATURE: u64 = 0x4d_5650;
+    /// Flag of [`MSR_VIF`]: the mode is given explicitly (supervisor).
+    pub const VIF_EXPLICIT_MODE: u64 = 1 << 10;
+    /// Offset of the virtual IF byte in the page (1 = interrupts enabled).
+    pub const VIF_IF: u64 = 0;
+    /// Offset of the byte the host sets when an interrupt waits for IF.
+    pub const VIF_PENDING: u64 = 1;
+    /// Software interrupt for hypercalls (number in rax).
+    pub const HYPERCALL_VECTOR: u8 = 0x1b;
+    /// Hypercall: flush one TLB entry (rbx = address); harmless, so it is
+    /// also how the guest lets the host deliver a pending interrupt.
+    pub const HC_FLUSH_TLB_ONE: u64 = 0x1008;
+}
 
 /// Device-tree property (under `/chosen`) holding the program arguments, NUL-separated.
 pub const FDT_ARGS_PROP: &str = "astraea,args";

@@ -133,12 +133,25 @@ impl TableAlloc for Tables {
     }
 }
 
+/// Flags of every kernel mapping. On a PVM host running the kernel natively
+/// the kernel executes at hardware CPL 3 and reaches only user pages (the
+/// host separates nothing for it anyway; see docs/pvm.md), so there kernel
+/// pages carry the USER bit too.
+pub fn kernel_rw() -> PteFlags {
+    let f = PteFlags::PRESENT | PteFlags::WRITABLE | PteFlags::GLOBAL;
+    if cpu::pvm_native() {
+        f | PteFlags::USER
+    } else {
+        f
+    }
+}
+
 /// Builds the kernel's own page tables and switches to them: the kernel image
 /// readable, writable and executable with 4 KiB pages; the rest of RAM
 /// writable and never executable, with 2 MiB pages where possible; page 0
 /// unmapped so that null pointers fault.
 pub fn init_paging(ram: &[(u64, u64)], kernel: (u64, u64)) {
-    let rw = PteFlags::PRESENT | PteFlags::WRITABLE | PteFlags::GLOBAL;
+    let rw = kernel_rw();
     let nx = rw | PteFlags::NO_EXECUTE;
     let kstart = kernel.0 & !0xfff;
     let kend = kernel.1.next_multiple_of(PAGE_SIZE as u64);
@@ -190,11 +203,7 @@ pub fn translate(va: u64) -> Option<super::paging::Translation> {
 /// Maps `len` bytes of device memory at guest-physical `pa` (identity,
 /// uncached, never executable).
 pub fn map_mmio(pa: u64, len: u64) -> Result<(), super::paging::MapError> {
-    let flags = PteFlags::PRESENT
-        | PteFlags::WRITABLE
-        | PteFlags::NO_CACHE
-        | PteFlags::WRITE_THROUGH
-        | PteFlags::NO_EXECUTE;
+    let flags = kernel_rw() | PteFlags::NO_CACHE | PteFlags::WRITE_THROUGH | PteFlags::NO_EXECUTE;
     let mut ks = KERNEL_SPACE.lock();
     let space = ks.as_mut().ok_or(super::paging::MapError::NotMapped)?;
     map_4k(
@@ -247,8 +256,7 @@ fn set_guard(page: u64, guard: bool) {
     let r = if guard {
         space.unmap(&mut Tables, page, PageSize::Size4K).map(|_| ())
     } else {
-        let flags =
-            PteFlags::PRESENT | PteFlags::WRITABLE | PteFlags::GLOBAL | PteFlags::NO_EXECUTE;
+        let flags = kernel_rw() | PteFlags::NO_EXECUTE;
         space.map(&mut Tables, page, page, PageSize::Size4K, flags)
     };
     r.expect("updating a stack guard page");

@@ -189,9 +189,13 @@ fn paging_kernel_map() -> TestResult {
     let h = mm::translate(heap.as_ptr() as u64).ok_or("heap not mapped")?;
     check!(h.flags.contains(PteFlags::NO_EXECUTE), "heap is executable");
     check!(h.flags.contains(PteFlags::WRITABLE), "heap is read-only");
+    // On a PVM host running the kernel natively, kernel pages must be user
+    // pages (docs/pvm.md); elsewhere they must not be.
+    let pvm = astraea_libos::arch::cpu::pvm_native();
     check!(
-        !h.flags.contains(PteFlags::USER),
-        "kernel heap is user-accessible"
+        h.flags.contains(PteFlags::USER) == pvm,
+        "kernel heap USER bit is {} with pvm_native={pvm}",
+        h.flags.contains(PteFlags::USER)
     );
     check!(mm::translate(0).is_none(), "page 0 is mapped");
     check!(mm::translate(0x10).is_none(), "null + 16 is mapped");

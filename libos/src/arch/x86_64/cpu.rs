@@ -5,6 +5,9 @@
 //! memory model by itself (the callers of `wrmsr` choose what they write).
 
 use core::arch::asm;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use astraea_abi::pvm;
 
 /// Writes a 32-bit value to an I/O port (a hypercall in a partition).
 #[inline]
@@ -60,9 +63,57 @@ pub unsafe fn wrmsr(msr: u32, value: u64) {
     };
 }
 
+/// On a PVM host running us natively: the address of the page holding the
+/// virtual interrupt flag (0 otherwise). There, the hardware IF is always 1
+/// and `cli`/`sti` trap to the host, so the kernel's interrupt flag is a byte
+/// in this page that the host reads before injecting an interrupt.
+static PV_VIF: AtomicU64 = AtomicU64::new(0);
+
+fn vif() -> Option<u64> {
+    match PV_VIF.load(Ordering::Relaxed) {
+        0 => None,
+        v => Some(v),
+    }
+}
+
+/// Records that the VMM registered `page` (guest-physical, identity-mapped,
+/// reserved) as the virtual-IF page of a PVM host: the kernel already runs
+/// natively, and from now on the interrupt flag is that page's byte.
+/// Interrupts are off (the VMM zeroed the page).
+pub fn pvm_native_mode(page: u64) {
+    PV_VIF.store(page, Ordering::SeqCst);
+}
+
+/// Whether the kernel runs natively on a PVM host.
+pub fn pvm_native() -> bool {
+    vif().is_some()
+}
+
+fn vif_byte(page: u64, off: u64) -> *mut u8 {
+    (page + off) as *mut u8
+}
+
+/// Lets the host deliver an interrupt that arrived while the virtual IF was
+/// clear: any trap does; this hypercall is the cheapest harmless one.
+fn pvm_deliver_pending(page: u64) {
+    // SAFETY: reading the host-written pending byte of our registered page.
+    if unsafe { core::ptr::read_volatile(vif_byte(page, pvm::VIF_PENDING)) } != 0 {
+        // SAFETY: the flush-one-TLB-entry hypercall only drops a TLB entry.
+        unsafe {
+            asm!("xchg rbx, {zero}", "int 0x1b", "xchg rbx, {zero}",
+                 zero = inout(reg) 0u64 => _, inout("rax") pvm::HC_FLUSH_TLB_ONE => _,
+                 options(nostack))
+        };
+    }
+}
+
 /// Whether interrupts are enabled on this CPU.
 #[inline]
 pub fn interrupts_enabled() -> bool {
+    if let Some(page) = vif() {
+        // SAFETY: our registered page; the byte is the virtual IF.
+        return unsafe { core::ptr::read_volatile(vif_byte(page, pvm::VIF_IF)) } != 0;
+    }
     let flags: u64;
     // SAFETY: pushes and pops RFLAGS on the current stack; no other effect.
     unsafe { asm!("pushfq", "pop {}", out(reg) flags, options(nomem, preserves_flags)) };
@@ -73,6 +124,12 @@ pub fn interrupts_enabled() -> bool {
 #[inline]
 pub fn irq_save() -> bool {
     let was = interrupts_enabled();
+    if let Some(page) = vif() {
+        // SAFETY: our registered page; clearing the virtual IF.
+        unsafe { core::ptr::write_volatile(vif_byte(page, pvm::VIF_IF), 0) };
+        core::sync::atomic::compiler_fence(Ordering::SeqCst);
+        return was;
+    }
     // SAFETY: clearing IF only delays interrupts.
     unsafe { asm!("cli", options(nomem, nostack)) };
     was
@@ -81,16 +138,34 @@ pub fn irq_save() -> bool {
 /// Re-enables interrupts if `was_enabled`.
 #[inline]
 pub fn irq_restore(was_enabled: bool) {
-    if was_enabled {
-        // SAFETY: the IDT is loaded before interrupts are first enabled.
-        unsafe { asm!("sti", options(nomem, nostack)) };
+    if !was_enabled {
+        return;
     }
+    if let Some(page) = vif() {
+        core::sync::atomic::compiler_fence(Ordering::SeqCst);
+        // SAFETY: our registered page; setting the virtual IF.
+        unsafe { core::ptr::write_volatile(vif_byte(page, pvm::VIF_IF), 1) };
+        pvm_deliver_pending(page);
+        return;
+    }
+    // SAFETY: the IDT is loaded before interrupts are first enabled.
+    unsafe { asm!("sti", options(nomem, nostack)) };
 }
 
 /// Enables interrupts and halts until the next one, atomically (no wake-up
 /// can slip in between `sti` and `hlt`).
 #[inline]
 pub fn enable_and_halt() {
+    if let Some(page) = vif() {
+        // On PVM `hlt` traps and the host halts the vCPU only if no interrupt
+        // is deliverable, so setting the virtual IF first loses no wake-up.
+        // SAFETY: our registered page; setting the virtual IF.
+        unsafe { core::ptr::write_volatile(vif_byte(page, pvm::VIF_IF), 1) };
+        pvm_deliver_pending(page);
+        // SAFETY: `hlt` waits for an interrupt; the IDT is loaded.
+        unsafe { asm!("hlt", options(nomem, nostack)) };
+        return;
+    }
     // SAFETY: `sti; hlt` only waits for an interrupt; the IDT is loaded.
     unsafe { asm!("sti", "hlt", options(nomem, nostack)) };
 }

@@ -107,10 +107,12 @@ pub fn init() {
             "push {tmp}",
             "retfq",
             "2:",
-            "mov ds, {ds:x}",
-            "mov es, {ds:x}",
             "mov ss, {ds:x}",
+            // 64-bit code needs no data segments; null ones are also what a
+            // PVM host requires to run the kernel natively.
             "xor {tmp:e}, {tmp:e}",
+            "mov ds, {tmp:x}",
+            "mov es, {tmp:x}",
             "mov fs, {tmp:x}",
             "mov gs, {tmp:x}",
             "ltr {tss:x}",

@@ -174,6 +174,21 @@ pub fn exception_name(v: u64) -> &'static str {
 }
 
 extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
+    let pvm = super::cpu::pvm_native();
+    if pvm {
+        // A PVM host clears the virtual IF as an interrupt gate clears IF;
+        // make sure of it for every event, since `iretq` at hardware CPL 3
+        // cannot restore it.
+        super::cpu::irq_save();
+    }
+    dispatch(frame);
+    if pvm {
+        // The frame's RFLAGS carries the interrupted context's virtual IF.
+        super::cpu::irq_restore(frame.rflags & (1 << 9) != 0);
+    }
+}
+
+fn dispatch(frame: &mut TrapFrame) {
     match frame.vector {
         v if v == u64::from(VECTOR_TIMER) => super::apic::timer_interrupt(),
         v if v == u64::from(VECTOR_SPURIOUS) => {}
