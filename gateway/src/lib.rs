@@ -1,4 +1,158 @@
-//! The gateway: the 9P2000.L server on the controller that exports host files,
-//! sockets and the console to partitions. Its server core arrives with issue 3;
-//! today the crate only fixes its place in the dependency graph
-//! (`hypervisor` → `gateway` → `9p`).
+//! The gateway: the 9P2000.L server on the controller that gives a partition
+//! its files and console.
+//!
+//! * A [`Gateway`] holds the namespace built from a [`GatewayConfig`]: host
+//!   directories exported read-only or read-write at guest paths (the
+//!   directories that only hold mount points are synthetic and read-only),
+//!   `/dev/cons` (the [`Console`]) and `/env` (one file per variable).
+//! * A [`Session`] is one 9P connection: [`Session::submit`] takes one
+//!   T-message frame and calls back once with the R-message frame. Requests
+//!   run concurrently on a worker pool; `Tflush` follows flush(5).
+//! * [`serve_stream`] serves a TCP or unix-socket byte stream with a session.
+//!
+//! Every path is resolved with `openat2(RESOLVE_BENEATH |
+//! RESOLVE_NO_MAGICLINKS)` beneath its export's root descriptor, so `..`
+//! and symlinks cannot leave an export. The gateway runs with the launching
+//! user's rights and never changes them.
+//!
+//! ```no_run
+//! use astraea_gateway::{Export, Gateway, GatewayConfig};
+//! let gw = Gateway::new(GatewayConfig {
+//!     exports: vec![Export { host: "/srv/data".into(), guest: "/".into(), read_only: true }],
+//!     ..GatewayConfig::default()
+//! })?;
+//! let listener = std::net::TcpListener::bind("127.0.0.1:5640")?;
+//! for conn in listener.incoming() {
+//!     let gw = gw.clone();
+//!     let conn = conn?;
+//!     std::thread::spawn(move || astraea_gateway::serve_stream(&gw, conn));
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod console;
+mod error;
+mod namespace;
+mod ops;
+mod pool;
+mod session;
+mod stream;
+mod sys;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use console::{Cancel, Console, MemConsole, StdioConsole};
+pub use error::{Errno, GatewayError};
+pub use ops::MIN_MSIZE;
+pub use session::{Reply, Session};
+pub use stream::{Stream, serve_stream};
+
+/// The largest msize the gateway negotiates (1 MiB).
+pub const MAX_MSIZE: u32 = 1 << 20;
+
+/// Hard cap on worker threads (shared by all sessions of a gateway).
+const MAX_WORKERS: usize = 1024;
+
+/// A host directory exported into the guest's tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Export {
+    /// The host directory.
+    pub host: PathBuf,
+    /// Where it appears in the guest: an absolute path, `/` allowed.
+    pub guest: String,
+    /// Refuse every change (`EROFS`).
+    pub read_only: bool,
+}
+
+/// What a [`Gateway`] serves and its limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayConfig {
+    /// The exported host directories.
+    pub exports: Vec<Export>,
+    /// The largest msize offered in `Rversion` (at least [`MIN_MSIZE`], at
+    /// most [`MAX_MSIZE`]; default 1 MiB).
+    pub max_msize: u32,
+    /// Fids per session; more are refused with `EMFILE`.
+    pub max_fids: usize,
+    /// Requests in flight per session; more are refused with `EAGAIN`.
+    pub max_outstanding: usize,
+    /// The launch environment, served as `/env/NAME`.
+    pub env: Vec<(String, String)>,
+    /// Serve `/dev/cons`.
+    pub console: bool,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            exports: Vec::new(),
+            max_msize: MAX_MSIZE,
+            max_fids: 4096,
+            max_outstanding: 128,
+            env: Vec::new(),
+            console: true,
+        }
+    }
+}
+
+/// The shared server state: namespace, limits, console and worker pool.
+pub struct Gateway {
+    pub(crate) ns: namespace::Namespace,
+    pub(crate) max_msize: u32,
+    pub(crate) max_fids: usize,
+    pub(crate) max_outstanding: usize,
+    pub(crate) console: Option<Arc<dyn Console>>,
+    pub(crate) pool: pool::Pool,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field(
+                "exports",
+                &self.ns.exports.iter().map(|e| &e.host).collect::<Vec<_>>(),
+            )
+            .field("max_msize", &self.max_msize)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// Builds the namespace; `/dev/cons` (if enabled) uses the process's stdio.
+    pub fn new(cfg: GatewayConfig) -> Result<Arc<Gateway>, GatewayError> {
+        Gateway::with_console(cfg, Arc::new(StdioConsole::new()))
+    }
+
+    /// Like [`Gateway::new`], with `/dev/cons` served by `console`.
+    pub fn with_console(
+        cfg: GatewayConfig,
+        console: Arc<dyn Console>,
+    ) -> Result<Arc<Gateway>, GatewayError> {
+        if !(MIN_MSIZE..=MAX_MSIZE).contains(&cfg.max_msize) {
+            return Err(GatewayError::InvalidConfig(format!(
+                "max_msize {} is outside {MIN_MSIZE}..={MAX_MSIZE}",
+                cfg.max_msize
+            )));
+        }
+        if cfg.max_fids == 0 || cfg.max_outstanding == 0 {
+            return Err(GatewayError::InvalidConfig(
+                "max_fids and max_outstanding must be at least 1".into(),
+            ));
+        }
+        let ns = namespace::Namespace::new(&cfg)?;
+        Ok(Arc::new(Gateway {
+            ns,
+            max_msize: cfg.max_msize,
+            max_fids: cfg.max_fids,
+            max_outstanding: cfg.max_outstanding,
+            console: cfg.console.then_some(console),
+            pool: pool::Pool::new(2, MAX_WORKERS),
+        }))
+    }
+
+    /// Starts a new 9P connection.
+    pub fn session(self: &Arc<Self>) -> Session {
+        Session::new(Arc::clone(self))
+    }
+}

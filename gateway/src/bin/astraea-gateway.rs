@@ -1,0 +1,244 @@
+//! `astraea-gateway`: serve host directories, `/dev/cons` and `/env` over
+//! 9P2000.L on a TCP or unix-domain socket.
+
+use std::net::TcpListener;
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use astraea_gateway::{Export, Gateway, GatewayConfig, serve_stream};
+use clap::Parser;
+
+const AFTER_HELP: &str = "\
+EXAMPLES:
+  astraea-gateway --listen tcp:127.0.0.1:5640
+      Export the current directory read-write at / on a loopback port.
+  astraea-gateway --listen unix:/tmp/gw.sock --export /srv/data:/data:ro --export $HOME:/home
+      Export /srv/data read-only at /data and your home read-write at /home.
+  diodls -s 127.0.0.1:5640 -a / /      (list the root with diod's client)
+
+SECURITY MODEL:
+  The gateway runs with your user's rights and never changes them. Every path
+  a client names is resolved beneath its export's root with
+  openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): `..`, absolute symlinks and
+  symlinks leading out of an export are refused (EXDEV/ENOENT), so nothing
+  outside the exported directories can be read or changed. A read-only export
+  refuses every change with EROFS. There is no authentication: anyone who can
+  connect to the socket gets these rights, so listen on loopback or on a unix
+  socket with suitable permissions.";
+
+/// 9P2000.L file server for Astraea partitions.
+#[derive(Debug, Parser)]
+#[command(name = "astraea-gateway", version, about, after_help = AFTER_HELP)]
+struct Args {
+    /// Where to listen: `tcp:HOST:PORT` or `unix:PATH`.
+    #[arg(long, value_name = "ADDR", default_value = "tcp:127.0.0.1:5640")]
+    listen: String,
+    /// Export a host directory: `HOST[:GUEST][:ro]` (GUEST defaults to `/`,
+    /// `:ro` makes it read-only). Repeatable. Default: the current directory,
+    /// read-write, at `/`.
+    #[arg(long, value_name = "HOST[:GUEST][:ro]")]
+    export: Vec<String>,
+    /// Serve NAME=VALUE as the file /env/NAME. Repeatable.
+    #[arg(long, value_name = "NAME=VALUE")]
+    env: Vec<String>,
+    /// Serve the gateway's whole environment under /env.
+    #[arg(long)]
+    pass_env: bool,
+    /// Do not serve /dev/cons (the gateway's stdin and stdout).
+    #[arg(long)]
+    no_console: bool,
+    /// Largest msize offered to clients, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = astraea_gateway::MAX_MSIZE)]
+    max_msize: u32,
+    /// Log level: error, warn, info, debug or trace (or a tracing filter).
+    #[arg(long, value_name = "LEVEL", default_value = "info")]
+    log: String,
+}
+
+/// Parses `HOST[:GUEST][:ro|:rw]`.
+fn parse_export(spec: &str) -> Result<Export, String> {
+    let mut parts: Vec<&str> = spec.split(':').collect();
+    let mut read_only = false;
+    if let Some(&last) = parts.last()
+        && parts.len() > 1
+        && (last == "ro" || last == "rw")
+    {
+        read_only = last == "ro";
+        parts.pop();
+    }
+    let guest = if parts.len() > 1 && parts.last().is_some_and(|g| g.starts_with('/')) {
+        parts.pop().unwrap_or("/").to_owned()
+    } else {
+        "/".to_owned()
+    };
+    let host = parts.join(":");
+    if host.is_empty() {
+        return Err(format!("--export {spec:?}: the host directory is empty"));
+    }
+    Ok(Export {
+        host: PathBuf::from(host),
+        guest,
+        read_only,
+    })
+}
+
+/// Where the daemon listens.
+enum Listen {
+    Tcp(String),
+    Unix(String),
+}
+
+fn parse_listen(spec: &str) -> Result<Listen, String> {
+    if let Some(addr) = spec.strip_prefix("tcp:") {
+        Ok(Listen::Tcp(addr.to_owned()))
+    } else if let Some(path) = spec.strip_prefix("unix:")
+        && !path.is_empty()
+    {
+        Ok(Listen::Unix(path.to_owned()))
+    } else {
+        Err(format!(
+            "--listen {spec:?}: expected tcp:HOST:PORT or unix:PATH"
+        ))
+    }
+}
+
+fn run(args: Args) -> Result<(), String> {
+    let listen = parse_listen(&args.listen)?;
+    let mut exports = args
+        .export
+        .iter()
+        .map(|s| parse_export(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    if exports.is_empty() {
+        let cwd = std::env::current_dir().map_err(|e| format!("current directory: {e}"))?;
+        exports.push(Export {
+            host: cwd,
+            guest: "/".into(),
+            read_only: false,
+        });
+    }
+    let mut env: Vec<(String, String)> = if args.pass_env {
+        std::env::vars().collect()
+    } else {
+        Vec::new()
+    };
+    for kv in &args.env {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("--env {kv:?}: expected NAME=VALUE"))?;
+        env.push((k.to_owned(), v.to_owned()));
+    }
+    let gw = Gateway::new(GatewayConfig {
+        exports,
+        max_msize: args.max_msize,
+        env,
+        console: !args.no_console,
+        ..GatewayConfig::default()
+    })
+    .map_err(|e| e.to_string())?;
+
+    match listen {
+        Listen::Tcp(addr) => {
+            let listener =
+                TcpListener::bind(&addr).map_err(|e| format!("listen on {addr}: {e}"))?;
+            let local = listener.local_addr().map_err(|e| e.to_string())?;
+            tracing::info!("listening on tcp:{local}");
+            for conn in listener.incoming() {
+                match conn {
+                    Ok(conn) => {
+                        let peer = conn.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+                        spawn_session(&gw, conn, peer);
+                    }
+                    Err(e) => tracing::warn!("accept: {e}"),
+                }
+            }
+        }
+        Listen::Unix(path) => {
+            // Replace a stale socket left by an earlier run, but nothing else.
+            if let Ok(meta) = std::fs::symlink_metadata(&path)
+                && meta.file_type().is_socket()
+            {
+                let _ = std::fs::remove_file(&path);
+            }
+            let listener =
+                UnixListener::bind(&path).map_err(|e| format!("listen on {path}: {e}"))?;
+            tracing::info!("listening on unix:{path}");
+            for conn in listener.incoming() {
+                match conn {
+                    Ok(conn) => spawn_session(&gw, conn, path.clone()),
+                    Err(e) => tracing::warn!("accept: {e}"),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn spawn_session<S: astraea_gateway::Stream>(gw: &Arc<Gateway>, conn: S, peer: String) {
+    let gw = Arc::clone(gw);
+    let spawned = std::thread::Builder::new()
+        .name("gateway-conn".into())
+        .spawn(move || {
+            tracing::info!(%peer, "connection opened");
+            match serve_stream(&gw, conn) {
+                Ok(()) => tracing::info!(%peer, "connection closed"),
+                Err(e) => tracing::warn!(%peer, "connection closed: {e}"),
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot start a connection thread: {e}");
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let filter = tracing_subscriber::EnvFilter::try_new(&args.log)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("astraea-gateway: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn export_specs() {
+        let e = parse_export("/srv").unwrap();
+        assert_eq!(
+            (e.host, e.guest, e.read_only),
+            ("/srv".into(), "/".into(), false)
+        );
+        let e = parse_export("/srv:/data:ro").unwrap();
+        assert_eq!(
+            (e.host, e.guest, e.read_only),
+            ("/srv".into(), "/data".into(), true)
+        );
+        let e = parse_export("/srv:ro").unwrap();
+        assert_eq!(
+            (e.host, e.guest, e.read_only),
+            ("/srv".into(), "/".into(), true)
+        );
+        let e = parse_export("relative/dir:/x").unwrap();
+        assert_eq!((e.host, e.guest), ("relative/dir".into(), "/x".into()));
+        assert!(parse_export(":/x").is_err());
+        assert!(
+            matches!(parse_listen("tcp:127.0.0.1:1"), Ok(Listen::Tcp(a)) if a == "127.0.0.1:1")
+        );
+        assert!(matches!(parse_listen("unix:/tmp/s"), Ok(Listen::Unix(p)) if p == "/tmp/s"));
+        assert!(parse_listen("udp:1").is_err());
+        assert!(parse_listen("unix:").is_err());
+    }
+}

@@ -1,0 +1,1058 @@
+//! The request handlers: one function per 9P2000.L message.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::AsFd;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use astraea_9p::consts::*;
+use astraea_9p::{
+    DirEntry, DirEntryWriter, Flock, Getlock, Qid, RMessage, SetAttr, Str, TMessage, WalkNames,
+    WalkQids, encode_rread_header,
+};
+
+use crate::console::{Cancel, lock};
+use crate::error::Errno;
+use crate::namespace::{Child, Namespace, Node, check_name, qid_type_of_dt};
+use crate::session::{Fid, SessionInner, lerror};
+use crate::sys::{self, TimeSpec};
+
+/// The smallest msize a client may negotiate.
+pub const MIN_MSIZE: u32 = 512;
+
+/// An opened fid.
+pub(crate) enum Opened {
+    /// A host file or directory.
+    Host {
+        file: File,
+        dir: bool,
+        writable: bool,
+        /// Serialises `lseek` + `getdents64` on directories.
+        cursor: Mutex<()>,
+    },
+    /// A synthetic directory (possibly merged with an export root) or
+    /// `/env`: listed from a snapshot taken when a read starts at offset 0.
+    Listing(Mutex<Vec<ListEntry>>),
+    /// `/dev/cons`.
+    Cons,
+    /// An `/env` file.
+    Bytes(Arc<[u8]>),
+}
+
+/// One entry of a synthetic directory listing.
+pub(crate) struct ListEntry {
+    qid: Qid,
+    ty: u8,
+    name: Vec<u8>,
+}
+
+type Res = Result<Vec<u8>, Errno>;
+
+fn errno(e: i32) -> Errno {
+    Errno(e)
+}
+
+fn encode(tag: u16, msg: &RMessage<'_>) -> Res {
+    let mut out = Vec::new();
+    msg.encode(tag, &mut out).map_err(|_| errno(libc::EIO))?;
+    Ok(out)
+}
+
+fn dt_of_qid(qid: &Qid) -> u8 {
+    if qid.ty & QTDIR != 0 {
+        DT_DIR
+    } else if qid.ty & QTSYMLINK != 0 {
+        DT_LNK
+    } else {
+        DT_REG
+    }
+}
+
+/// Maps `Tlopen`/`Tlcreate` flags to host `open` flags.
+fn open_flags(p9: u32) -> Result<i32, Errno> {
+    let mut flags = match p9 & P9_DOTL_ACCMODE {
+        P9_DOTL_RDONLY => libc::O_RDONLY,
+        P9_DOTL_WRONLY => libc::O_WRONLY,
+        P9_DOTL_RDWR => libc::O_RDWR,
+        _ => return Err(errno(libc::EINVAL)),
+    };
+    for (bit, flag) in [
+        (P9_DOTL_TRUNC, libc::O_TRUNC),
+        (P9_DOTL_APPEND, libc::O_APPEND),
+        (P9_DOTL_NONBLOCK, libc::O_NONBLOCK),
+        (P9_DOTL_DSYNC, libc::O_DSYNC),
+        (P9_DOTL_DIRECTORY, libc::O_DIRECTORY),
+        (P9_DOTL_NOFOLLOW, libc::O_NOFOLLOW),
+        (P9_DOTL_SYNC, libc::O_SYNC),
+        (P9_DOTL_EXCL, libc::O_EXCL),
+    ] {
+        if p9 & bit != 0 {
+            flags |= flag;
+        }
+    }
+    Ok(flags)
+}
+
+fn wants_write(p9: u32) -> bool {
+    p9 & P9_DOTL_ACCMODE != P9_DOTL_RDONLY || p9 & P9_DOTL_TRUNC != 0
+}
+
+fn retry_io<T>(mut f: impl FnMut() -> io::Result<T>) -> Result<T, Errno> {
+    loop {
+        match f() {
+            Ok(v) => return Ok(v),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// One `linux_dirent64` record.
+struct RawDirent<'a> {
+    ino: u64,
+    off: i64,
+    ty: u8,
+    name: &'a [u8],
+}
+
+/// Iterates the records `getdents64` wrote into a buffer (never panics).
+struct Dirents<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Iterator for Dirents<'a> {
+    type Item = RawDirent<'a>;
+
+    fn next(&mut self) -> Option<RawDirent<'a>> {
+        let head = self.buf.get(..19)?;
+        let ino = u64::from_ne_bytes(head.get(0..8)?.try_into().ok()?);
+        let off = i64::from_ne_bytes(head.get(8..16)?.try_into().ok()?);
+        let reclen = usize::from(u16::from_ne_bytes(head.get(16..18)?.try_into().ok()?));
+        let ty = *head.get(18)?;
+        let rec = self.buf.get(..reclen).filter(|_| reclen >= 19)?;
+        let name = rec.get(19..)?;
+        let name = name.split(|&b| b == 0).next().unwrap_or_default();
+        self.buf = self.buf.get(reclen..).unwrap_or_default();
+        Some(RawDirent { ino, off, ty, name })
+    }
+}
+
+impl SessionInner {
+    fn ns(&self) -> &Namespace {
+        &self.gw.ns
+    }
+
+    fn msize_now(&self) -> u32 {
+        self.msize.load(Ordering::Acquire)
+    }
+
+    /// Largest `Rread`/`Rreaddir` payload for a request of `count` bytes.
+    fn payload_limit(&self, count: u32) -> u32 {
+        let room = self.msize_now().saturating_sub(RREAD_HEADER_LEN as u32);
+        count.min(room)
+    }
+
+    /// The `iounit` of `Rlopen`/`Rlcreate`: `msize - IOHDRSZ`, which is what
+    /// Linux uses for 0 anyway, and which keeps clients that read "0" as
+    /// "msize" (py9p/p9fs) from sending `Twrite`s larger than msize.
+    fn iounit(&self) -> u32 {
+        self.msize_now().saturating_sub(IOHDRSZ)
+    }
+
+    fn fid(&self, fid: u32) -> Result<Arc<Fid>, Errno> {
+        lock(&self.fids)
+            .get(&fid)
+            .cloned()
+            .ok_or(errno(libc::EBADF))
+    }
+
+    fn add_fid(&self, fid: u32, node: Node) -> Result<(), Errno> {
+        let mut fids = lock(&self.fids);
+        if fid == NOFID {
+            return Err(errno(libc::EBADF));
+        }
+        if fids.contains_key(&fid) {
+            return Err(errno(libc::EEXIST));
+        }
+        if fids.len() >= self.gw.max_fids {
+            tracing::debug!(fid, "fid limit reached");
+            return Err(errno(libc::EMFILE));
+        }
+        fids.insert(fid, Arc::new(Fid::new(node)));
+        Ok(())
+    }
+
+    /// The export and path of a directory whose contents a request changes.
+    fn writable_dir(&self, node: &Node) -> Result<(usize, Vec<Vec<u8>>), Errno> {
+        match self.ns().host(node) {
+            Some((e, rel)) => {
+                if self.ns().read_only(e) {
+                    Err(errno(libc::EROFS))
+                } else {
+                    Ok((e, rel.to_vec()))
+                }
+            }
+            None => Err(errno(match node {
+                Node::VDir(_) | Node::EnvDir => libc::EROFS,
+                _ => libc::ENOTDIR,
+            })),
+        }
+    }
+
+    /// Handles one request frame; always returns one reply frame.
+    pub(crate) fn handle(&self, frame: &[u8], tag: u16, cancel: &Cancel) -> Vec<u8> {
+        let msg = match TMessage::from_bytes(frame) {
+            Ok((_, msg)) => msg,
+            Err(e) => {
+                tracing::debug!(tag, "undecodable request: {e}");
+                return lerror(tag, errno(libc::EINVAL));
+            }
+        };
+        if cancel.is_cancelled() {
+            return lerror(tag, errno(libc::EINTR));
+        }
+        let ty = msg.msg_type();
+        tracing::trace!(tag, ?msg, "request");
+        match self.dispatch(tag, msg, cancel) {
+            Ok(out) if out.len() <= self.msize_now() as usize => out,
+            Ok(_) => lerror(tag, errno(libc::EMSGSIZE)),
+            Err(e) => {
+                tracing::debug!(tag, ?ty, "error: {e}");
+                lerror(tag, e)
+            }
+        }
+    }
+
+    fn dispatch(&self, tag: u16, msg: TMessage<'_>, cancel: &Cancel) -> Res {
+        use TMessage as T;
+        match msg {
+            T::Version { msize, version } => self.version(tag, msize, version),
+            T::Auth { .. } => Err(errno(libc::ENOENT)),
+            T::Attach { fid, aname, .. } => self.attach(tag, fid, aname),
+            T::Flush { .. } => encode(tag, &RMessage::Flush),
+            T::Walk { fid, newfid, names } => self.walk(tag, fid, newfid, names),
+            T::Lopen { fid, flags } => self.lopen(tag, fid, flags),
+            T::Lcreate {
+                fid,
+                name,
+                flags,
+                mode,
+                ..
+            } => self.lcreate(tag, fid, name, flags, mode),
+            T::Read { fid, offset, count } => self.read(tag, fid, offset, count, cancel),
+            T::Write { fid, offset, data } => self.write(tag, fid, offset, data),
+            T::Clunk { fid } => {
+                lock(&self.fids).remove(&fid).ok_or(errno(libc::EBADF))?;
+                encode(tag, &RMessage::Clunk)
+            }
+            T::Remove { fid } => self.remove(tag, fid),
+            T::Getattr { fid, .. } => self.getattr(tag, fid),
+            T::Setattr { fid, attr } => self.setattr(tag, fid, &attr),
+            T::Statfs { fid } => {
+                let node = self.fid(fid)?.node();
+                let statfs = self.ns().statfs(&node)?;
+                encode(tag, &RMessage::Statfs { statfs })
+            }
+            T::Readdir { fid, offset, count } => self.readdir(tag, fid, offset, count),
+            T::Readlink { fid } => self.readlink(tag, fid),
+            T::Symlink {
+                fid, name, target, ..
+            } => self.symlink(tag, fid, name, target),
+            T::Mknod {
+                dfid, name, mode, ..
+            } => self.mknod(tag, dfid, name, mode),
+            T::Mkdir {
+                dfid, name, mode, ..
+            } => self.mkdir(tag, dfid, name, mode),
+            T::Link { dfid, fid, name } => self.link(tag, dfid, fid, name),
+            T::Rename { fid, dfid, name } => self.rename(tag, fid, dfid, name),
+            T::Renameat {
+                olddirfid,
+                oldname,
+                newdirfid,
+                newname,
+            } => self.renameat(tag, olddirfid, oldname, newdirfid, newname),
+            T::Unlinkat {
+                dirfid,
+                name,
+                flags,
+            } => self.unlinkat(tag, dirfid, name, flags),
+            T::Fsync { fid, datasync } => {
+                let f = self.fid(fid)?;
+                if let Ok(opened) = f.opened()
+                    && let Opened::Host { file, .. } = &*opened
+                {
+                    if datasync != 0 {
+                        retry_io(|| file.sync_data())?;
+                    } else {
+                        retry_io(|| file.sync_all())?;
+                    }
+                }
+                encode(tag, &RMessage::Fsync)
+            }
+            T::Lock { fid, lock } => self.lock(tag, fid, &lock),
+            T::Getlock { fid, lock } => self.getlock(tag, fid, &lock),
+            T::Xattrwalk { .. } | T::Xattrcreate { .. } => Err(errno(libc::EOPNOTSUPP)),
+        }
+    }
+
+    fn version(&self, tag: u16, msize: u32, version: Str<'_>) -> Res {
+        self.reset();
+        if msize < MIN_MSIZE {
+            return Err(errno(libc::EINVAL));
+        }
+        let msize = msize.min(self.gw.max_msize);
+        self.msize.store(msize, Ordering::Release);
+        let version = if version.as_bytes().starts_with(VERSION_9P2000L.as_bytes()) {
+            VERSION_9P2000L
+        } else {
+            VERSION_UNKNOWN
+        };
+        tracing::debug!(msize, version, "Tversion");
+        encode(
+            tag,
+            &RMessage::Version {
+                msize,
+                version: Str::from(version),
+            },
+        )
+    }
+
+    fn attach(&self, tag: u16, fid: u32, aname: Str<'_>) -> Res {
+        let mut node = Node::VDir(0);
+        for comp in aname.as_bytes().split(|&b| b == b'/') {
+            if !comp.is_empty() {
+                node = self.ns().lookup(&node, comp)?.0;
+            }
+        }
+        let qid = self.ns().qid(&node)?;
+        self.add_fid(fid, node)?;
+        encode(tag, &RMessage::Attach { qid })
+    }
+
+    fn walk(&self, tag: u16, fid: u32, newfid: u32, names: WalkNames<'_>) -> Res {
+        let src = self.fid(fid)?;
+        let mut node = src.node();
+        let mut qids = Vec::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
+            match self.ns().lookup(&node, name.as_bytes()) {
+                Ok((next, qid)) => {
+                    node = next;
+                    qids.push(qid);
+                }
+                Err(e) if i == 0 => return Err(e),
+                Err(_) => {
+                    let qids = WalkQids::new(&qids).map_err(|_| errno(libc::EIO))?;
+                    return encode(tag, &RMessage::Walk { qids });
+                }
+            }
+        }
+        if newfid == fid {
+            if lock(&src.open).is_some() {
+                return Err(errno(libc::EBUSY));
+            }
+            *lock(&src.node) = node;
+        } else {
+            self.add_fid(newfid, node)?;
+        }
+        let qids = WalkQids::new(&qids).map_err(|_| errno(libc::EIO))?;
+        encode(tag, &RMessage::Walk { qids })
+    }
+
+    fn set_open(fid: &Fid, opened: Opened) -> Result<(), Errno> {
+        let mut slot = lock(&fid.open);
+        if slot.is_some() {
+            return Err(errno(libc::EBUSY));
+        }
+        *slot = Some(Arc::new(opened));
+        Ok(())
+    }
+
+    fn lopen(&self, tag: u16, fid: u32, flags: u32) -> Res {
+        let f = self.fid(fid)?;
+        if lock(&f.open).is_some() {
+            return Err(errno(libc::EBUSY));
+        }
+        let node = f.node();
+        let write = wants_write(flags);
+        let (opened, qid) = match &node {
+            Node::Host { export, rel } => {
+                if write && self.ns().read_only(*export) {
+                    return Err(errno(libc::EROFS));
+                }
+                let oflags = open_flags(flags)? & !libc::O_EXCL;
+                let fd = self.ns().open(*export, rel, oflags, 0)?;
+                let st = sys::fstat(fd.as_fd())?;
+                let opened = Opened::Host {
+                    file: File::from(fd),
+                    dir: st.st_mode & libc::S_IFMT == libc::S_IFDIR,
+                    writable: flags & P9_DOTL_ACCMODE != P9_DOTL_RDONLY,
+                    cursor: Mutex::new(()),
+                };
+                (opened, self.ns().qid_of_stat(&st))
+            }
+            Node::VDir(_) | Node::EnvDir => {
+                if write {
+                    return Err(errno(libc::EISDIR));
+                }
+                (
+                    Opened::Listing(Mutex::new(Vec::new())),
+                    self.ns().qid(&node)?,
+                )
+            }
+            Node::Cons => (Opened::Cons, self.ns().qid(&node)?),
+            Node::EnvVar(i) => {
+                if write {
+                    return Err(errno(libc::EROFS));
+                }
+                let value = self
+                    .ns()
+                    .env
+                    .get(*i)
+                    .map(|(_, v)| Arc::clone(v))
+                    .ok_or(errno(libc::ENOENT))?;
+                (Opened::Bytes(value), self.ns().qid(&node)?)
+            }
+        };
+        Self::set_open(&f, opened)?;
+        encode(
+            tag,
+            &RMessage::Lopen {
+                qid,
+                iounit: self.iounit(),
+            },
+        )
+    }
+
+    fn lcreate(&self, tag: u16, fid: u32, name: Str<'_>, flags: u32, mode: u32) -> Res {
+        let f = self.fid(fid)?;
+        if lock(&f.open).is_some() {
+            return Err(errno(libc::EBUSY));
+        }
+        let node = f.node();
+        let cname = check_name(name.as_bytes())?;
+        let (e, rel) = self.writable_dir(&node)?;
+        if self.ns().is_mount_child(&node, name.as_bytes()) {
+            return Err(errno(libc::EEXIST));
+        }
+        let dir = self.ns().dir_fd(e, &rel)?;
+        let oflags = open_flags(flags)? | libc::O_CREAT;
+        let fd = sys::openat2(dir.as_fd(), &cname, oflags, mode)?;
+        let st = sys::fstat(fd.as_fd())?;
+        let qid = self.ns().qid_of_stat(&st);
+        let mut rel = rel;
+        rel.push(name.as_bytes().to_vec());
+        *lock(&f.node) = Node::Host { export: e, rel };
+        Self::set_open(
+            &f,
+            Opened::Host {
+                file: File::from(fd),
+                dir: false,
+                writable: flags & P9_DOTL_ACCMODE != P9_DOTL_RDONLY,
+                cursor: Mutex::new(()),
+            },
+        )?;
+        encode(
+            tag,
+            &RMessage::Lcreate {
+                qid,
+                iounit: self.iounit(),
+            },
+        )
+    }
+
+    fn read(&self, tag: u16, fid: u32, offset: u64, count: u32, cancel: &Cancel) -> Res {
+        let opened = self.fid(fid)?.opened()?;
+        let max = self.payload_limit(count) as usize;
+        match &*opened {
+            Opened::Host { dir: true, .. } | Opened::Listing(_) => Err(errno(libc::EISDIR)),
+            Opened::Host { file, .. } => {
+                let mut buf = vec![0u8; RREAD_HEADER_LEN + max];
+                let (head, body) = buf.split_at_mut(RREAD_HEADER_LEN);
+                let n = retry_io(|| file.read_at(body, offset))?;
+                let count = u32::try_from(n).map_err(|_| errno(libc::EIO))?;
+                head.copy_from_slice(
+                    &encode_rread_header(tag, count).map_err(|_| errno(libc::EIO))?,
+                );
+                buf.truncate(RREAD_HEADER_LEN + n);
+                Ok(buf)
+            }
+            Opened::Cons => {
+                let console = self.gw.console.as_ref().ok_or(errno(libc::ENODEV))?;
+                match console.read(max, cancel)? {
+                    Some(data) => {
+                        let data = data.get(..max.min(data.len())).unwrap_or_default();
+                        encode(tag, &RMessage::Read { data })
+                    }
+                    None => Err(errno(libc::EINTR)),
+                }
+            }
+            Opened::Bytes(value) => {
+                let start = usize::try_from(offset).unwrap_or(usize::MAX);
+                let data = value.get(start..).unwrap_or_default();
+                let data = data.get(..max.min(data.len())).unwrap_or_default();
+                encode(tag, &RMessage::Read { data })
+            }
+        }
+    }
+
+    fn write(&self, tag: u16, fid: u32, offset: u64, data: &[u8]) -> Res {
+        let opened = self.fid(fid)?.opened()?;
+        let count = match &*opened {
+            Opened::Host { dir: true, .. } | Opened::Listing(_) => {
+                return Err(errno(libc::EISDIR));
+            }
+            Opened::Host { file, .. } => retry_io(|| file.write_at(data, offset))?,
+            Opened::Cons => {
+                let console = self.gw.console.as_ref().ok_or(errno(libc::ENODEV))?;
+                console.write(data)?;
+                data.len()
+            }
+            Opened::Bytes(_) => return Err(errno(libc::EBADF)),
+        };
+        let count = u32::try_from(count).map_err(|_| errno(libc::EIO))?;
+        encode(tag, &RMessage::Write { count })
+    }
+
+    fn remove(&self, tag: u16, fid: u32) -> Res {
+        // Tremove clunks the fid whether or not the removal succeeds.
+        let f = lock(&self.fids).remove(&fid).ok_or(errno(libc::EBADF))?;
+        let node = f.node();
+        drop(f);
+        match (&node, self.ns().host(&node)) {
+            (Node::Host { export, rel }, _) => {
+                if self.ns().read_only(*export) {
+                    return Err(errno(libc::EROFS));
+                }
+                let (dir, name) = self.ns().parent_and_name(*export, rel)?;
+                let st = sys::fstatat_nofollow(dir.as_fd(), &name)?;
+                let flags = if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+                    libc::AT_REMOVEDIR
+                } else {
+                    0
+                };
+                sys::unlinkat(dir.as_fd(), &name, flags)?;
+                encode(tag, &RMessage::Remove)
+            }
+            (Node::VDir(_), _) => Err(errno(libc::EBUSY)),
+            _ => Err(errno(libc::EROFS)),
+        }
+    }
+
+    fn getattr(&self, tag: u16, fid: u32) -> Res {
+        let f = self.fid(fid)?;
+        if let Ok(opened) = f.opened()
+            && let Opened::Host { file, .. } = &*opened
+        {
+            let st = sys::fstat(file.as_fd())?;
+            let stat = self.ns().stat_of(&st);
+            return encode(tag, &RMessage::Getattr { stat });
+        }
+        let stat = self.ns().getattr(&f.node())?;
+        encode(tag, &RMessage::Getattr { stat })
+    }
+
+    fn setattr(&self, tag: u16, fid: u32, attr: &SetAttr) -> Res {
+        let f = self.fid(fid)?;
+        let node = f.node();
+        let Some((e, rel)) = self.ns().host(&node) else {
+            // Truncating or touching the console is harmless (shells open it
+            // with O_TRUNC); everything else synthetic is read-only.
+            let benign = P9_SETATTR_SIZE
+                | P9_SETATTR_ATIME
+                | P9_SETATTR_MTIME
+                | P9_SETATTR_CTIME
+                | P9_SETATTR_ATIME_SET
+                | P9_SETATTR_MTIME_SET;
+            return if node == Node::Cons && attr.valid & !benign == 0 {
+                encode(tag, &RMessage::Setattr)
+            } else {
+                Err(errno(libc::EROFS))
+            };
+        };
+        if self.ns().read_only(e) {
+            return Err(errno(libc::EROFS));
+        }
+        let v = attr.valid;
+        if v & P9_SETATTR_MODE != 0 {
+            let fd = self.ns().open(e, rel, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+            let st = sys::fstat(fd.as_fd())?;
+            if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
+                return Err(errno(libc::EOPNOTSUPP));
+            }
+            sys::chmod_fd(fd.as_fd(), attr.mode)?;
+        }
+        if v & (P9_SETATTR_UID | P9_SETATTR_GID) != 0 {
+            let (dir, name) = self.ns().parent_and_name(e, rel)?;
+            let uid = (v & P9_SETATTR_UID != 0).then_some(attr.uid);
+            let gid = (v & P9_SETATTR_GID != 0).then_some(attr.gid);
+            sys::fchownat_nofollow(dir.as_fd(), &name, uid, gid)?;
+        }
+        if v & P9_SETATTR_SIZE != 0 {
+            let opened = f.opened().ok();
+            match opened.as_deref() {
+                Some(Opened::Host {
+                    file,
+                    writable: true,
+                    dir: false,
+                    ..
+                }) => retry_io(|| file.set_len(attr.size))?,
+                _ => {
+                    let fd = self
+                        .ns()
+                        .open(e, rel, libc::O_WRONLY | libc::O_NOFOLLOW, 0)?;
+                    let file = File::from(fd);
+                    retry_io(|| file.set_len(attr.size))?;
+                }
+            }
+        }
+        if v & (P9_SETATTR_ATIME | P9_SETATTR_MTIME) != 0 {
+            let time = |bit: u32, set: u32, sec: u64, nsec: u64| {
+                if v & bit == 0 {
+                    TimeSpec::Omit
+                } else if v & set != 0 {
+                    TimeSpec::At {
+                        sec: sec.cast_signed(),
+                        nsec: nsec.cast_signed(),
+                    }
+                } else {
+                    TimeSpec::Now
+                }
+            };
+            let atime = time(
+                P9_SETATTR_ATIME,
+                P9_SETATTR_ATIME_SET,
+                attr.atime_sec,
+                attr.atime_nsec,
+            );
+            let mtime = time(
+                P9_SETATTR_MTIME,
+                P9_SETATTR_MTIME_SET,
+                attr.mtime_sec,
+                attr.mtime_nsec,
+            );
+            let (dir, name) = self.ns().parent_and_name(e, rel)?;
+            sys::utimensat_nofollow(dir.as_fd(), &name, atime, mtime)?;
+        }
+        encode(tag, &RMessage::Setattr)
+    }
+
+    fn readdir(&self, tag: u16, fid: u32, offset: u64, count: u32) -> Res {
+        let f = self.fid(fid)?;
+        let opened = f.opened()?;
+        let mut w = DirEntryWriter::new(self.payload_limit(count));
+        let mut full = false;
+        match &*opened {
+            Opened::Host {
+                file,
+                dir: true,
+                cursor,
+                ..
+            } => {
+                let _cursor = lock(cursor);
+                let dev = sys::fstat(file.as_fd())?.st_dev;
+                let mut cookie = i64::try_from(offset).map_err(|_| errno(libc::EINVAL))?;
+                let mut buf = vec![0u8; (w.remaining() + 512).min(64 * 1024)];
+                'outer: loop {
+                    let n = sys::getdents_at(file.as_fd(), cookie, &mut buf)?;
+                    if n == 0 {
+                        break;
+                    }
+                    for d in (Dirents {
+                        buf: buf.get(..n).unwrap_or_default(),
+                    }) {
+                        let entry = DirEntry {
+                            qid: Qid {
+                                ty: qid_type_of_dt(d.ty),
+                                version: 0,
+                                path: self.ns().qid_path(dev, d.ino),
+                            },
+                            offset: d.off.cast_unsigned(),
+                            ty: d.ty,
+                            name: Str::new(d.name),
+                        };
+                        if w.push(&entry).is_err() {
+                            full = true;
+                            break 'outer;
+                        }
+                        cookie = d.off;
+                    }
+                }
+            }
+            Opened::Listing(entries) => {
+                let mut entries = lock(entries);
+                if offset == 0 || entries.is_empty() {
+                    *entries = self.listing(&f.node())?;
+                }
+                let start = usize::try_from(offset).unwrap_or(usize::MAX);
+                for (i, ent) in entries.iter().enumerate().skip(start) {
+                    let entry = DirEntry {
+                        qid: ent.qid,
+                        offset: i as u64 + 1,
+                        ty: ent.ty,
+                        name: Str::new(&ent.name),
+                    };
+                    if w.push(&entry).is_err() {
+                        full = true;
+                        break;
+                    }
+                }
+            }
+            _ => return Err(errno(libc::ENOTDIR)),
+        }
+        if full && w.is_empty() {
+            // Not even one entry fits in the client's count.
+            return Err(errno(libc::EINVAL));
+        }
+        encode(tag, &w.to_message())
+    }
+
+    /// A snapshot listing of a synthetic directory (merged with its export
+    /// root's entries, which its own children hide).
+    fn listing(&self, node: &Node) -> Result<Vec<ListEntry>, Errno> {
+        let ns = self.ns();
+        let mut out = Vec::new();
+        let me = ns.qid(node)?;
+        let parent = ns.qid(&ns.parent(node)?)?;
+        out.push(ListEntry {
+            qid: me,
+            ty: DT_DIR,
+            name: b".".to_vec(),
+        });
+        out.push(ListEntry {
+            qid: parent,
+            ty: DT_DIR,
+            name: b"..".to_vec(),
+        });
+        match node {
+            Node::VDir(i) => {
+                let vdir = ns.vdirs.get(*i).ok_or(errno(libc::EIO))?;
+                for (name, child) in &vdir.children {
+                    let child_node = match child {
+                        Child::Dir(j) => Node::VDir(*j),
+                        Child::Cons => Node::Cons,
+                        Child::Env => Node::EnvDir,
+                    };
+                    match ns.qid(&child_node) {
+                        Ok(qid) => out.push(ListEntry {
+                            qid,
+                            ty: dt_of_qid(&qid),
+                            name: name.clone(),
+                        }),
+                        Err(e) => tracing::warn!(
+                            "cannot stat mount point {}: {e}",
+                            String::from_utf8_lossy(name)
+                        ),
+                    }
+                }
+                if let Some(e) = vdir.backing {
+                    let fd = ns.open(e, &[], libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+                    let dev = sys::fstat(fd.as_fd())?.st_dev;
+                    let mut buf = vec![0u8; 64 * 1024];
+                    let mut cookie = 0;
+                    loop {
+                        let n = sys::getdents_at(fd.as_fd(), cookie, &mut buf)?;
+                        if n == 0 {
+                            break;
+                        }
+                        for d in (Dirents {
+                            buf: buf.get(..n).unwrap_or_default(),
+                        }) {
+                            cookie = d.off;
+                            if d.name == b"."
+                                || d.name == b".."
+                                || vdir.children.contains_key(d.name)
+                            {
+                                continue;
+                            }
+                            out.push(ListEntry {
+                                qid: Qid {
+                                    ty: qid_type_of_dt(d.ty),
+                                    version: 0,
+                                    path: ns.qid_path(dev, d.ino),
+                                },
+                                ty: d.ty,
+                                name: d.name.to_vec(),
+                            });
+                        }
+                    }
+                }
+            }
+            Node::EnvDir => {
+                for (i, (name, _)) in ns.env.iter().enumerate() {
+                    let qid = ns.qid(&Node::EnvVar(i))?;
+                    out.push(ListEntry {
+                        qid,
+                        ty: DT_REG,
+                        name: name.clone(),
+                    });
+                }
+            }
+            _ => return Err(errno(libc::ENOTDIR)),
+        }
+        Ok(out)
+    }
+
+    fn readlink(&self, tag: u16, fid: u32) -> Res {
+        let node = self.fid(fid)?.node();
+        let Node::Host { export, rel } = &node else {
+            return Err(errno(libc::EINVAL));
+        };
+        let fd = self
+            .ns()
+            .open(*export, rel, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+        let st = sys::fstat(fd.as_fd())?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFLNK {
+            return Err(errno(libc::EINVAL));
+        }
+        let target = sys::readlink_fd(fd.as_fd())?;
+        encode(
+            tag,
+            &RMessage::Readlink {
+                target: Str::new(&target),
+            },
+        )
+    }
+
+    /// Common part of the requests that create `name` in directory `dfid`:
+    /// checks, then runs `create(dirfd, name)` and returns the new file's qid.
+    fn create_in(
+        &self,
+        dfid: u32,
+        name: Str<'_>,
+        create: impl FnOnce(std::os::fd::BorrowedFd<'_>, &CString) -> Result<(), Errno>,
+    ) -> Result<Qid, Errno> {
+        let node = self.fid(dfid)?.node();
+        let cname = check_name(name.as_bytes())?;
+        let (e, rel) = self.writable_dir(&node)?;
+        if self.ns().is_mount_child(&node, name.as_bytes()) {
+            return Err(errno(libc::EEXIST));
+        }
+        let dir = self.ns().dir_fd(e, &rel)?;
+        create(dir.as_fd(), &cname)?;
+        let st = sys::fstatat_nofollow(dir.as_fd(), &cname)?;
+        Ok(self.ns().qid_of_stat(&st))
+    }
+
+    fn symlink(&self, tag: u16, dfid: u32, name: Str<'_>, target: Str<'_>) -> Res {
+        let target = CString::new(target.as_bytes()).map_err(|_| errno(libc::EINVAL))?;
+        if target.is_empty() {
+            return Err(errno(libc::ENOENT));
+        }
+        let qid = self.create_in(dfid, name, |dir, name| sys::symlinkat(&target, dir, name))?;
+        encode(tag, &RMessage::Symlink { qid })
+    }
+
+    fn mknod(&self, tag: u16, dfid: u32, name: Str<'_>, mode: u32) -> Res {
+        let kind = match mode & libc::S_IFMT {
+            0 | libc::S_IFREG => libc::S_IFREG,
+            libc::S_IFIFO => libc::S_IFIFO,
+            _ => return Err(errno(libc::EPERM)),
+        };
+        let qid = self.create_in(dfid, name, |dir, name| {
+            sys::mknodat(dir, name, kind | (mode & 0o7777))
+        })?;
+        encode(tag, &RMessage::Mknod { qid })
+    }
+
+    fn mkdir(&self, tag: u16, dfid: u32, name: Str<'_>, mode: u32) -> Res {
+        let qid = self.create_in(dfid, name, |dir, name| sys::mkdirat(dir, name, mode))?;
+        encode(tag, &RMessage::Mkdir { qid })
+    }
+
+    /// The export and path of a file that a request renames or links.
+    fn movable(&self, node: &Node) -> Result<(usize, Vec<Vec<u8>>), Errno> {
+        match node {
+            Node::Host { export, rel } => {
+                if self.ns().read_only(*export) {
+                    Err(errno(libc::EROFS))
+                } else {
+                    Ok((*export, rel.clone()))
+                }
+            }
+            Node::VDir(_) => Err(errno(libc::EBUSY)),
+            _ => Err(errno(libc::EROFS)),
+        }
+    }
+
+    fn link(&self, tag: u16, dfid: u32, fid: u32, name: Str<'_>) -> Res {
+        let src = self.fid(fid)?.node();
+        let dnode = self.fid(dfid)?.node();
+        let (se, srel) = self.movable(&src)?;
+        let cname = check_name(name.as_bytes())?;
+        let (de, drel) = self.writable_dir(&dnode)?;
+        if se != de {
+            return Err(errno(libc::EXDEV));
+        }
+        if self.ns().is_mount_child(&dnode, name.as_bytes()) {
+            return Err(errno(libc::EEXIST));
+        }
+        let (sdir, sname) = self.ns().parent_and_name(se, &srel)?;
+        let ddir = self.ns().dir_fd(de, &drel)?;
+        sys::linkat(sdir.as_fd(), &sname, ddir.as_fd(), &cname)?;
+        encode(tag, &RMessage::Link)
+    }
+
+    /// Renames `old` (a path in export `e`) to `new`, then points every fid
+    /// of this session at or below `old` to the new path.
+    fn rename_paths(&self, e: usize, old: &[Vec<u8>], new: &[Vec<u8>]) -> Result<(), Errno> {
+        let (odir, oname) = self.ns().parent_and_name(e, old)?;
+        let (ndir, nname) = self.ns().parent_and_name(e, new)?;
+        sys::renameat(odir.as_fd(), &oname, ndir.as_fd(), &nname)?;
+        for fid in lock(&self.fids).values() {
+            let mut node = lock(&fid.node);
+            if let Node::Host { export, rel } = &mut *node
+                && *export == e
+                && rel.starts_with(old)
+            {
+                let mut moved = new.to_vec();
+                moved.extend_from_slice(rel.get(old.len()..).unwrap_or_default());
+                *rel = moved;
+            }
+        }
+        Ok(())
+    }
+
+    fn rename(&self, tag: u16, fid: u32, dfid: u32, name: Str<'_>) -> Res {
+        let src = self.fid(fid)?.node();
+        let dnode = self.fid(dfid)?.node();
+        let (se, srel) = self.movable(&src)?;
+        check_name(name.as_bytes())?;
+        let (de, mut drel) = self.writable_dir(&dnode)?;
+        if se != de {
+            return Err(errno(libc::EXDEV));
+        }
+        if self.ns().is_mount_child(&dnode, name.as_bytes()) {
+            return Err(errno(libc::EBUSY));
+        }
+        drel.push(name.as_bytes().to_vec());
+        self.rename_paths(se, &srel, &drel)?;
+        encode(tag, &RMessage::Rename)
+    }
+
+    fn renameat(
+        &self,
+        tag: u16,
+        olddirfid: u32,
+        oldname: Str<'_>,
+        newdirfid: u32,
+        newname: Str<'_>,
+    ) -> Res {
+        let onode = self.fid(olddirfid)?.node();
+        let nnode = self.fid(newdirfid)?.node();
+        check_name(oldname.as_bytes())?;
+        check_name(newname.as_bytes())?;
+        let (oe, mut orel) = self.writable_dir(&onode)?;
+        let (ne, mut nrel) = self.writable_dir(&nnode)?;
+        if self.ns().is_mount_child(&onode, oldname.as_bytes())
+            || self.ns().is_mount_child(&nnode, newname.as_bytes())
+        {
+            return Err(errno(libc::EBUSY));
+        }
+        if oe != ne {
+            return Err(errno(libc::EXDEV));
+        }
+        orel.push(oldname.as_bytes().to_vec());
+        nrel.push(newname.as_bytes().to_vec());
+        self.rename_paths(oe, &orel, &nrel)?;
+        encode(tag, &RMessage::Renameat)
+    }
+
+    fn unlinkat(&self, tag: u16, dirfid: u32, name: Str<'_>, flags: u32) -> Res {
+        let node = self.fid(dirfid)?.node();
+        let cname = check_name(name.as_bytes())?;
+        let (e, rel) = self.writable_dir(&node)?;
+        if self.ns().is_mount_child(&node, name.as_bytes()) {
+            return Err(errno(libc::EBUSY));
+        }
+        let dir = self.ns().dir_fd(e, &rel)?;
+        let flags = if flags & P9_DOTL_AT_REMOVEDIR != 0 {
+            libc::AT_REMOVEDIR
+        } else {
+            0
+        };
+        match sys::unlinkat(dir.as_fd(), &cname, flags) {
+            // py9p/p9fs remove directories without AT_REMOVEDIR (rs9p's unpfs
+            // accepts that too). Linux never sends it: its VFS refuses
+            // unlink(2) of a directory before asking the server.
+            Err(Errno(libc::EISDIR)) if flags == 0 => {
+                sys::unlinkat(dir.as_fd(), &cname, libc::AT_REMOVEDIR)?;
+            }
+            res => res?,
+        }
+        encode(tag, &RMessage::Unlinkat)
+    }
+
+    fn lock_range(start: u64, length: u64) -> Result<(i64, i64), Errno> {
+        let start = i64::try_from(start).map_err(|_| errno(libc::EINVAL))?;
+        let len = i64::try_from(length).map_err(|_| errno(libc::EINVAL))?;
+        Ok((start, len))
+    }
+
+    fn lock(&self, tag: u16, fid: u32, fl: &Flock<'_>) -> Res {
+        let opened = self.fid(fid)?.opened()?;
+        let Opened::Host { file, .. } = &*opened else {
+            return encode(
+                tag,
+                &RMessage::Lock {
+                    status: P9_LOCK_SUCCESS,
+                },
+            );
+        };
+        let ty = match fl.ty {
+            P9_LOCK_TYPE_RDLCK => libc::F_RDLCK,
+            P9_LOCK_TYPE_WRLCK => libc::F_WRLCK,
+            P9_LOCK_TYPE_UNLCK => libc::F_UNLCK,
+            _ => return Err(errno(libc::EINVAL)),
+        };
+        let (start, len) = Self::lock_range(fl.start, fl.length)?;
+        // Never block a worker: a blocking request that conflicts is
+        // answered BLOCKED, and the client retries (as Linux does).
+        let status = match sys::ofd_setlk(file.as_fd(), ty as i16, start, len) {
+            Ok(()) => P9_LOCK_SUCCESS,
+            Err(Errno(libc::EAGAIN | libc::EACCES)) => P9_LOCK_BLOCKED,
+            Err(e) => return Err(e),
+        };
+        encode(tag, &RMessage::Lock { status })
+    }
+
+    fn getlock(&self, tag: u16, fid: u32, gl: &Getlock<'_>) -> Res {
+        let opened = self.fid(fid)?.opened()?;
+        let Opened::Host { file, .. } = &*opened else {
+            let lock = Getlock {
+                ty: P9_LOCK_TYPE_UNLCK,
+                ..*gl
+            };
+            return encode(tag, &RMessage::Getlock { lock });
+        };
+        let ty = match gl.ty {
+            P9_LOCK_TYPE_RDLCK => libc::F_RDLCK,
+            P9_LOCK_TYPE_WRLCK => libc::F_WRLCK,
+            _ => return Err(errno(libc::EINVAL)),
+        };
+        let (start, len) = Self::lock_range(gl.start, gl.length)?;
+        let info = sys::ofd_getlk(file.as_fd(), ty as i16, start, len)?;
+        let lock = if i32::from(info.ty) == libc::F_UNLCK {
+            Getlock {
+                ty: P9_LOCK_TYPE_UNLCK,
+                ..*gl
+            }
+        } else {
+            Getlock {
+                ty: if i32::from(info.ty) == libc::F_RDLCK {
+                    P9_LOCK_TYPE_RDLCK
+                } else {
+                    P9_LOCK_TYPE_WRLCK
+                },
+                start: info.start.cast_unsigned(),
+                length: info.len.cast_unsigned(),
+                proc_id: info.pid.cast_unsigned(),
+                client_id: gl.client_id,
+            }
+        };
+        encode(tag, &RMessage::Getlock { lock })
+    }
+}

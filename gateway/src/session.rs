@@ -1,0 +1,430 @@
+//! One 9P connection: its fid table, the tags in flight, `Tflush` and the
+//! dispatch of requests to the worker pool.
+//!
+//! Every request is registered under its tag until its reply has been
+//! handed to the transport. A `Tflush` of a registered tag cancels the old
+//! request's token and is queued behind it: the old reply (a normal answer,
+//! or `Rlerror(EINTR)` if the request was cancelled before doing anything)
+//! is always delivered first, then the `Rflush`. So each `submit` gets
+//! exactly one reply and flush(5)'s ordering holds.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use astraea_9p::{Header, MsgType, NOTAG, RMessage, TMessage};
+
+use crate::Gateway;
+use crate::console::{Cancel, lock};
+use crate::error::Errno;
+use crate::namespace::Node;
+use crate::ops::Opened;
+
+/// The callback that receives one complete R-message frame.
+pub type Reply = Box<dyn FnOnce(Vec<u8>) + Send>;
+
+/// How long a new request waits for a tag whose reply is being delivered.
+const TAG_REUSE_WAIT: Duration = Duration::from_secs(1);
+/// How long `Tversion` waits for the requests it aborted.
+const VERSION_WAIT: Duration = Duration::from_secs(10);
+
+/// One 9P connection. Dropping it cancels its outstanding requests (their
+/// replies are still delivered) and releases its fids.
+pub struct Session {
+    pub(crate) inner: Arc<SessionInner>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("msize", &self.msize())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A fid: what it names and, once opened, its open file.
+pub(crate) struct Fid {
+    pub(crate) node: Mutex<Node>,
+    pub(crate) open: Mutex<Option<Arc<Opened>>>,
+}
+
+impl Fid {
+    pub(crate) fn new(node: Node) -> Fid {
+        Fid {
+            node: Mutex::new(node),
+            open: Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn node(&self) -> Node {
+        lock(&self.node).clone()
+    }
+
+    pub(crate) fn opened(&self) -> Result<Arc<Opened>, Errno> {
+        lock(&self.open).clone().ok_or(Errno(libc::EBADF))
+    }
+}
+
+struct Pending {
+    cancel: Arc<Cancel>,
+    /// `Tflush`es waiting for this request: their tags and reply callbacks.
+    waiters: Vec<(u16, Reply)>,
+    is_flush: bool,
+    /// The reply is being handed to the transport; the tag is not yet free.
+    replying: bool,
+}
+
+#[derive(Default)]
+struct Tags {
+    map: HashMap<u16, Pending>,
+    /// Requests (not `Tflush`es) whose reply is not yet being delivered:
+    /// what `max_outstanding` limits.
+    active: usize,
+    /// Registered `Tflush`es.
+    flushes: usize,
+}
+
+pub(crate) struct SessionInner {
+    pub(crate) gw: Arc<Gateway>,
+    pub(crate) msize: AtomicU32,
+    pub(crate) fids: Mutex<HashMap<u32, Arc<Fid>>>,
+    tags: Mutex<Tags>,
+    tags_changed: Condvar,
+}
+
+/// An `Rlerror` frame.
+pub(crate) fn lerror(tag: u16, e: Errno) -> Vec<u8> {
+    let mut out = Vec::with_capacity(11);
+    // Encoding a fixed-size message into a Vec cannot fail.
+    let _ = RMessage::Lerror { ecode: e.code() }.encode(tag, &mut out);
+    out
+}
+
+fn rflush(tag: u16) -> Vec<u8> {
+    let mut out = Vec::with_capacity(7);
+    let _ = RMessage::Flush.encode(tag, &mut out);
+    out
+}
+
+/// Calls a transport callback, containing a panic in it.
+fn deliver(reply: Reply, frame: Vec<u8>) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || reply(frame))).is_err() {
+        tracing::error!("a reply callback panicked");
+    }
+}
+
+impl Session {
+    pub(crate) fn new(gw: Arc<Gateway>) -> Session {
+        let msize = gw.max_msize;
+        Session {
+            inner: Arc::new(SessionInner {
+                gw,
+                msize: AtomicU32::new(msize),
+                fids: Mutex::new(HashMap::new()),
+                tags: Mutex::new(Tags::default()),
+                tags_changed: Condvar::new(),
+            }),
+        }
+    }
+
+    /// Takes one complete T-message frame (`size[4]` included). `reply` is
+    /// called exactly once with one complete R-message frame, possibly on
+    /// another thread and possibly after later requests were answered.
+    /// Never panics on any input.
+    pub fn submit(&self, frame: Vec<u8>, reply: Box<dyn FnOnce(Vec<u8>) + Send>) {
+        let inner = &self.inner;
+        let header = match Header::parse(&frame) {
+            Ok(h) => h,
+            Err(_) => {
+                let tag = match frame.get(5..7) {
+                    Some(&[a, b]) => u16::from_le_bytes([a, b]),
+                    _ => NOTAG,
+                };
+                tracing::debug!(len = frame.len(), "malformed frame header");
+                deliver(reply, lerror(tag, Errno(libc::EINVAL)));
+                return;
+            }
+        };
+        let tag = header.tag;
+        let msize = inner.msize.load(Ordering::Acquire);
+        if usize::try_from(header.size).ok() != Some(frame.len())
+            || u32::try_from(frame.len()).map_or(true, |n| n > msize)
+        {
+            tracing::debug!(size = header.size, len = frame.len(), "frame size mismatch");
+            deliver(reply, lerror(tag, Errno(libc::EINVAL)));
+            return;
+        }
+        if header.msg_type == MsgType::Tflush.as_u8() {
+            inner.flush(tag, &frame, reply);
+            return;
+        }
+        if header.msg_type == MsgType::Tversion.as_u8() {
+            // Tversion aborts the requests sent before it and must not touch
+            // those sent after it, so it is handled here, in order.
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                inner.handle(&frame, tag, &Cancel::new())
+            }))
+            .unwrap_or_else(|_| lerror(tag, Errno(libc::EIO)));
+            deliver(reply, out);
+            return;
+        }
+        let cancel = match inner.register(tag) {
+            Ok(c) => c,
+            Err(e) => {
+                deliver(reply, lerror(tag, e));
+                return;
+            }
+        };
+        let me = Arc::clone(inner);
+        inner.gw.pool.execute(move || {
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                me.handle(&frame, tag, &cancel)
+            }))
+            .unwrap_or_else(|_| {
+                tracing::error!(tag, "request handler panicked");
+                lerror(tag, Errno(libc::EIO))
+            });
+            me.complete(tag, out, reply);
+        });
+    }
+
+    /// The negotiated msize (the gateway's maximum before `Tversion`).
+    pub fn msize(&self) -> u32 {
+        self.inner.msize.load(Ordering::Acquire)
+    }
+
+    /// Number of fids in use.
+    pub fn fid_count(&self) -> usize {
+        lock(&self.inner.fids).len()
+    }
+
+    /// Lets the outstanding requests finish for up to `grace`, then cancels
+    /// the rest (blocked console reads are answered `EINTR`) and waits a
+    /// little more for their replies. Returns `true` if nothing is left in
+    /// flight.
+    pub fn shutdown(&self, grace: Duration) -> bool {
+        if self.wait_idle(grace) {
+            return true;
+        }
+        self.inner.cancel_all();
+        self.wait_idle(Duration::from_secs(1))
+    }
+
+    fn wait_idle(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut tags = lock(&self.inner.tags);
+        while !tags.map.is_empty() {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            tags = self
+                .inner
+                .tags_changed
+                .wait_timeout(tags, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        true
+    }
+
+    /// Number of requests (including `Tflush`es) whose reply has not been
+    /// handed to the transport yet.
+    pub fn outstanding(&self) -> usize {
+        lock(&self.inner.tags)
+            .map
+            .values()
+            .filter(|p| !p.replying)
+            .count()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.inner.cancel_all();
+        lock(&self.inner.fids).clear();
+    }
+}
+
+impl SessionInner {
+    /// Locks the tag table once `tag` is free or plainly in use (`false`).
+    /// A tag whose reply is being delivered is waited for: the client may
+    /// already have seen the reply and reused the tag.
+    fn lock_tag_free(&self, tag: u16) -> (MutexGuard<'_, Tags>, bool) {
+        let deadline = Instant::now() + TAG_REUSE_WAIT;
+        let mut tags = lock(&self.tags);
+        loop {
+            match tags.map.get(&tag) {
+                None => return (tags, true),
+                Some(p) if p.replying => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return (tags, false);
+                    }
+                    tags = self
+                        .tags_changed
+                        .wait_timeout(tags, deadline - now)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0;
+                }
+                Some(_) => return (tags, false),
+            }
+        }
+    }
+
+    /// Registers a new request under `tag`; returns its cancellation token.
+    fn register(&self, tag: u16) -> Result<Arc<Cancel>, Errno> {
+        let (mut tags, free) = self.lock_tag_free(tag);
+        if !free {
+            tracing::debug!(tag, "duplicate tag in flight");
+            return Err(Errno(libc::EINVAL));
+        }
+        if tags.active >= self.gw.max_outstanding {
+            tracing::debug!(tag, "too many outstanding requests");
+            return Err(Errno(libc::EAGAIN));
+        }
+        let cancel = Arc::new(Cancel::new());
+        tags.map.insert(
+            tag,
+            Pending {
+                cancel: Arc::clone(&cancel),
+                waiters: Vec::new(),
+                is_flush: false,
+                replying: false,
+            },
+        );
+        tags.active += 1;
+        Ok(cancel)
+    }
+
+    /// Removes a finished entry; returns the flushes waiting for it.
+    fn release(&self, tag: u16) -> Vec<(u16, Reply)> {
+        let mut tags = lock(&self.tags);
+        let waiters = match tags.map.remove(&tag) {
+            Some(p) => {
+                if p.is_flush {
+                    tags.flushes = tags.flushes.saturating_sub(1);
+                } else if !p.replying {
+                    tags.active = tags.active.saturating_sub(1);
+                }
+                p.waiters
+            }
+            None => Vec::new(),
+        };
+        drop(tags);
+        self.tags_changed.notify_all();
+        waiters
+    }
+
+    fn mark_replying(&self, tag: u16) {
+        let mut tags = lock(&self.tags);
+        let Some(p) = tags.map.get_mut(&tag) else {
+            return;
+        };
+        if p.replying {
+            return;
+        }
+        p.replying = true;
+        if !p.is_flush {
+            tags.active = tags.active.saturating_sub(1);
+        }
+        drop(tags);
+        self.tags_changed.notify_all();
+    }
+
+    /// Delivers a request's reply, then the `Rflush`es queued behind it.
+    fn complete(&self, tag: u16, frame: Vec<u8>, reply: Reply) {
+        self.mark_replying(tag);
+        deliver(reply, frame);
+        let mut queue: VecDeque<(u16, Reply)> = self.release(tag).into();
+        while let Some((ftag, freply)) = queue.pop_front() {
+            self.mark_replying(ftag);
+            deliver(freply, rflush(ftag));
+            queue.extend(self.release(ftag));
+        }
+    }
+
+    /// `Tflush`: answered at once if `oldtag` is not in flight, otherwise
+    /// after the old request's reply.
+    fn flush(&self, tag: u16, frame: &[u8], reply: Reply) {
+        let oldtag = match TMessage::from_bytes(frame) {
+            Ok((_, TMessage::Flush { oldtag })) => oldtag,
+            _ => {
+                deliver(reply, lerror(tag, Errno(libc::EINVAL)));
+                return;
+            }
+        };
+        let (mut tags, free) = self.lock_tag_free(tag);
+        if !free {
+            drop(tags);
+            tracing::debug!(tag, "duplicate tag in flight (Tflush)");
+            deliver(reply, lerror(tag, Errno(libc::EINVAL)));
+            return;
+        }
+        let flooded = tags.flushes >= self.gw.max_outstanding;
+        let old = match tags.map.get_mut(&oldtag) {
+            Some(old) if oldtag != tag && !flooded => old,
+            Some(_) if oldtag != tag => {
+                // Only a client that floods flushes gets here.
+                drop(tags);
+                deliver(reply, lerror(tag, Errno(libc::EAGAIN)));
+                return;
+            }
+            _ => {
+                drop(tags);
+                deliver(reply, rflush(tag));
+                return;
+            }
+        };
+        old.waiters.push((tag, reply));
+        let cancel = Arc::clone(&old.cancel);
+        tags.map.insert(
+            tag,
+            Pending {
+                cancel: Arc::new(Cancel::new()),
+                waiters: Vec::new(),
+                is_flush: true,
+                replying: false,
+            },
+        );
+        tags.flushes += 1;
+        drop(tags);
+        tracing::debug!(tag, oldtag, "flush");
+        cancel.cancel();
+    }
+
+    /// Cancels every outstanding request.
+    pub(crate) fn cancel_all(&self) {
+        let cancels: Vec<Arc<Cancel>> = lock(&self.tags)
+            .map
+            .values()
+            .map(|p| Arc::clone(&p.cancel))
+            .collect();
+        for c in cancels {
+            c.cancel();
+        }
+    }
+
+    /// `Tversion`: aborts all outstanding requests, waits for them to be
+    /// answered and forgets every fid.
+    pub(crate) fn reset(&self) {
+        self.cancel_all();
+        let deadline = Instant::now() + VERSION_WAIT;
+        let mut tags = lock(&self.tags);
+        while tags.active > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                tracing::warn!("Tversion: requests still running after {VERSION_WAIT:?}");
+                break;
+            }
+            tags = self
+                .tags_changed
+                .wait_timeout(tags, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        drop(tags);
+        lock(&self.fids).clear();
+    }
+}

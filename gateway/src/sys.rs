@@ -1,0 +1,380 @@
+//! Thin wrappers around the Linux system calls the gateway needs.
+//!
+//! Every `unsafe` block of the crate lives in this module. The wrappers take
+//! borrowed file descriptors and `CStr` paths, so the invariants each block
+//! relies on are the same few: the descriptor is open for the duration of
+//! the call (guaranteed by `BorrowedFd`'s lifetime), every path pointer is a
+//! NUL-terminated string that outlives the call (guaranteed by `&CStr`), and
+//! every out-pointer refers to a live, writable, correctly sized value owned
+//! by the wrapper.
+//!
+//! Path resolution that could leave an export always goes through
+//! [`openat2`] with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`; the other
+//! `*at` calls are only ever given a directory descriptor obtained that way
+//! and a single path component (no `/`) whose final symlink they do not
+//! follow.
+
+use std::ffi::CStr;
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+use crate::error::Errno;
+
+/// `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`: the resolution rules of every
+/// lookup inside an export.
+const RESOLVE_CONFINED: u64 = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+
+/// `struct open_how` of `linux/openat2.h` (libc's is `non_exhaustive`).
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+fn last_errno() -> Errno {
+    Errno::from(io::Error::last_os_error())
+}
+
+/// Turns a `-1`-on-error return value into a `Result`, retrying on `EINTR`.
+fn retry<T: PartialEq + From<i8>>(mut f: impl FnMut() -> T) -> Result<T, Errno> {
+    loop {
+        let r = f();
+        if r != T::from(-1) {
+            return Ok(r);
+        }
+        let e = last_errno();
+        if e.0 != libc::EINTR {
+            return Err(e);
+        }
+    }
+}
+
+/// `openat2(dir, path, flags | O_CLOEXEC, mode)` confined beneath `dir`:
+/// `..` may not climb above `dir`, absolute symlinks and symlinks that
+/// leave `dir` fail with `EXDEV`, `/proc` magic links fail with `ELOOP`.
+pub(crate) fn openat2(
+    dir: BorrowedFd<'_>,
+    path: &CStr,
+    flags: i32,
+    mode: u32,
+) -> Result<OwnedFd, Errno> {
+    let how = OpenHow {
+        flags: u64::from((flags | libc::O_CLOEXEC).cast_unsigned()),
+        mode: if flags & (libc::O_CREAT | libc::O_TMPFILE) != 0 {
+            u64::from(mode & 0o7777)
+        } else {
+            0
+        },
+        resolve: RESOLVE_CONFINED,
+    };
+    // The kernel answers EAGAIN when a concurrent rename raced with a
+    // RESOLVE_BENEATH lookup; retry a few times before giving up.
+    for _ in 0..8 {
+        // SAFETY: `dir` is an open descriptor for the duration of the call,
+        // `path` is NUL-terminated and outlives it, and `how` points to a
+        // live `struct open_how` whose exact size is passed alongside.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dir.as_raw_fd(),
+                path.as_ptr(),
+                &raw const how,
+                size_of::<OpenHow>(),
+            )
+        };
+        if fd >= 0 {
+            let fd = i32::try_from(fd).map_err(|_| Errno(libc::EBADF))?;
+            // SAFETY: the kernel just returned `fd` as a new descriptor that
+            // nothing else owns.
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        let e = last_errno();
+        if e.0 != libc::EAGAIN && e.0 != libc::EINTR {
+            return Err(e);
+        }
+    }
+    Err(Errno(libc::EAGAIN))
+}
+
+/// `open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)`: the root of an export.
+pub(crate) fn open_dir_path(path: &CStr) -> Result<OwnedFd, Errno> {
+    // SAFETY: `path` is NUL-terminated and outlives the call.
+    let fd = retry(|| unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    })?;
+    // SAFETY: `open` returned a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `fstat(fd)`; works on `O_PATH` descriptors, including symlinks opened
+/// with `O_PATH | O_NOFOLLOW`.
+pub(crate) fn fstat(fd: BorrowedFd<'_>) -> Result<libc::stat, Errno> {
+    let mut st = MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `fd` is open for the call and `st` is a writable `struct stat`.
+    retry(|| unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) })?;
+    // SAFETY: `fstat` succeeded, so it initialised the whole structure.
+    Ok(unsafe { st.assume_init() })
+}
+
+/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`.
+pub(crate) fn fstatat_nofollow(dir: BorrowedFd<'_>, name: &CStr) -> Result<libc::stat, Errno> {
+    let mut st = MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `dir` is open, `name` is NUL-terminated, `st` is writable.
+    retry(|| unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            st.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    })?;
+    // SAFETY: `fstatat` succeeded, so it initialised the whole structure.
+    Ok(unsafe { st.assume_init() })
+}
+
+/// `fstatfs(fd)`; works on `O_PATH` descriptors.
+pub(crate) fn fstatfs(fd: BorrowedFd<'_>) -> Result<libc::statfs, Errno> {
+    let mut st = MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: `fd` is open for the call and `st` is a writable `struct statfs`.
+    retry(|| unsafe { libc::fstatfs(fd.as_raw_fd(), st.as_mut_ptr()) })?;
+    // SAFETY: `fstatfs` succeeded, so it initialised the whole structure.
+    Ok(unsafe { st.assume_init() })
+}
+
+/// Positions a directory stream at `cookie` (a `d_off` value, or 0) and
+/// reads `linux_dirent64` records into `buf`; returns the bytes filled.
+pub(crate) fn getdents_at(fd: BorrowedFd<'_>, cookie: i64, buf: &mut [u8]) -> Result<usize, Errno> {
+    // SAFETY: `fd` is open for the call; lseek has no memory arguments.
+    retry(|| unsafe { libc::lseek(fd.as_raw_fd(), cookie, libc::SEEK_SET) })?;
+    // SAFETY: `fd` is open and `buf` is a writable region of exactly
+    // `buf.len()` bytes that the kernel fills with whole records.
+    let n = retry(|| unsafe {
+        libc::syscall(
+            libc::SYS_getdents64,
+            fd.as_raw_fd(),
+            buf.as_mut_ptr(),
+            buf.len(),
+        )
+    })?;
+    usize::try_from(n).map_err(|_| Errno(libc::EIO))
+}
+
+/// `mkdirat(dir, name, mode)`.
+pub(crate) fn mkdirat(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result<(), Errno> {
+    // SAFETY: `dir` is open and `name` is NUL-terminated for the call.
+    retry(|| unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode & 0o7777) }).map(drop)
+}
+
+/// `mknodat(dir, name, mode, 0)` (regular files and FIFOs only; the caller checks).
+pub(crate) fn mknodat(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result<(), Errno> {
+    // SAFETY: `dir` is open and `name` is NUL-terminated for the call.
+    retry(|| unsafe { libc::mknodat(dir.as_raw_fd(), name.as_ptr(), mode, 0) }).map(drop)
+}
+
+/// `symlinkat(target, dir, name)`.
+pub(crate) fn symlinkat(target: &CStr, dir: BorrowedFd<'_>, name: &CStr) -> Result<(), Errno> {
+    // SAFETY: `dir` is open; `target` and `name` are NUL-terminated.
+    retry(|| unsafe { libc::symlinkat(target.as_ptr(), dir.as_raw_fd(), name.as_ptr()) }).map(drop)
+}
+
+/// `linkat(olddir, oldname, newdir, newname, 0)`: never follows `oldname`.
+pub(crate) fn linkat(
+    olddir: BorrowedFd<'_>,
+    oldname: &CStr,
+    newdir: BorrowedFd<'_>,
+    newname: &CStr,
+) -> Result<(), Errno> {
+    // SAFETY: both descriptors are open; both names are NUL-terminated.
+    retry(|| unsafe {
+        libc::linkat(
+            olddir.as_raw_fd(),
+            oldname.as_ptr(),
+            newdir.as_raw_fd(),
+            newname.as_ptr(),
+            0,
+        )
+    })
+    .map(drop)
+}
+
+/// `renameat(olddir, oldname, newdir, newname)`.
+pub(crate) fn renameat(
+    olddir: BorrowedFd<'_>,
+    oldname: &CStr,
+    newdir: BorrowedFd<'_>,
+    newname: &CStr,
+) -> Result<(), Errno> {
+    // SAFETY: both descriptors are open; both names are NUL-terminated.
+    retry(|| unsafe {
+        libc::renameat(
+            olddir.as_raw_fd(),
+            oldname.as_ptr(),
+            newdir.as_raw_fd(),
+            newname.as_ptr(),
+        )
+    })
+    .map(drop)
+}
+
+/// `unlinkat(dir, name, flags)` (`flags` is 0 or `AT_REMOVEDIR`).
+pub(crate) fn unlinkat(dir: BorrowedFd<'_>, name: &CStr, flags: i32) -> Result<(), Errno> {
+    // SAFETY: `dir` is open and `name` is NUL-terminated for the call.
+    retry(|| unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), flags) }).map(drop)
+}
+
+/// `readlinkat(fd, "")`: the target of a symlink opened with `O_PATH | O_NOFOLLOW`.
+pub(crate) fn readlink_fd(fd: BorrowedFd<'_>) -> Result<Vec<u8>, Errno> {
+    let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
+    // SAFETY: `fd` is open, the empty path is a NUL-terminated literal, and
+    // `buf` is writable for `buf.len()` bytes.
+    let n = retry(|| unsafe {
+        libc::readlinkat(
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    })?;
+    let n = usize::try_from(n).map_err(|_| Errno(libc::EIO))?;
+    if n >= buf.len() {
+        return Err(Errno(libc::ENAMETOOLONG));
+    }
+    buf.truncate(n);
+    Ok(buf)
+}
+
+/// `fchownat(dir, name, uid, gid, AT_SYMLINK_NOFOLLOW)`; `None` leaves an id unchanged.
+pub(crate) fn fchownat_nofollow(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    uid: Option<u32>,
+    gid: Option<u32>,
+) -> Result<(), Errno> {
+    let uid = uid.unwrap_or(u32::MAX);
+    let gid = gid.unwrap_or(u32::MAX);
+    // SAFETY: `dir` is open and `name` is NUL-terminated for the call.
+    retry(|| unsafe {
+        libc::fchownat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            uid,
+            gid,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    })
+    .map(drop)
+}
+
+/// A timestamp for [`utimensat_nofollow`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum TimeSpec {
+    /// Leave unchanged.
+    Omit,
+    /// The current time.
+    Now,
+    /// An explicit time.
+    At { sec: i64, nsec: i64 },
+}
+
+impl TimeSpec {
+    fn raw(self) -> libc::timespec {
+        let (tv_sec, tv_nsec) = match self {
+            TimeSpec::Omit => (0, libc::UTIME_OMIT),
+            TimeSpec::Now => (0, libc::UTIME_NOW),
+            TimeSpec::At { sec, nsec } => (sec, nsec),
+        };
+        libc::timespec { tv_sec, tv_nsec }
+    }
+}
+
+/// `utimensat(dir, name, [atime, mtime], AT_SYMLINK_NOFOLLOW)`.
+pub(crate) fn utimensat_nofollow(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    atime: TimeSpec,
+    mtime: TimeSpec,
+) -> Result<(), Errno> {
+    let times = [atime.raw(), mtime.raw()];
+    // SAFETY: `dir` is open, `name` is NUL-terminated, `times` is an array
+    // of exactly two `timespec`s that outlives the call.
+    retry(|| unsafe {
+        libc::utimensat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            times.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    })
+    .map(drop)
+}
+
+/// Changes the mode of the inode an `O_PATH` descriptor refers to.
+///
+/// `fchmod` refuses `O_PATH` descriptors and `fchmodat` follows symlinks, so
+/// this goes through the descriptor's `/proc/self/fd` entry, which names
+/// exactly that inode. The caller must have checked that it is not a symlink.
+pub(crate) fn chmod_fd(fd: BorrowedFd<'_>, mode: u32) -> Result<(), Errno> {
+    let path = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .map_err(|_| Errno(libc::EINVAL))?;
+    // SAFETY: `path` is NUL-terminated and outlives the call; `fd` stays
+    // open (borrowed) so the magic link names the intended inode.
+    retry(|| unsafe { libc::chmod(path.as_ptr(), mode & 0o7777) }).map(drop)
+}
+
+/// The result of [`ofd_getlk`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LockInfo {
+    /// `F_RDLCK`, `F_WRLCK` or `F_UNLCK`.
+    pub ty: i16,
+    pub start: i64,
+    pub len: i64,
+    pub pid: i32,
+}
+
+fn flock(ty: i16, start: i64, len: i64) -> libc::flock {
+    libc::flock {
+        l_type: ty,
+        l_whence: libc::SEEK_SET as i16,
+        l_start: start,
+        l_len: len,
+        // Must be 0 for open-file-description locks.
+        l_pid: 0,
+    }
+}
+
+/// `fcntl(fd, F_OFD_SETLK, ...)`: a non-blocking POSIX advisory lock owned
+/// by the open file description (so each fid's open file is its own owner).
+pub(crate) fn ofd_setlk(fd: BorrowedFd<'_>, ty: i16, start: i64, len: i64) -> Result<(), Errno> {
+    let fl = flock(ty, start, len);
+    // SAFETY: `fd` is open and `fl` is a live `struct flock` for the call.
+    retry(|| unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_OFD_SETLK, &raw const fl) }).map(drop)
+}
+
+/// `fcntl(fd, F_OFD_GETLK, ...)`: the first lock that would conflict.
+pub(crate) fn ofd_getlk(
+    fd: BorrowedFd<'_>,
+    ty: i16,
+    start: i64,
+    len: i64,
+) -> Result<LockInfo, Errno> {
+    let mut fl = flock(ty, start, len);
+    // SAFETY: `fd` is open and `fl` is a live, writable `struct flock`.
+    retry(|| unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_OFD_GETLK, &raw mut fl) })?;
+    Ok(LockInfo {
+        ty: fl.l_type,
+        start: fl.l_start,
+        len: fl.l_len,
+        pid: fl.l_pid,
+    })
+}
+
+/// The gateway's real user and group ids.
+pub(crate) fn ids() -> (u32, u32) {
+    // SAFETY: getuid/getgid take no arguments and cannot fail.
+    unsafe { (libc::getuid(), libc::getgid()) }
+}
