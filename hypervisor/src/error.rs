@@ -77,6 +77,9 @@ pub enum VmmError {
     /// `--cpus` out of range.
     #[error("--cpus {0} is not supported: this version runs partitions with exactly 1 vCPU")]
     Cpus(u32),
+    /// The built-in gateway refused its configuration (e.g. a `--mount`).
+    #[error("cannot set up the partition's files: {0}")]
+    Gateway(astraea_gateway::GatewayError),
     /// The 9P server given with `--9p tcp:` cannot be reached.
     #[error(
         "cannot connect to the 9P server at {addr}: {source}. Is it running and listening there?"

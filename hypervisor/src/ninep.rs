@@ -18,6 +18,14 @@ pub trait NinePBackend: Send + Sync {
     fn submit(&self, frame: Vec<u8>, reply: Reply);
 }
 
+/// The in-process gateway: one 9P session served straight from the
+/// partition's queue, with no copy through a socket.
+impl NinePBackend for astraea_gateway::Session {
+    fn submit(&self, frame: Vec<u8>, reply: Reply) {
+        astraea_gateway::Session::submit(self, frame, reply);
+    }
+}
+
 /// Forwards frames over one TCP connection to a 9P server and routes the
 /// answers back by tag.
 pub struct TcpForwarder {

@@ -15,7 +15,7 @@ use crate::boot::{self, BootParams};
 use crate::devices::virtio9p::{Placement, Virtio9p};
 use crate::error::{VmmError, kvm_err};
 use crate::memory::{self, GuestMemory, MAX_MEM};
-use crate::ninep::TcpForwarder;
+use crate::ninep::{NinePBackend, TcpForwarder};
 use crate::serial::Com1;
 use crate::vcpu;
 
@@ -49,6 +49,8 @@ pub enum NinePTarget {
     /// No 9P device.
     #[default]
     None,
+    /// The gateway built into this process, serving these exports.
+    Gateway(astraea_gateway::GatewayConfig),
     /// Forward frames to a 9P server at `host:port` (a remote gateway, diod).
     Tcp(String),
 }
@@ -134,24 +136,33 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         .map_err(kvm_err("KVM_CREATE_IRQCHIP"))?;
     let mut vcpu = vm.create_vcpu(0).map_err(kvm_err("KVM_CREATE_VCPU"))?;
     vcpu::setup_cpuid(&kvm, &vcpu, 0)?;
-    let mut ninep = match &cfg.ninep {
+    let backend: Option<Arc<dyn NinePBackend>> = match &cfg.ninep {
         NinePTarget::None => None,
-        NinePTarget::Tcp(addr) => {
-            let backend = TcpForwarder::connect(addr).map_err(|e| VmmError::NinePConnect {
-                addr: addr.clone(),
-                source: e,
-            })?;
-            Some(Virtio9p::new(
-                &vm,
-                mem.clone(),
-                Placement {
-                    base: virtio9p::BASE,
-                    vector: virtio9p::VECTOR,
-                },
-                MOUNT_TAG,
-                backend,
-            )?)
+        NinePTarget::Gateway(gcfg) => {
+            let gw = astraea_gateway::Gateway::new(gcfg.clone()).map_err(VmmError::Gateway)?;
+            Some(Arc::new(gw.session()))
         }
+        NinePTarget::Tcp(addr) => {
+            Some(
+                TcpForwarder::connect(addr).map_err(|e| VmmError::NinePConnect {
+                    addr: addr.clone(),
+                    source: e,
+                })?,
+            )
+        }
+    };
+    let mut ninep = match backend {
+        None => None,
+        Some(backend) => Some(Virtio9p::new(
+            &vm,
+            mem.clone(),
+            Placement {
+                base: virtio9p::BASE,
+                vector: virtio9p::VECTOR,
+            },
+            MOUNT_TAG,
+            backend,
+        )?),
     };
     let tsc_khz = if kvm.check_extension(Cap::GetTscKhz) {
         vcpu.get_tsc_khz().ok()

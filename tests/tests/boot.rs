@@ -190,7 +190,7 @@ mod tests {
         let r = ktest(&["fault", "mmio"]);
         assert_eq!(r.code, 139, "{r:?}");
         assert!(
-            r.stderr.contains("guest-physical address 0xd0000000"),
+            r.stderr.contains("guest-physical address 0xd0100000"),
             "{r:?}"
         );
         assert!(r.stderr.contains("rip "), "{r:?}");

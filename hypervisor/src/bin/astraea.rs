@@ -46,6 +46,14 @@ struct RunArgs {
     #[arg(long, default_value = "warn", value_name = "LEVEL",
           value_parser = ["error", "warn", "info", "debug", "trace"])]
     log: String,
+    /// Export a host directory into the partition: HOST[:GUEST][:ro|:rw]
+    /// (repeatable). Without any, the partition sees the host's `/` read-only
+    /// and the current directory read-write at its own path.
+    #[arg(long = "mount", value_name = "HOST[:GUEST][:ro]")]
+    mounts: Vec<String>,
+    /// Give the partition no files at all (no 9P device).
+    #[arg(long, conflicts_with_all = ["mounts", "ninep"])]
+    no_files: bool,
     /// Serve the partition's files from a 9P2000.L server over TCP instead of
     /// the built-in gateway, e.g. `--9p tcp:127.0.0.1:564` for diod.
     #[arg(long = "9p", value_name = "tcp:HOST:PORT")]
@@ -113,7 +121,8 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
         None => find_kernel()?,
     };
     let ninep = match args.ninep.as_deref() {
-        None => NinePTarget::None,
+        None if args.no_files => NinePTarget::None,
+        None => NinePTarget::Gateway(gateway_config(&args.mounts)?),
         Some(t) => match t.strip_prefix("tcp:") {
             Some(addr) if !addr.is_empty() => NinePTarget::Tcp(addr.to_string()),
             _ => {
@@ -132,6 +141,70 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
         ninep,
         ninep_aname: args.ninep_aname.clone().unwrap_or_default(),
     })
+}
+
+/// The built-in gateway's exports from `--mount` options (or the defaults),
+/// and this process's environment as the partition's `/env`.
+fn gateway_config(mounts: &[String]) -> Result<astraea_gateway::GatewayConfig, VmmError> {
+    let mut exports = Vec::new();
+    if mounts.is_empty() {
+        let cwd = std::env::current_dir()
+            .map_err(|e| VmmError::Boot(format!("cannot read the current directory: {e}")))?;
+        exports.push(export(PathBuf::from("/"), "/".into(), true));
+        if cwd != std::path::Path::new("/") {
+            exports.push(export(
+                cwd.clone(),
+                cwd.to_string_lossy().into_owned(),
+                false,
+            ));
+        }
+    }
+    for m in mounts {
+        exports.push(parse_mount(m)?);
+    }
+    Ok(astraea_gateway::GatewayConfig {
+        exports,
+        env: std::env::vars().collect(),
+        ..Default::default()
+    })
+}
+
+fn export(host: PathBuf, guest: String, read_only: bool) -> astraea_gateway::Export {
+    astraea_gateway::Export {
+        host,
+        guest,
+        read_only,
+    }
+}
+
+/// Parses `HOST[:GUEST][:ro|:rw]`.
+fn parse_mount(spec: &str) -> Result<astraea_gateway::Export, VmmError> {
+    let bad = |why: &str| {
+        VmmError::Boot(format!(
+            "--mount {spec:?}: {why}; write HOST[:GUEST][:ro], e.g. --mount /srv/data:/data:ro"
+        ))
+    };
+    let mut parts: Vec<&str> = spec.split(':').collect();
+    let read_only = match parts.last() {
+        Some(&"ro") => {
+            parts.pop();
+            true
+        }
+        Some(&"rw") => {
+            parts.pop();
+            false
+        }
+        _ => false,
+    };
+    let (host, guest) = match parts.as_slice() {
+        [h] if !h.is_empty() => (*h, None),
+        [h, g] if !h.is_empty() && g.starts_with('/') => (*h, Some(*g)),
+        [_, _] => return Err(bad("the guest path must be absolute")),
+        _ => return Err(bad("too many ':'")),
+    };
+    let host = std::fs::canonicalize(host).map_err(|e| bad(&format!("cannot use {host}: {e}")))?;
+    let guest = guest.map_or_else(|| host.to_string_lossy().into_owned(), String::from);
+    Ok(export(host, guest, read_only))
 }
 
 /// The default kernel: `$ASTRAEA_KERNEL`, else `astraea-kernel` beside this

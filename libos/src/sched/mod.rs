@@ -255,6 +255,22 @@ fn program_timer(c: &Cpu) {
     }
 }
 
+/// End of a device interrupt: if the CPU was idle and the interrupt made a
+/// thread runnable, run it now rather than at the next timer tick.
+pub(crate) fn device_interrupt_exit() {
+    let switch = {
+        let c = this_cpu().lock();
+        let idle = match (&c.current, &c.idle) {
+            (Some(cur), Some(idle)) => Arc::ptr_eq(cur, idle),
+            _ => false,
+        };
+        idle && !c.run_queue.is_empty()
+    };
+    if switch {
+        schedule();
+    }
+}
+
 /// The timer interrupt: wakes sleepers whose time has come and preempts the
 /// running thread at the end of its slice.
 pub(crate) fn timer_interrupt() {

@@ -63,6 +63,7 @@ fn main(cfg: &BootConfig) -> i32 {
         ["pingpong", rounds] => pingpong(parse(rounds)),
         ["9p-files"] => ninep_files(),
         ["9p-hostile"] => ninep_hostile(),
+        ["9p-console-env", var] => ninep_console_env(var),
         ["banner"] => {
             println!("booted in {} us", cfg.boot_ns / 1000);
             0
@@ -335,8 +336,8 @@ fn fault(kind: &str) -> i32 {
                 core::arch::asm!("lidt [{}]", "int3", in(reg) empty.as_ptr());
             }
             "mmio" => {
-                mm::map_mmio(0xd000_0000, 4096).expect("map");
-                core::ptr::write_volatile(0xd000_0000 as *mut u32, 1);
+                mm::map_mmio(0xd010_0000, 4096).expect("map");
+                core::ptr::write_volatile(0xd010_0000 as *mut u32, 1);
             }
             "gp" => core::arch::asm!("mov rax, 0x8000000000000000", "mov rax, [rax]", out("rax") _),
             "stack" => {
@@ -582,4 +583,41 @@ fn ninep_hostile() -> i32 {
         }
     }
     0
+}
+
+/// Reads `/env/VAR`, writes it and a line read from `/dev/cons` back to
+/// `/dev/cons`: the gateway's console is the user's stdin and stdout.
+fn ninep_console_env(var: &str) -> i32 {
+    use astraea_libos::p9;
+    const O_RDONLY: u32 = 0;
+    const O_RDWR: u32 = 2;
+    let Some(c) = p9::mounted() else {
+        println!("no 9P namespace mounted");
+        return 1;
+    };
+    let run = || -> Result<(), astraea_libos::errno::Errno> {
+        let env = c.walk_path(&format!("/env/{var}"))?;
+        c.open(env, O_RDONLY)?;
+        let value = c.read_all(env)?;
+        c.clunk(env);
+        let cons = c.walk_path("/dev/cons")?;
+        c.open(cons, O_RDWR)?;
+        let mut line = alloc::vec![0u8; 256];
+        let n = c.read(cons, 0, &mut line)?;
+        let mut out = Vec::new();
+        out.extend_from_slice(b"env: ");
+        out.extend_from_slice(&value);
+        out.extend_from_slice(b"\necho: ");
+        out.extend_from_slice(&line[..n]);
+        c.write(cons, 0, &out)?;
+        c.clunk(cons);
+        Ok(())
+    };
+    match run() {
+        Ok(()) => 0,
+        Err(e) => {
+            println!("console/env error: {e}");
+            1
+        }
+    }
 }

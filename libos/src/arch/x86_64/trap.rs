@@ -195,6 +195,7 @@ fn dispatch(frame: &mut TrapFrame) {
         v if v == u64::from(astraea_abi::virtio9p::VECTOR) => {
             super::apic::eoi();
             crate::drivers::virtio9p::interrupt();
+            crate::sched::device_interrupt_exit();
         }
         v if v < 32 => unhandled_exception(frame),
         v => log::warn!("unexpected interrupt vector {v:#x}"),
