@@ -1,0 +1,136 @@
+//! A 9P server nobody here wrote, exporting a fresh temporary directory on a
+//! free TCP port, for the interoperability tests.
+
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use astraea_tests::*;
+
+/// Which server.
+#[derive(Clone, Copy, Debug)]
+pub enum Peer {
+    /// diod, from Debian (`apt-get install diod`).
+    Diod,
+    /// rs9p's unpfs, from crates.io (`./x test` builds it into `target/peers`).
+    Unpfs,
+}
+
+/// A running server and its export.
+pub struct PeerExport {
+    child: Child,
+    /// The exported directory.
+    pub dir: PathBuf,
+    port: u16,
+    peer: Peer,
+}
+
+fn binary(peer: Peer) -> Option<PathBuf> {
+    let candidates: Vec<PathBuf> = match peer {
+        Peer::Diod => vec!["/usr/sbin/diod".into(), "/usr/bin/diod".into()],
+        Peer::Unpfs => vec![workspace().join("target/peers/bin/unpfs")],
+    };
+    candidates.into_iter().find(|p| p.exists())
+}
+
+impl PeerExport {
+    /// Starts `peer`; `None` (with a loud notice) when it is not installed.
+    pub fn start(peer: Peer, name: &str) -> Option<Self> {
+        let Some(bin) = binary(peer) else {
+            eprintln!(
+                "\n*** SKIPPED: the 9P peer {peer:?} is not installed (./x test installs it); this test did not run. ***\n"
+            );
+            return None;
+        };
+        let dir = std::env::temp_dir().join(format!("astraea-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let mut cmd = Command::new(bin);
+        match peer {
+            Peer::Diod => {
+                cmd.args(["-f", "-n", "-S", "-U", "root", "-e"])
+                    .arg(&dir)
+                    .arg("-l")
+                    .arg(format!("127.0.0.1:{port}"));
+            }
+            Peer::Unpfs => {
+                cmd.arg(format!("tcp!127.0.0.1!{port}")).arg(&dir);
+            }
+        }
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cannot start the 9P peer");
+        let t0 = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "{peer:?} did not start listening"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(Self {
+            child,
+            dir,
+            port,
+            peer,
+        })
+    }
+
+    /// Boots the test kernel with this export as its 9P namespace.
+    pub fn run(&self, scenario: &str) -> Run {
+        let k = kernel("astraea-ktest");
+        let target = format!("tcp:127.0.0.1:{}", self.port);
+        let mut args = vec!["run", "--kernel", k.to_str().unwrap(), "--9p", &target];
+        let dir = self.dir.to_str().unwrap().to_string();
+        if matches!(self.peer, Peer::Diod) {
+            // diod wants the exported directory as the attach name.
+            args.extend(["--9p-aname", &dir]);
+        }
+        args.extend(["--", scenario]);
+        astraea_cmd(&args)
+    }
+
+    /// A path inside the export.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+}
+
+impl Drop for PeerExport {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Seeds the export for the `9p-files` scenario, runs it, and checks both
+/// what the partition printed and what the host sees afterwards.
+pub fn files_scenario(ex: &PeerExport) {
+    std::fs::write(ex.path("hello.txt"), "hello from the host\n").unwrap();
+    std::fs::write(ex.path("delete-me.txt"), "x").unwrap();
+    let r = ex.run("9p-files");
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("ls: delete-me.txt hello.txt"), "{r:?}");
+    assert!(
+        r.stdout
+            .contains("hello.txt (20 bytes): hello from the host"),
+        "{r:?}"
+    );
+    assert!(r.stdout.contains("missing file: errno 2"), "{r:?}");
+    assert!(r.stdout.contains("9p ok"), "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(ex.path("sub/moved.txt")).unwrap(),
+        "written by the partition\n"
+    );
+    assert!(!ex.path("new.txt").exists(), "renamed away");
+    assert!(!ex.path("delete-me.txt").exists(), "deleted");
+    assert!(!ex.path("gone").exists(), "rmdir");
+}
