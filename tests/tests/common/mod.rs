@@ -1,6 +1,9 @@
 //! A 9P server nobody here wrote, exporting a fresh temporary directory on a
 //! free TCP port, for the interoperability tests.
 
+// Each test binary that includes this module uses a different part of it.
+#![allow(dead_code)]
+
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
