@@ -38,6 +38,7 @@ mod pool;
 mod session;
 mod stream;
 mod sys;
+mod vhost;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -47,6 +48,9 @@ pub use error::{Errno, GatewayError};
 pub use ops::MIN_MSIZE;
 pub use session::{Reply, Session};
 pub use stream::{Stream, serve_stream};
+pub use vhost::{
+    MAX_TAG_LEN, VHOST_MOUNT_TAG, VHOST_QUEUE_SIZE, VhostError, VhostStats, VhostUserServer,
+};
 
 /// The largest msize the gateway negotiates (1 MiB).
 pub const MAX_MSIZE: u32 = 1 << 20;

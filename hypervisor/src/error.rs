@@ -90,6 +90,10 @@ pub enum VmmError {
         /// The reason.
         source: std::io::Error,
     },
+    /// The vhost-user gateway (`--gateway vhost-user:SOCK`) cannot serve the
+    /// partition's 9P device.
+    #[error(transparent)]
+    VhostUser(Box<crate::devices::vhost_user::VhostUserError>),
     /// Guest memory could not be created.
     #[error("cannot create guest memory: {0}")]
     Memory(String),

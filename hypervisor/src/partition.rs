@@ -12,6 +12,7 @@ use kvm_ioctls::{Cap, Kvm, VcpuExit, VcpuFd, VmFd};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryRegion};
 
 use crate::boot::{self, BootParams};
+use crate::devices::vhost_user::VhostUser;
 use crate::devices::virtio9p::{Placement, Virtio9p};
 use crate::error::{VmmError, kvm_err};
 use crate::memory::{self, GuestMemory, MAX_MEM};
@@ -53,6 +54,9 @@ pub enum NinePTarget {
     Gateway(astraea_gateway::GatewayConfig),
     /// Forward frames to a 9P server at `host:port` (a remote gateway, diod).
     Tcp(String),
+    /// A gateway process serving the device itself over vhost-user on this
+    /// unix socket (`astraea-gateway --vhost-user SOCK`).
+    VhostUser(PathBuf),
 }
 
 /// The mount tag the partition's 9P device announces.
@@ -136,8 +140,17 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         .map_err(kvm_err("KVM_CREATE_IRQCHIP"))?;
     let mut vcpu = vm.create_vcpu(0).map_err(kvm_err("KVM_CREATE_VCPU"))?;
     vcpu::setup_cpuid(&kvm, &vcpu, 0)?;
+    let mut external = None;
+    let mut gateway_watch = None;
     let backend: Option<Arc<dyn NinePBackend>> = match &cfg.ninep {
         NinePTarget::None => None,
+        NinePTarget::VhostUser(socket) => {
+            let gw = VhostUser::connect(socket)?;
+            // SAFETY: pthread_self has no preconditions; this thread runs the vCPU.
+            gateway_watch = Some(gw.watch(unsafe { libc::pthread_self() })?);
+            external = Some(gw);
+            None
+        }
         NinePTarget::Gateway(gcfg) => {
             let gw = astraea_gateway::Gateway::new(gcfg.clone()).map_err(VmmError::Gateway)?;
             Some(Arc::new(gw.session()))
@@ -151,18 +164,25 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
             )
         }
     };
+    let place = Placement {
+        base: virtio9p::BASE,
+        vector: virtio9p::VECTOR,
+    };
     let mut ninep = match backend {
-        None => None,
-        Some(backend) => Some(Virtio9p::new(
-            &vm,
-            mem.clone(),
-            Placement {
-                base: virtio9p::BASE,
-                vector: virtio9p::VECTOR,
-            },
-            MOUNT_TAG,
-            backend,
-        )?),
+        None => match external {
+            None => None,
+            Some(gw) => {
+                let tag = gw.tag().unwrap_or(MOUNT_TAG).to_owned();
+                Some(Virtio9p::with_data_path(
+                    &vm,
+                    mem.clone(),
+                    place,
+                    &tag,
+                    Box::new(gw),
+                )?)
+            }
+        },
+        Some(backend) => Some(Virtio9p::new(&vm, mem.clone(), place, MOUNT_TAG, backend)?),
     };
     let tsc_khz = if kvm.check_extension(Cap::GetTscKhz) {
         vcpu.get_tsc_khz().ok()
@@ -209,6 +229,9 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     let mut serial = Com1::new();
     let watchdog = HangWatchdog::arm();
     loop {
+        if let Some(e) = gateway_watch.as_ref().and_then(|w| w.lost()) {
+            return Err(e);
+        }
         if watchdog.fired() {
             return Err(crash(
                 &vcpu,
@@ -265,6 +288,9 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
             {
                 if let Some(d) = ninep.as_mut() {
                     d.write(addr, data);
+                    if let Some(e) = d.take_error() {
+                        return Err(e);
+                    }
                 }
             }
             Ok(VcpuExit::MmioRead(addr, _)) | Ok(VcpuExit::MmioWrite(addr, _)) => {

@@ -86,6 +86,38 @@ pub fn astraea() -> PathBuf {
     artifacts().astraea.clone()
 }
 
+/// The `astraea-gateway` binary (release): `$ASTRAEA_GATEWAY_BIN` if set,
+/// otherwise built by cargo into `target/it` like [`astraea`] (a cargo
+/// invocation that finds it up to date costs well under a second).
+pub fn gateway() -> PathBuf {
+    static G: OnceLock<PathBuf> = OnceLock::new();
+    G.get_or_init(|| {
+        if let Ok(bin) = std::env::var("ASTRAEA_GATEWAY_BIN") {
+            return bin.into();
+        }
+        let root = workspace();
+        let target = root.join("target").join("it");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = Command::new(&cargo)
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "astraea-gateway",
+                "--target-dir",
+            ])
+            .arg(&target)
+            .current_dir(&root)
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .status()
+            .expect("cannot run cargo");
+        assert!(st.success(), "cargo build -p astraea-gateway failed");
+        target.join("release").join("astraea-gateway")
+    })
+    .clone()
+}
+
 /// A kernel image by name (`astraea-kernel`, `astraea-ktest`).
 pub fn kernel(name: &str) -> PathBuf {
     artifacts().kernel_dir.join(name)

@@ -4,11 +4,11 @@
 use std::net::TcpListener;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::UnixListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use astraea_gateway::{Export, Gateway, GatewayConfig, serve_stream};
+use astraea_gateway::{Export, Gateway, GatewayConfig, VhostUserServer, serve_stream};
 use clap::Parser;
 
 const AFTER_HELP: &str = "\
@@ -18,6 +18,11 @@ EXAMPLES:
   astraea-gateway --listen unix:/tmp/gw.sock --export /srv/data:/data:ro --export $HOME:/home
       Export /srv/data read-only at /data and your home read-write at /home.
   diodls -s 127.0.0.1:5640 -a / /      (list the root with diod's client)
+  astraea-gateway --vhost-user /tmp/astraea-9p.sock --export $PWD:/
+  astraea run --gateway vhost-user:/tmp/astraea-9p.sock -- ARGS
+      Serve a partition's 9P device from this process over vhost-user: the
+      guest's requests reach the gateway through shared memory and eventfds,
+      without passing through the VMM. One VMM per run (see --keep-listening).
 
 SECURITY MODEL:
   The gateway runs with your user's rights and never changes them. Every path
@@ -36,6 +41,20 @@ struct Args {
     /// Where to listen: `tcp:HOST:PORT` or `unix:PATH`.
     #[arg(long, value_name = "ADDR", default_value = "tcp:127.0.0.1:5640")]
     listen: String,
+    /// Serve a partition's virtio-9p device as a vhost-user back end on this
+    /// unix socket (`astraea run --gateway vhost-user:SOCK`) instead of
+    /// listening for 9P streams. Serves one VMM and exits 0 when it
+    /// disconnects, unless --keep-listening is given.
+    #[arg(long, value_name = "SOCK", conflicts_with = "listen")]
+    vhost_user: Option<PathBuf>,
+    /// With --vhost-user: after a VMM disconnects, wait for the next one
+    /// (each gets a fresh 9P session) instead of exiting.
+    #[arg(long, requires = "vhost_user")]
+    keep_listening: bool,
+    /// With --vhost-user: the mount tag the device announces.
+    #[arg(long, value_name = "TAG", requires = "vhost_user",
+          default_value = astraea_gateway::VHOST_MOUNT_TAG)]
+    tag: String,
     /// Export a host directory: `HOST[:GUEST][:ro]` (GUEST defaults to `/`,
     /// `:ro` makes it read-only). Repeatable. Default: the current directory,
     /// read-write, at `/`.
@@ -106,7 +125,10 @@ fn parse_listen(spec: &str) -> Result<Listen, String> {
 }
 
 fn run(args: Args) -> Result<(), String> {
-    let listen = parse_listen(&args.listen)?;
+    let listen = match &args.vhost_user {
+        Some(_) => None,
+        None => Some(parse_listen(&args.listen)?),
+    };
     let mut exports = args
         .export
         .iter()
@@ -140,6 +162,10 @@ fn run(args: Args) -> Result<(), String> {
     })
     .map_err(|e| e.to_string())?;
 
+    let Some(listen) = listen else {
+        let sock = args.vhost_user.as_deref().unwrap_or(Path::new(""));
+        return serve_vhost_user(&gw, sock, &args.tag, args.keep_listening);
+    };
     match listen {
         Listen::Tcp(addr) => {
             let listener =
@@ -175,6 +201,30 @@ fn run(args: Args) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Serves the vhost-user socket: one VMM, or one after another with
+/// `keep_listening`.
+fn serve_vhost_user(
+    gw: &Arc<Gateway>,
+    sock: &Path,
+    tag: &str,
+    keep_listening: bool,
+) -> Result<(), String> {
+    let mut server = VhostUserServer::bind(gw, sock).map_err(|e| e.to_string())?;
+    server.set_tag(tag).map_err(|e| e.to_string())?;
+    tracing::info!("vhost-user 9P device on {}", sock.display());
+    loop {
+        match server.serve_one() {
+            Ok(()) => {}
+            // A VMM that misbehaves loses its connection, not the others'.
+            Err(e) if keep_listening => tracing::warn!("{e}"),
+            Err(e) => return Err(e.to_string()),
+        }
+        if !keep_listening {
+            return Ok(());
+        }
+    }
 }
 
 fn spawn_session<S: astraea_gateway::Stream>(gw: &Arc<Gateway>, conn: S, peer: String) {

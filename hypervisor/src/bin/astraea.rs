@@ -52,7 +52,7 @@ struct RunArgs {
     #[arg(long = "mount", value_name = "HOST[:GUEST][:ro]")]
     mounts: Vec<String>,
     /// Give the partition no files at all (no 9P device).
-    #[arg(long, conflicts_with_all = ["mounts", "ninep"])]
+    #[arg(long, conflicts_with_all = ["mounts", "ninep", "gateway"])]
     no_files: bool,
     /// Serve the partition's files from a 9P2000.L server over TCP instead of
     /// the built-in gateway, e.g. `--9p tcp:127.0.0.1:564` for diod.
@@ -62,6 +62,12 @@ struct RunArgs {
     /// for one, wants the exported directory here.
     #[arg(long = "9p-aname", value_name = "PATH", requires = "ninep")]
     ninep_aname: Option<String>,
+    /// Serve the partition's files from a separate gateway process over
+    /// vhost-user: `--gateway vhost-user:SOCK`, with `astraea-gateway
+    /// --vhost-user SOCK --export …` running. The guest's 9P requests then go
+    /// to the gateway through shared memory, never through this process.
+    #[arg(long, value_name = "vhost-user:SOCK", conflicts_with_all = ["mounts", "ninep"])]
+    gateway: Option<String>,
     /// Print the boot phase timings to stderr when the partition exits.
     #[arg(long)]
     timings: bool,
@@ -121,6 +127,17 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
         None => find_kernel()?,
     };
     let ninep = match args.ninep.as_deref() {
+        None if args.gateway.is_some() => {
+            let spec = args.gateway.as_deref().unwrap_or_default();
+            match astraea_hypervisor::devices::vhost_user::parse_gateway(spec) {
+                Some(socket) => NinePTarget::VhostUser(socket),
+                None => {
+                    return Err(VmmError::Boot(format!(
+                        "--gateway {spec:?} is not understood: write vhost-user:SOCK"
+                    )));
+                }
+            }
+        }
         None if args.no_files => NinePTarget::None,
         None => NinePTarget::Gateway(gateway_config(&args.mounts)?),
         Some(t) => match t.strip_prefix("tcp:") {

@@ -7,6 +7,13 @@
 //! chain is one request: readable descriptors hold the T-message, writable
 //! ones receive the R-message. Requests go to a [`NinePBackend`] and may be
 //! answered out of order.
+//!
+//! The queue's data path is pluggable: [`Virtio9p::new`] serves it with the
+//! in-process worker above, [`Virtio9p::with_data_path`] hands it to a
+//! [`DataPath`] when the driver sets DRIVER_OK — the vhost-user path
+//! ([`super::vhost_user::VhostUser`]) gives guest memory and both eventfds to
+//! a gateway process, so requests never enter this process. The register
+//! emulation (features, queue registers, config space) is the same for both.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,6 +41,67 @@ const QUEUE_SIZE: u16 = 256;
 const MAX_REQUEST: usize = (1 << 20) + 4096;
 /// The GSI that routes this device's irqfd to its MSI.
 const GSI: u32 = 24;
+/// Available-ring flag: the driver does not want an interrupt per completion.
+const VIRTQ_AVAIL_F_NO_INTERRUPT: u16 = 1;
+/// Device status bit: the device hit an error it cannot recover from.
+const DEVICE_NEEDS_RESET: u32 = 0x40;
+
+/// Queue 0 as the driver configured it (guest-physical addresses).
+#[derive(Debug, Clone, Copy)]
+pub struct QueueConfig {
+    /// Descriptors in the queue.
+    pub size: u16,
+    /// The most the device accepts.
+    pub max_size: u16,
+    /// Descriptor table.
+    pub desc_table: u64,
+    /// Available ("driver") ring.
+    pub avail_ring: u64,
+    /// Used ("device") ring.
+    pub used_ring: u64,
+}
+
+/// What a [`DataPath`] gets when the driver sets DRIVER_OK.
+pub struct Activation<'a> {
+    /// Guest RAM.
+    pub mem: &'a Arc<GuestMemory>,
+    /// The features the driver accepted.
+    pub driver_features: u64,
+    /// Queue 0.
+    pub queue: QueueConfig,
+    /// The ioeventfd KVM signals when the guest writes QUEUE_NOTIFY.
+    pub notify: &'a EventFd,
+    /// The irqfd that raises the device's MSI in the guest.
+    pub irq: &'a EventFd,
+}
+
+/// A data path that serves the device's queue instead of the in-process worker.
+pub trait DataPath: Send {
+    /// The feature bits offered to the driver.
+    fn features(&self) -> u64;
+    /// The driver set DRIVER_OK with queue 0 ready: start serving it. An
+    /// error stops the device and ends the partition.
+    fn activate(&mut self, dev: &Activation<'_>) -> Result<(), VmmError>;
+    /// The driver reset the device after it was activated.
+    fn reset(&mut self) {}
+    /// The INTERRUPT_STATUS register, given the bits the VMM latched.
+    fn interrupt_status(&self, latched: u32) -> u32 {
+        latched
+    }
+}
+
+/// The backend of a device whose queue is served elsewhere: it never sees a
+/// request unless the VMM itself pops one, and then answers EIO.
+struct Elsewhere;
+
+impl NinePBackend for Elsewhere {
+    fn submit(&self, frame: Vec<u8>, reply: crate::ninep::Reply) {
+        let tag = frame
+            .get(5..7)
+            .map_or(0xffff, |t| u16::from_le_bytes([t[0], t[1]]));
+        reply(crate::ninep::rlerror(tag, libc::EIO as u32));
+    }
+}
 
 /// Where the device sits and how it interrupts.
 #[derive(Debug, Clone, Copy)]
@@ -78,16 +146,22 @@ impl Shared {
                 "9P reply larger than the guest's buffers"
             );
         }
-        let added = self
-            .queue
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .add_used(&*self.mem, head, written as u32);
+        let (added, avail) = {
+            let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+            (q.add_used(&*self.mem, head, written as u32), q.avail_ring())
+        };
         if let Err(e) = added {
             tracing::warn!(?e, "cannot complete 9P request");
             return;
         }
         self.interrupt_status.fetch_or(1, Ordering::SeqCst);
+        // A driver that polls the used ring sets VIRTQ_AVAIL_F_NO_INTERRUPT;
+        // an interrupt it does not need costs it far more than the poll.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let flags: u16 = self.mem.read_obj(GuestAddress(avail)).unwrap_or(0);
+        if flags & VIRTQ_AVAIL_F_NO_INTERRUPT != 0 {
+            return;
+        }
         if let Err(e) = self.irq.write(1) {
             tracing::warn!(?e, "cannot raise the 9P interrupt");
         }
@@ -107,16 +181,51 @@ pub struct Virtio9p {
     status: u32,
     queue_sel: u32,
     worker: Option<std::thread::JoinHandle<()>>,
+    /// Serves the queue instead of the worker, if set.
+    external: Option<Box<dyn DataPath>>,
+    /// `external` was activated and not reset since.
+    active: bool,
+    /// Why the device stopped, until the partition picks it up.
+    error: Option<VmmError>,
 }
 
 impl Virtio9p {
-    /// Creates the device and wires its notify ioeventfd and MSI irqfd into `vm`.
+    /// Creates the device, served by the in-process worker and `backend`, and
+    /// wires its notify ioeventfd and MSI irqfd into `vm`.
     pub fn new(
         vm: &VmFd,
         mem: Arc<GuestMemory>,
         place: Placement,
         tag: &str,
         backend: Arc<dyn NinePBackend>,
+    ) -> Result<Self, VmmError> {
+        Self::build(vm, mem, place, tag, backend, None)
+    }
+
+    /// Creates the device with its queue served by `path` (the VMM keeps
+    /// only the registers), and wires its eventfds into `vm`.
+    pub fn with_data_path(
+        vm: &VmFd,
+        mem: Arc<GuestMemory>,
+        place: Placement,
+        tag: &str,
+        path: Box<dyn DataPath>,
+    ) -> Result<Self, VmmError> {
+        Self::build(vm, mem, place, tag, Arc::new(Elsewhere), Some(path))
+    }
+
+    /// The error that stopped the device, once: the partition cannot go on.
+    pub fn take_error(&mut self) -> Option<VmmError> {
+        self.error.take()
+    }
+
+    fn build(
+        vm: &VmFd,
+        mem: Arc<GuestMemory>,
+        place: Placement,
+        tag: &str,
+        backend: Arc<dyn NinePBackend>,
+        external: Option<Box<dyn DataPath>>,
     ) -> Result<Self, VmmError> {
         let io = |e: std::io::Error| VmmError::Boot(format!("9P device eventfd: {e}"));
         let notify = EventFd::new(libc::EFD_CLOEXEC).map_err(io)?;
@@ -163,6 +272,9 @@ impl Virtio9p {
             status: 0,
             queue_sel: 0,
             worker: None,
+            external,
+            active: false,
+            error: None,
         })
     }
 
@@ -172,7 +284,10 @@ impl Virtio9p {
     }
 
     fn features(&self) -> u64 {
-        vm_abi::F_VERSION_1 | vm_abi::F_9P_MOUNT_TAG
+        match &self.external {
+            Some(p) => p.features(),
+            None => vm_abi::F_VERSION_1 | vm_abi::F_9P_MOUNT_TAG,
+        }
     }
 
     /// A guest read of the register window.
@@ -201,7 +316,12 @@ impl Virtio9p {
             }
             reg::QUEUE_NUM_MAX if self.queue_sel == 0 => u32::from(q.max_size()),
             reg::QUEUE_READY => u32::from(self.queue_sel == 0 && q.ready()),
-            reg::INTERRUPT_STATUS => self.shared.interrupt_status.load(Ordering::SeqCst),
+            reg::INTERRUPT_STATUS => {
+                let latched = self.shared.interrupt_status.load(Ordering::SeqCst);
+                self.external
+                    .as_ref()
+                    .map_or(latched, |p| p.interrupt_status(latched))
+            }
             reg::STATUS => self.status,
             reg::CONFIG_GENERATION => 0,
             _ => 0,
@@ -218,6 +338,12 @@ impl Virtio9p {
         let n = data.len().min(4);
         b[..n].copy_from_slice(&data[..n]);
         let v = u32::from_le_bytes(b);
+        if off == reg::QUEUE_NOTIFY && self.external.is_some() {
+            // Normally the ioeventfd catches this write; if it trapped, pass
+            // the kick on to whoever serves the queue.
+            let _ = self.notify.write(1);
+            return;
+        }
         let sel0 = self.queue_sel == 0;
         {
             let mut q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -232,7 +358,13 @@ impl Virtio9p {
                 reg::QUEUE_SEL => self.queue_sel = v,
                 reg::QUEUE_NUM if sel0 => q.set_size(v as u16),
                 reg::QUEUE_READY if sel0 => q.set_ready(v == 1),
-                reg::QUEUE_NOTIFY => {} // served by the ioeventfd; a trap here means it is not registered
+                reg::QUEUE_NOTIFY => {
+                    // Normally the ioeventfd takes this write in the host
+                    // kernel; if it ever traps, serve the queue right here.
+                    drop(q);
+                    drain(&self.shared, &self.backend);
+                    return;
+                }
                 reg::INTERRUPT_ACK => {
                     self.shared.interrupt_status.fetch_and(!v, Ordering::SeqCst);
                 }
@@ -261,10 +393,18 @@ impl Virtio9p {
                 .reset();
             self.status = 0;
             self.driver_features = 0;
+            if let Some(p) = self.external.as_mut().filter(|_| self.active) {
+                p.reset();
+                self.active = false;
+            }
             return;
         }
         self.status = v;
-        if v & status::DRIVER_OK != 0 && v & status::FAILED == 0 && self.worker.is_none() {
+        if v & status::DRIVER_OK != 0
+            && v & status::FAILED == 0
+            && self.worker.is_none()
+            && !self.active
+        {
             let ready = self
                 .shared
                 .queue
@@ -275,9 +415,45 @@ impl Virtio9p {
                 tracing::warn!("9P driver set DRIVER_OK without a ready queue");
                 return;
             }
+            if self.external.is_some() {
+                self.activate_external();
+                return;
+            }
             match self.start_worker() {
                 Ok(h) => self.worker = Some(h),
                 Err(e) => tracing::error!(?e, "cannot start the 9P worker"),
+            }
+        }
+    }
+
+    /// Hands the configured queue to the external data path.
+    fn activate_external(&mut self) {
+        let queue = {
+            let q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+            QueueConfig {
+                size: q.size(),
+                max_size: q.max_size(),
+                desc_table: q.desc_table(),
+                avail_ring: q.avail_ring(),
+                used_ring: q.used_ring(),
+            }
+        };
+        let Some(path) = self.external.as_mut() else {
+            return;
+        };
+        let activation = Activation {
+            mem: &self.shared.mem,
+            driver_features: self.driver_features,
+            queue,
+            notify: &self.notify,
+            irq: &self.shared.irq,
+        };
+        match path.activate(&activation) {
+            Ok(()) => self.active = true,
+            Err(e) => {
+                tracing::error!("cannot start the 9P device: {e}");
+                self.status |= DEVICE_NEEDS_RESET;
+                self.error = Some(e);
             }
         }
     }
@@ -303,17 +479,20 @@ struct Request {
     segments: Vec<(u64, u32)>,
 }
 
-/// Takes every available chain off the queue and submits it.
-fn drain(shared: &Arc<Shared>, backend: &Arc<dyn NinePBackend>) {
+/// Takes every available chain off the queue and submits it; returns
+/// whether there was any.
+fn drain(shared: &Arc<Shared>, backend: &Arc<dyn NinePBackend>) -> bool {
+    let mut any = false;
     loop {
         let req = {
             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
             if !q.ready() {
-                return;
+                return any;
             }
             let Some(chain) = q.pop_descriptor_chain(shared.mem.clone()) else {
-                return;
+                return any;
             };
+            any = true;
             collect(shared, chain)
         };
         match req {

@@ -20,8 +20,11 @@ use crate::sync::IrqLock;
 const QUEUE_SIZE: u16 = 64;
 const DESC_F_NEXT: u16 = 1;
 const DESC_F_WRITE: u16 = 2;
-/// Used-ring checks before a waiter sleeps.
-const POLL_SPINS: u32 = 64;
+/// How long a waiter polls the used ring before it sleeps: a reply usually
+/// comes back sooner than an interrupt could wake a halted vCPU.
+const POLL_NS: u64 = 200_000;
+/// Available-ring flag: no interrupt per completion (nobody is asleep).
+const VIRTQ_AVAIL_F_NO_INTERRUPT: u16 = 1;
 
 /// Why the device could not be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +75,9 @@ pub struct Virtio9p {
     slots: Vec<Slot>,
     room: WaitQueue,
     tag: Vec<u8>,
+    /// Waiters asleep until an interrupt: while there are none, the device
+    /// is asked not to interrupt.
+    sleepers: AtomicU32,
 }
 
 static DEVICE: spin::Once<Virtio9p> = spin::Once::new();
@@ -169,7 +175,9 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
             .collect(),
         room: WaitQueue::new(),
         tag,
+        sleepers: AtomicU32::new(0),
     };
+    dev.set_avail_flags(VIRTQ_AVAIL_F_NO_INTERRUPT);
     wr(
         base,
         reg::STATUS,
@@ -220,13 +228,23 @@ impl Virtio9p {
 
     fn wait(&self, head: u16, room: usize) -> Result<usize, DeviceError> {
         let slot = &self.slots[usize::from(head)];
-        let mut spins = 0;
-        while !slot.done.load(Ordering::Acquire) && spins < POLL_SPINS {
+        let deadline = crate::time::monotonic_ns() + POLL_NS;
+        while !slot.done.load(Ordering::Acquire) && crate::time::monotonic_ns() < deadline {
             self.reap();
-            spins += 1;
             core::hint::spin_loop();
         }
-        slot.wq.wait_while(|| !slot.done.load(Ordering::Acquire));
+        if !slot.done.load(Ordering::Acquire) {
+            // Ask for interrupts again, then look once more: a completion
+            // that raced with the flag change was added without one.
+            if self.sleepers.fetch_add(1, Ordering::SeqCst) == 0 {
+                self.set_avail_flags(0);
+            }
+            self.reap();
+            slot.wq.wait_while(|| !slot.done.load(Ordering::Acquire));
+            if self.sleepers.fetch_sub(1, Ordering::SeqCst) == 1 {
+                self.set_avail_flags(VIRTQ_AVAIL_F_NO_INTERRUPT);
+            }
+        }
         let len = slot.len.load(Ordering::Acquire) as usize;
         slot.done.store(false, Ordering::Relaxed);
         let tail = self.next_of(head);
@@ -236,6 +254,13 @@ impl Virtio9p {
             return Err(DeviceError::BadReply);
         }
         Ok(len)
+    }
+
+    fn set_avail_flags(&self, flags: u16) {
+        let q = self.queue.lock();
+        // SAFETY: the available ring's first field is the driver's flags word.
+        unsafe { write_volatile(q.avail, flags) };
+        fence(Ordering::SeqCst);
     }
 
     fn next_of(&self, head: u16) -> u16 {

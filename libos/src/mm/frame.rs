@@ -37,8 +37,11 @@ pub struct FrameBitmap {
     /// stay set forever so they are never handed out.
     bitmap: &'static mut [u64],
     free: usize,
-    /// Next-fit cursor: the search starts here, so consecutive allocations do not
-    /// rescan the densely used low pages every time.
+    /// Where the search starts: after the last allocation, so consecutive
+    /// allocations do not rescan the densely used low pages, but moved back
+    /// to the lowest page freed since, so memory freed is reused first. That
+    /// keeps the working set small: on a shadow-paging host (PVM) every page
+    /// touched for the first time costs a host page fault.
     cursor: usize,
 }
 
@@ -208,6 +211,7 @@ impl FrameBitmap {
         }
         self.set_bits(first, count, false);
         self.free += count;
+        self.cursor = self.cursor.min(first);
         Ok(())
     }
 
@@ -509,19 +513,21 @@ mod tests {
     }
 
     #[test]
-    fn next_fit_wraps() {
+    fn freed_pages_are_reused_first() {
         let mut fb = all_free(0, 8);
         let first: Vec<u64> = (0..6).map(|_| fb.alloc(1, 1).unwrap()).collect();
         assert_eq!(first, (0..6).map(|i| i * PAGE).collect::<Vec<_>>());
-        fb.free(0, 1).unwrap();
         fb.free(2 * PAGE, 1).unwrap();
-        // Next-fit continues after the last allocation before reusing freed pages...
-        assert_eq!(fb.alloc(1, 1), Some(6 * PAGE));
-        assert_eq!(fb.alloc(1, 1), Some(7 * PAGE));
-        // ...then wraps around to the lowest free page.
+        fb.free(0, 1).unwrap();
+        // The lowest freed page comes back first, then the search goes on...
         assert_eq!(fb.alloc(1, 1), Some(0));
         assert_eq!(fb.alloc(1, 1), Some(2 * PAGE));
+        assert_eq!(fb.alloc(1, 1), Some(6 * PAGE));
+        assert_eq!(fb.alloc(1, 1), Some(7 * PAGE));
         assert_eq!(fb.alloc(1, 1), None);
+        // ...and wraps around when the end is full.
+        fb.free(3 * PAGE, 1).unwrap();
+        assert_eq!(fb.alloc(1, 1), Some(3 * PAGE));
     }
 
     #[test]

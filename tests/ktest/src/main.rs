@@ -64,6 +64,7 @@ fn main(cfg: &BootConfig) -> i32 {
         ["9p-files"] => ninep_files(),
         ["9p-hostile"] => ninep_hostile(),
         ["9p-console-env", var] => ninep_console_env(var),
+        ["9p-bench", file, n] => ninep_bench(file, parse(n) as usize),
         ["banner"] => {
             println!("booted in {} us", cfg.boot_ns / 1000);
             0
@@ -617,6 +618,71 @@ fn ninep_console_env(var: &str) -> i32 {
         Ok(()) => 0,
         Err(e) => {
             println!("console/env error: {e}");
+            1
+        }
+    }
+}
+
+/// 9P round trips as the library OS sees them: `Tgetattr` and 1 KiB `Tread`
+/// latencies (median and 90th percentile of `n` each), then 64 KiB reads of
+/// the whole of `file` for throughput.
+fn ninep_bench(file: &str, n: usize) -> i32 {
+    use astraea_libos::p9;
+    let Some(c) = p9::mounted() else {
+        println!("no 9P namespace mounted");
+        return 1;
+    };
+    let pct = |v: &mut Vec<u64>, p: usize| {
+        v.sort_unstable();
+        v[(v.len() * p / 100).min(v.len() - 1)]
+    };
+    let run = || -> Result<(), astraea_libos::errno::Errno> {
+        let f = c.walk_path(file)?;
+        let mut lat = Vec::with_capacity(n);
+        for _ in 0..n {
+            let t = time::monotonic_ns();
+            c.getattr(f)?;
+            lat.push(time::monotonic_ns() - t);
+        }
+        println!(
+            "getattr_ns_p50={} getattr_ns_p90={}",
+            pct(&mut lat, 50),
+            pct(&mut lat, 90)
+        );
+        c.open(f, 0)?;
+        let mut buf = alloc::vec![0u8; 64 * 1024];
+        lat.clear();
+        for i in 0..n {
+            let t = time::monotonic_ns();
+            c.read(f, (i as u64 % 64) * 1024, &mut buf[..1024])?;
+            lat.push(time::monotonic_ns() - t);
+        }
+        println!(
+            "read1k_ns_p50={} read1k_ns_p90={}",
+            pct(&mut lat, 50),
+            pct(&mut lat, 90)
+        );
+        let t = time::monotonic_ns();
+        let mut total = 0u64;
+        loop {
+            let got = c.read(f, total, &mut buf)?;
+            if got == 0 {
+                break;
+            }
+            total += got as u64;
+        }
+        let ns = (time::monotonic_ns() - t).max(1);
+        println!(
+            "read64k_bytes={total} read64k_mib_per_s={}",
+            total * 1_000_000_000 / ns / (1 << 20)
+        );
+        c.clunk(f);
+        Ok(())
+    };
+    match run() {
+        Ok(()) => 0,
+        Err(e) => {
+            println!("9p-bench error: {e}");
             1
         }
     }

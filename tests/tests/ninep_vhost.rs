@@ -1,0 +1,276 @@
+//! A partition's files through a separate gateway process over vhost-user
+//! (`astraea-gateway --vhost-user SOCK` + `astraea run --gateway
+//! vhost-user:SOCK`): the guest's requests go from KVM to the gateway through
+//! shared memory and eventfds, never through the VMM.
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, ExitStatus, Stdio};
+    use std::time::{Duration, Instant};
+
+    use astraea_tests::*;
+
+    const TIMEOUT: Duration = Duration::from_secs(20);
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("astraea-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// An `astraea-gateway --vhost-user` process, killed if the test fails.
+    struct VhostGateway {
+        child: Option<Child>,
+        sock: PathBuf,
+    }
+
+    impl VhostGateway {
+        /// Starts the gateway on `sock` exporting `export` at `/`, and waits
+        /// until it listens.
+        fn start(sock: &Path, export: &Path, extra: &[&str]) -> Self {
+            let child = Command::new(gateway())
+                .arg("--vhost-user")
+                .arg(sock)
+                .arg("--export")
+                .arg(format!("{}:/", export.display()))
+                .args(extra)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("cannot start astraea-gateway");
+            let mut g = Self {
+                child: Some(child),
+                sock: sock.to_path_buf(),
+            };
+            let t0 = Instant::now();
+            while !g.sock.exists() {
+                if let Some(st) = g.child_mut().try_wait().unwrap() {
+                    panic!("astraea-gateway exited early ({st}): {}", g.stderr());
+                }
+                assert!(
+                    t0.elapsed() < TIMEOUT,
+                    "astraea-gateway did not start listening"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            g
+        }
+
+        fn child_mut(&mut self) -> &mut Child {
+            self.child.as_mut().expect("gateway running")
+        }
+
+        fn stderr(&mut self) -> String {
+            let mut s = String::new();
+            if let Some(mut e) = self.child_mut().stderr.take() {
+                let _ = e.read_to_string(&mut s);
+            }
+            s
+        }
+
+        /// Waits for the gateway to exit on its own.
+        fn wait(mut self) -> (ExitStatus, String) {
+            let t0 = Instant::now();
+            loop {
+                if let Some(st) = self.child_mut().try_wait().unwrap() {
+                    let err = self.stderr();
+                    self.child = None;
+                    return (st, err);
+                }
+                assert!(
+                    t0.elapsed() < TIMEOUT,
+                    "astraea-gateway did not exit after its VMM disconnected"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    impl Drop for VhostGateway {
+        fn drop(&mut self) {
+            if let Some(mut c) = self.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+
+    fn run_files(sock: &Path) -> Run {
+        let k = kernel("astraea-ktest");
+        let gw = format!("vhost-user:{}", sock.display());
+        astraea_cmd(&[
+            "run",
+            "--kernel",
+            k.to_str().unwrap(),
+            "--gateway",
+            &gw,
+            "--",
+            "9p-files",
+        ])
+    }
+
+    fn fill(export: &Path) {
+        std::fs::write(export.join("hello.txt"), "hello from the host\n").unwrap();
+        std::fs::write(export.join("delete-me.txt"), "x").unwrap();
+    }
+
+    /// What `ninep_gateway::partition_file_operations_reach_the_host` checks.
+    fn check_files(r: &Run, export: &Path) {
+        assert_eq!(r.code, 0, "{r:?}");
+        // The gateway adds its synthetic /dev and /env beside the export.
+        assert!(
+            r.stdout.contains("ls: delete-me.txt dev env hello.txt"),
+            "{r:?}"
+        );
+        assert!(
+            r.stdout
+                .contains("hello.txt (20 bytes): hello from the host"),
+            "{r:?}"
+        );
+        assert!(r.stdout.contains("9p ok"), "{r:?}");
+        assert_eq!(
+            std::fs::read_to_string(export.join("sub/moved.txt")).unwrap(),
+            "written by the partition\n"
+        );
+        assert!(!export.join("new.txt").exists() && !export.join("delete-me.txt").exists());
+    }
+
+    #[test]
+    fn partition_file_operations_reach_the_host_over_vhost_user() {
+        if !kvm_available() {
+            return;
+        }
+        let dir = temp_dir("vhost-files");
+        let export = dir.join("export");
+        std::fs::create_dir_all(&export).unwrap();
+        fill(&export);
+        let sock = dir.join("gw.sock");
+        let gw = VhostGateway::start(&sock, &export, &[]);
+        let r = run_files(&sock);
+        check_files(&r, &export);
+        // One VMM per run: the gateway exits 0 once it has left, and removes
+        // its socket.
+        let (st, log) = gw.wait();
+        assert!(st.success(), "gateway: {st} {log}");
+        assert!(log.contains("VMM disconnected"), "{log}");
+        assert!(!sock.exists(), "socket left behind");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn keep_listening_serves_one_partition_after_another() {
+        if !kvm_available() {
+            return;
+        }
+        let dir = temp_dir("vhost-keep");
+        let export = dir.join("export");
+        std::fs::create_dir_all(&export).unwrap();
+        let sock = dir.join("gw.sock");
+        let _gw = VhostGateway::start(&sock, &export, &["--keep-listening"]);
+        for round in 0..2 {
+            let _ = std::fs::remove_dir_all(export.join("sub"));
+            fill(&export);
+            let r = run_files(&sock);
+            eprintln!("round {round}");
+            check_files(&r, &export);
+        }
+        drop(_gw);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn missing_gateway_is_a_clear_error() {
+        let sock =
+            std::env::temp_dir().join(format!("astraea-no-gateway-{}.sock", std::process::id()));
+        let r = astraea_cmd(&[
+            "run",
+            "--gateway",
+            &format!("vhost-user:{}", sock.display()),
+        ]);
+        assert_eq!(r.code, 125, "{r:?}");
+        let s = sock.display();
+        assert!(
+            r.stderr.contains(&format!(
+                "cannot connect to the gateway at {s}: No such file or directory (os error 2), \
+                 start it with astraea-gateway --vhost-user {s}"
+            )),
+            "{r:?}"
+        );
+        let r = astraea_cmd(&["run", "--gateway", "tcp:127.0.0.1:1"]);
+        assert_eq!(r.code, 125, "{r:?}");
+        assert!(r.stderr.contains("write vhost-user:SOCK"), "{r:?}");
+    }
+
+    #[test]
+    fn gateway_that_goes_away_ends_the_partition() {
+        if !kvm_available() {
+            return;
+        }
+        let dir = temp_dir("vhost-lost");
+        let export = dir.join("export");
+        std::fs::create_dir_all(&export).unwrap();
+        let sock = dir.join("gw.sock");
+        // The partition blocks reading /dev/cons, which the gateway serves
+        // from its stdin (a pipe that stays open); then the gateway dies.
+        let mut child = Command::new(gateway())
+            .arg("--vhost-user")
+            .arg(&sock)
+            .arg("--export")
+            .arg(format!("{}:/", export.display()))
+            .args(["--env", "ASTRAEA_TEST_VAR=x"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while !sock.exists() {
+            assert!(
+                t0.elapsed() < TIMEOUT,
+                "astraea-gateway did not start listening"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let pid = child.id();
+        let log = child.stderr.take().unwrap();
+        // Kill it once the partition is connected and waiting on the console.
+        let killer = std::thread::spawn(move || {
+            use std::io::BufRead;
+            let connected = std::io::BufReader::new(log)
+                .lines()
+                .map_while(Result::ok)
+                .any(|l| l.contains("VMM connected"));
+            if connected {
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        });
+        let k = kernel("astraea-ktest");
+        let gw = format!("vhost-user:{}", sock.display());
+        let started = Instant::now();
+        let r = astraea_cmd(&[
+            "run",
+            "--kernel",
+            k.to_str().unwrap(),
+            "--gateway",
+            &gw,
+            "--",
+            "9p-console-env",
+            "ASTRAEA_TEST_VAR",
+        ]);
+        killer.join().unwrap();
+        assert_eq!(r.code, 125, "gateway {pid}: {r:?}");
+        assert!(
+            r.stderr
+                .contains("closed the connection while the partition was running"),
+            "{r:?}"
+        );
+        assert!(started.elapsed() < TIMEOUT, "took {:?}", started.elapsed());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
