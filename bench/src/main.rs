@@ -2,7 +2,7 @@
 //! run, printed as absolute figures and ratios.
 //!
 //! ```text
-//! astraea-bench [boot [RUNS]] [ctxswitch [ROUNDS]]   (default: both)
+//! astraea-bench [boot [RUNS]] [ctxswitch [ROUNDS]] [ninep [N]]   (default: all)
 //! ```
 //!
 //! It runs the `astraea` binary and kernel images that `./x build` produced
@@ -23,8 +23,9 @@ fn main() {
         match args[i].as_str() {
             "boot" => boot(n.unwrap_or(25) as usize),
             "ctxswitch" => ctxswitch(n.unwrap_or(2000)),
+            "ninep" => ninep(n.unwrap_or(3000) as usize),
             other => {
-                eprintln!("astraea-bench: unknown benchmark {other:?} (boot, ctxswitch)");
+                eprintln!("astraea-bench: unknown benchmark {other:?} (boot, ctxswitch, ninep)");
                 std::process::exit(2);
             }
         }
@@ -34,6 +35,7 @@ fn main() {
     if !ran {
         boot(25);
         ctxswitch(2000);
+        ninep(3000);
     }
 }
 
@@ -45,6 +47,12 @@ fn astraea() -> PathBuf {
     std::env::var_os("ASTRAEA_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join("target/release/astraea"))
+}
+
+fn gateway() -> PathBuf {
+    std::env::var_os("ASTRAEA_GATEWAY_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/release/astraea-gateway"))
 }
 
 fn kernel(name: &str) -> PathBuf {
@@ -193,4 +201,165 @@ fn host_pingpong(rounds: u64) -> Duration {
     a.join().expect("ping");
     b.join().expect("pong");
     t0.elapsed()
+}
+
+/// A server process killed when dropped.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free port")
+}
+
+fn wait_for(ready: impl Fn() -> bool) {
+    let t0 = Instant::now();
+    while !ready() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn spawn(cmd: &mut Command) -> Server {
+    Server(
+        cmd.stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cannot start the server (build it with ./x build)"),
+    )
+}
+
+/// 9P round trips from inside a partition over each transport, against a
+/// host `pread` of 1 KiB in the same run.
+fn ninep(n: usize) {
+    println!("## ninep: {n} Tgetattr and {n} 1 KiB Tread round trips, then 16 MiB in 64 KiB reads");
+    let dir = std::env::temp_dir().join(format!("astraea-bench-9p-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let data = dir.join("data.bin");
+    let bytes: Vec<u8> = (0..16u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    std::fs::write(&data, &bytes).expect("write data");
+    let host_ns = host_pread(&data, n);
+    let k = kernel("astraea-ktest");
+    let run = |extra: &[&str]| -> String {
+        let out = Command::new(astraea())
+            .args(["run", "--kernel"])
+            .arg(&k)
+            .args(extra)
+            .args(["--", "9p-bench", "/data.bin", &n.to_string()])
+            .output()
+            .expect("cannot run astraea");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let mount = format!("{}:/", dir.display());
+    let mut rows: Vec<(String, String)> = Vec::new();
+    rows.push((
+        "in-process virtio (default)".into(),
+        run(&["--mount", &mount]),
+    ));
+    {
+        let sock = dir.join("gw.sock");
+        let _gw = spawn(
+            Command::new(gateway())
+                .arg("--vhost-user")
+                .arg(&sock)
+                .args(["--export", &mount]),
+        );
+        wait_for(|| sock.exists());
+        let target = format!("vhost-user:{}", sock.display());
+        rows.push((
+            "vhost-user (astraea-gateway)".into(),
+            run(&["--gateway", &target]),
+        ));
+    }
+    {
+        let port = free_port();
+        let _gw = spawn(
+            Command::new(gateway())
+                .arg("--listen")
+                .arg(format!("tcp:127.0.0.1:{port}"))
+                .args(["--export", &mount]),
+        );
+        wait_for(|| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+        let target = format!("tcp:127.0.0.1:{port}");
+        rows.push((
+            "TCP loopback (astraea-gateway)".into(),
+            run(&["--9p", &target]),
+        ));
+    }
+    if std::path::Path::new("/usr/sbin/diod").exists() {
+        let port = free_port();
+        let _d = spawn(
+            Command::new("/usr/sbin/diod")
+                .args(["-f", "-n", "-S", "-U", "root", "-e"])
+                .arg(&dir)
+                .arg("-l")
+                .arg(format!("127.0.0.1:{port}")),
+        );
+        wait_for(|| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+        let target = format!("tcp:127.0.0.1:{port}");
+        let aname = dir.display().to_string();
+        rows.push((
+            "TCP loopback (diod)".into(),
+            run(&["--9p", &target, "--9p-aname", &aname]),
+        ));
+    }
+    println!(
+        "{:<32} {:>12} {:>12} {:>12} {:>12} {:>10}",
+        "transport", "getattr p50", "getattr p90", "read1k p50", "read1k p90", "64K MiB/s"
+    );
+    for (name, out) in &rows {
+        let us = |k: &str| {
+            field(out, k).map_or("-".to_string(), |v| format!("{:.1} us", v as f64 / 1000.0))
+        };
+        println!(
+            "{name:<32} {:>12} {:>12} {:>12} {:>12} {:>10}",
+            us("getattr_ns_p50"),
+            us("getattr_ns_p90"),
+            us("read1k_ns_p50"),
+            us("read1k_ns_p90"),
+            field(out, "read64k_mib_per_s").map_or("-".into(), |v| v.to_string())
+        );
+    }
+    println!(
+        "{:<32} {:>12} {:>12} {:>12.1} us",
+        "host pread(1 KiB), reference",
+        "",
+        "",
+        host_ns / 1000.0
+    );
+    if let Some(p) = rows.first().and_then(|(_, o)| field(o, "read1k_ns_p50")) {
+        println!(
+            "in-process 1 KiB read / host pread = {:.1}x",
+            p as f64 / host_ns
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    println!();
+}
+
+/// Median time of a 1 KiB `pread` of a file in the page cache.
+fn host_pread(path: &std::path::Path, n: usize) -> f64 {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(path).expect("open");
+    let mut buf = [0u8; 1024];
+    let mut v = Vec::with_capacity(n);
+    for i in 0..n {
+        let t = Instant::now();
+        f.read_at(&mut buf, (i as u64 % 64) * 1024).expect("pread");
+        v.push(t.elapsed().as_nanos() as f64);
+    }
+    stats(v).0
 }
