@@ -47,6 +47,12 @@ mod tests {
             "{r:?}"
         );
         assert!(r.stdout.contains("9p ok"), "{r:?}");
+        assert!(
+            r.stdout.contains(
+                "locks: taken=true conflict_seen=true second_refused=true free_after_unlock=true"
+            ),
+            "record locks: {r:?}"
+        );
         assert_eq!(
             std::fs::read_to_string(dir.join("sub/moved.txt")).unwrap(),
             "written by the partition\n"

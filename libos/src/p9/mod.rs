@@ -392,6 +392,65 @@ impl Client {
         }
     }
 
+    /// Takes or releases a POSIX record lock (`ty`: `P9_LOCK_TYPE_*`) on an
+    /// open fid; returns the server's status (`P9_LOCK_SUCCESS`,
+    /// `P9_LOCK_BLOCKED`, …). `block` waits for a conflicting lock to go.
+    pub fn lock(
+        &self,
+        fid: Fid,
+        ty: u8,
+        start: u64,
+        length: u64,
+        block: bool,
+    ) -> Result<u8, Errno> {
+        let mut buf = Vec::new();
+        let t = TMessage::Lock {
+            fid,
+            lock: astraea_9p::Flock {
+                ty,
+                flags: if block {
+                    astraea_9p::consts::P9_LOCK_FLAGS_BLOCK
+                } else {
+                    0
+                },
+                start,
+                length,
+                proc_id: 1,
+                client_id: Str::from("astraea"),
+            },
+        };
+        match self.rpc(&t, &mut buf)? {
+            RMessage::Lock { status } => Ok(status),
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
+    /// Tests for a lock that would conflict with `ty` on the range; returns
+    /// the conflicting lock's type (`P9_LOCK_TYPE_UNLCK` if none) and range.
+    pub fn getlock(
+        &self,
+        fid: Fid,
+        ty: u8,
+        start: u64,
+        length: u64,
+    ) -> Result<(u8, u64, u64), Errno> {
+        let mut buf = Vec::new();
+        let t = TMessage::Getlock {
+            fid,
+            lock: astraea_9p::Getlock {
+                ty,
+                start,
+                length,
+                proc_id: 1,
+                client_id: Str::from("astraea"),
+            },
+        };
+        match self.rpc(&t, &mut buf)? {
+            RMessage::Getlock { lock } => Ok((lock.ty, lock.start, lock.length)),
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
     /// The target of a symbolic link.
     pub fn readlink(&self, fid: Fid) -> Result<String, Errno> {
         let mut buf = Vec::new();

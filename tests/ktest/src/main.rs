@@ -525,6 +525,43 @@ fn ninep_steps() -> Result<(), String> {
     c.mkdir(c.root(), "gone", 0o755).map_err(e("mkdir gone"))?;
     c.unlinkat(c.root(), "gone", AT_REMOVEDIR)
         .map_err(e("rmdir gone"))?;
+    // POSIX record locks: two opens of one file are two lock owners.
+    {
+        use astraea_9p::consts::{P9_LOCK_SUCCESS, P9_LOCK_TYPE_UNLCK, P9_LOCK_TYPE_WRLCK};
+        const O_RDWR: u32 = 2;
+        let a = c.walk_path("/hello.txt").map_err(e("walk lock a"))?;
+        let b = c.walk_path("/hello.txt").map_err(e("walk lock b"))?;
+        c.open(a, O_RDWR).map_err(e("open lock a"))?;
+        c.open(b, O_RDWR).map_err(e("open lock b"))?;
+        let st = match c.lock(a, P9_LOCK_TYPE_WRLCK, 0, 10, false) {
+            Err(astraea_libos::errno::Errno::EOPNOTSUPP) => None,
+            other => Some(other.map_err(e("lock"))?),
+        };
+        if let Some(st) = st {
+            let (ty, _, _) = c
+                .getlock(b, P9_LOCK_TYPE_WRLCK, 0, 10)
+                .map_err(e("getlock"))?;
+            let other = c
+                .lock(b, P9_LOCK_TYPE_WRLCK, 5, 10, false)
+                .map_err(e("lock b"))?;
+            c.lock(a, P9_LOCK_TYPE_UNLCK, 0, 10, false)
+                .map_err(e("unlock"))?;
+            let (after, _, _) = c
+                .getlock(b, P9_LOCK_TYPE_WRLCK, 0, 10)
+                .map_err(e("getlock 2"))?;
+            println!(
+                "locks: taken={} conflict_seen={} second_refused={} free_after_unlock={}",
+                st == P9_LOCK_SUCCESS,
+                ty == P9_LOCK_TYPE_WRLCK,
+                other != P9_LOCK_SUCCESS,
+                after == P9_LOCK_TYPE_UNLCK
+            );
+        } else {
+            println!("locks: not supported by this server");
+        }
+        c.clunk(a);
+        c.clunk(b);
+    }
     match c.walk_path("/no/such/file") {
         Err(err) => println!("missing file: {err}"),
         Ok(_) => return Err("walk of a missing file succeeded".into()),
