@@ -175,8 +175,8 @@ fn host_slice(mem: &GuestMemory, gpa: u64, len: u64) -> Result<*mut u8, VmmError
 use vm_memory::GuestMemoryRegion;
 
 fn write_gdt(mem: &GuestMemory) -> Result<(u64, u16), VmmError> {
-    // null, 64-bit code (selector 0x08), data (selector 0x10).
-    let gdt: [u64; 3] = [0, 0x00af_9b00_0000_ffff, 0x00cf_9300_0000_ffff];
+    // Linux's layout: null, unused, 64-bit code (0x10), data (0x18).
+    let gdt: [u64; 4] = [0, 0, 0x00af_9b00_0000_ffff, 0x00cf_9300_0000_ffff];
     for (i, e) in gdt.iter().enumerate() {
         mem.write_obj(*e, GuestAddress(layout::BOOT_GDT + 8 * i as u64))
             .map_err(|e| VmmError::Boot(e.to_string()))?;

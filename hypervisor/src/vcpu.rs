@@ -58,7 +58,7 @@ pub fn setup_long_mode(vcpu: &VcpuFd, boot: &BootState, id: u32) -> Result<(), V
     let code = kvm_segment {
         base: 0,
         limit: 0xffff_ffff,
-        selector: 0x08,
+        selector: 0x10,
         type_: 11,
         present: 1,
         dpl: 0,
@@ -71,7 +71,7 @@ pub fn setup_long_mode(vcpu: &VcpuFd, boot: &BootState, id: u32) -> Result<(), V
         padding: 0,
     };
     let data = kvm_segment {
-        selector: 0x10,
+        selector: 0x18,
         type_: 3,
         l: 0,
         db: 1,

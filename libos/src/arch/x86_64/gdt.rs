@@ -1,19 +1,22 @@
-//! The GDT and TSS. Selector layout follows what SYSCALL/SYSRET require
-//! (kernel code, kernel data, user data, user code), so the Linux personality
-//! can enable them without touching this table.
+//! The GDT and TSS. The selectors are Linux's (kernel code 0x10, data 0x18,
+//! user 32-bit code 0x23, user data 0x2b, user code 0x33): SYSCALL/SYSRET
+//! need this order, and on a PVM host user mode runs on the host's own
+//! descriptor table, whose user selectors are exactly these.
 
 use core::arch::asm;
 use core::cell::UnsafeCell;
 
 /// Kernel code selector.
-pub const KERNEL_CS: u16 = 0x08;
+pub const KERNEL_CS: u16 = 0x10;
 /// Kernel data selector.
-pub const KERNEL_DS: u16 = 0x10;
+pub const KERNEL_DS: u16 = 0x18;
+/// User 32-bit code selector (RPL 3); SYSRET derives the others from it.
+pub const USER32_CS: u16 = 0x20 | 3;
 /// User data selector (RPL 3).
-pub const USER_DS: u16 = 0x18 | 3;
+pub const USER_DS: u16 = 0x28 | 3;
 /// User code selector (RPL 3).
-pub const USER_CS: u16 = 0x20 | 3;
-const TSS_SEL: u16 = 0x28;
+pub const USER_CS: u16 = 0x30 | 3;
+const TSS_SEL: u16 = 0x40;
 
 /// IST slot for double faults (a stack overflow must still be reported).
 pub const IST_DOUBLE_FAULT: u8 = 1;
@@ -36,7 +39,7 @@ struct Tss {
 struct Stack([u8; IST_SIZE]);
 
 struct CpuTables {
-    gdt: [u64; 7],
+    gdt: [u64; 10],
     tss: Tss,
     ist: [Stack; 2],
 }
@@ -51,12 +54,15 @@ unsafe impl Sync for PerCpuTables {}
 static TABLES: PerCpuTables = PerCpuTables(UnsafeCell::new(CpuTables {
     gdt: [
         0,
-        0x00af_9a00_0000_ffff, // kernel code: 64-bit, DPL 0
-        0x00cf_9200_0000_ffff, // kernel data
-        0x00cf_f200_0000_ffff, // user data: DPL 3
-        0x00af_fa00_0000_ffff, // user code: 64-bit, DPL 3
-        0,                     // TSS (low), filled at init
-        0,                     // TSS (high)
+        0,                     // 0x08: unused (Linux: 32-bit kernel code)
+        0x00af_9a00_0000_ffff, // 0x10: kernel code, 64-bit, DPL 0
+        0x00cf_9200_0000_ffff, // 0x18: kernel data
+        0x00cf_fa00_0000_ffff, // 0x20: user code, 32-bit, DPL 3
+        0x00cf_f200_0000_ffff, // 0x28: user data, DPL 3
+        0x00af_fa00_0000_ffff, // 0x30: user code, 64-bit, DPL 3
+        0,                     // 0x38: unused
+        0,                     // 0x40: TSS (low), filled at init
+        0,                     // 0x48: TSS (high)
     ],
     tss: Tss {
         _r0: 0,
@@ -87,12 +93,12 @@ pub fn init() {
     }
     let base = &raw const t.tss as u64;
     let limit = (core::mem::size_of::<Tss>() - 1) as u64;
-    t.gdt[5] = (limit & 0xffff)
+    t.gdt[8] = (limit & 0xffff)
         | ((base & 0xff_ffff) << 16)
         | (0x89 << 40) // present, 64-bit available TSS
         | (((limit >> 16) & 0xf) << 48)
         | (((base >> 24) & 0xff) << 56);
-    t.gdt[6] = base >> 32;
+    t.gdt[9] = base >> 32;
     let ptr = DescriptorPointer {
         limit: (core::mem::size_of_val(&t.gdt) - 1) as u16,
         base: t.gdt.as_ptr() as u64,
