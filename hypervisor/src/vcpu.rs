@@ -19,6 +19,7 @@ const CR4_PAE: u64 = 1 << 5;
 const EFER_LME: u64 = 1 << 8;
 const EFER_LMA: u64 = 1 << 10;
 const EFER_NXE: u64 = 1 << 11;
+const EFER_SCE: u64 = 1;
 const MSR_IA32_MISC_ENABLE: u32 = 0x1a0;
 const MSR_MTRR_DEF_TYPE: u32 = 0x2ff;
 /// MTRRs enabled, default memory type write-back. With MTRRs off the guest's
@@ -97,7 +98,7 @@ pub fn setup_long_mode(vcpu: &VcpuFd, boot: &BootState, id: u32) -> Result<(), V
     sregs.cr4 |= CR4_PAE;
     // MP and AM as well: the values PVM hosts run supervisor code with.
     sregs.cr0 = CR0_PE | CR0_MP | CR0_ET | CR0_NE | CR0_WP | CR0_AM | CR0_PG;
-    sregs.efer = EFER_LME | EFER_LMA | EFER_NXE;
+    sregs.efer = EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE;
     vcpu.set_sregs(&sregs).map_err(kvm_err("KVM_SET_SREGS"))?;
 
     let fpu = kvm_fpu {

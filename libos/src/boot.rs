@@ -177,6 +177,7 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
     // exceptions and interrupts arrive through this IDT.
     gdt::init();
     trap::init();
+    crate::arch::user::init();
     if let Some(vif) = fdt.pvm_vif {
         cpu::pvm_native_mode(vif);
         log::info!("PVM host: running natively (virtual IF page at {vif:#x})");

@@ -12,6 +12,9 @@ impl Errno {
     pub const ENOENT: Errno = Errno(2);
     pub const EIO: Errno = Errno(5);
     pub const EBADF: Errno = Errno(9);
+    pub const EFAULT: Errno = Errno(14);
+    pub const E2BIG: Errno = Errno(7);
+    pub const ENOEXEC: Errno = Errno(8);
     pub const ENOMEM: Errno = Errno(12);
     pub const EACCES: Errno = Errno(13);
     pub const EEXIST: Errno = Errno(17);

@@ -9,6 +9,7 @@
 extern crate alloc;
 
 pub mod errno;
+pub mod linux;
 pub mod mm;
 
 #[cfg(target_os = "none")]
@@ -22,9 +23,13 @@ pub mod drivers;
 #[cfg(target_os = "none")]
 pub mod p9;
 #[cfg(target_os = "none")]
+pub mod process;
+#[cfg(target_os = "none")]
 pub mod sched;
 #[cfg(target_os = "none")]
 pub mod sync;
+#[cfg(target_os = "none")]
+pub mod syscall;
 #[cfg(target_os = "none")]
 pub mod time;
 

@@ -214,6 +214,18 @@ pub fn map_mmio(pa: u64, len: u64) -> Result<(), super::paging::MapError> {
     )
 }
 
+/// Maps one user page `va → pa` with `flags` in the one address space.
+pub fn map_user_page(va: u64, pa: u64, flags: PteFlags) -> Result<(), crate::errno::Errno> {
+    let mut ks = KERNEL_SPACE.lock();
+    let space = ks.as_mut().ok_or(crate::errno::Errno::ENOMEM)?;
+    space
+        .map(&mut Tables, va, pa, PageSize::Size4K, flags)
+        .map_err(|e| match e {
+            super::paging::MapError::OutOfMemory => crate::errno::Errno::ENOMEM,
+            _ => crate::errno::Errno::EEXIST,
+        })
+}
+
 /// A kernel thread's stack: contiguous frames whose lowest page is unmapped,
 /// so an overflow faults instead of corrupting memory.
 pub struct KernelStack {

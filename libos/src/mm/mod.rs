@@ -15,3 +15,5 @@ mod testutil;
 mod kernel;
 #[cfg(target_os = "none")]
 pub use kernel::*;
+#[cfg(target_os = "none")]
+pub mod user;

@@ -201,6 +201,7 @@ fn schedule() {
         next.set_state(State::Running);
         if let Some(top) = next.stack_top() {
             gdt::set_kernel_stack(top);
+            crate::arch::user::set_syscall_stack(top);
         }
         let save = prev.context_ptr();
         let next_rsp = next.saved_rsp();

@@ -5,3 +5,4 @@ pub mod context;
 pub mod cpu;
 pub mod gdt;
 pub mod trap;
+pub mod user;

@@ -1,0 +1,160 @@
+//! Ring 3: entering user mode and the SYSCALL entry path.
+//!
+//! One CPU today: the entry stub keeps the user stack pointer in a static
+//! scratch slot and switches to the current thread's kernel stack, whose top
+//! the scheduler publishes in [`KERNEL_RSP`] (as it does in the TSS).
+
+use core::arch::{asm, naked_asm};
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use super::cpu::wrmsr;
+use super::gdt::{KERNEL_CS, USER_CS, USER_DS, USER32_CS};
+
+const MSR_STAR: u32 = 0xc000_0081;
+const MSR_LSTAR: u32 = 0xc000_0082;
+const MSR_SFMASK: u32 = 0xc000_0084;
+const MSR_FS_BASE: u32 = 0xc000_0100;
+/// RFLAGS bits cleared on SYSCALL: TF, IF, DF, IOPL, NT, AC (as Linux).
+const SFMASK: u64 = 0x4_7700;
+
+/// Top of the running thread's kernel stack, for the SYSCALL entry.
+pub static KERNEL_RSP: AtomicU64 = AtomicU64::new(0);
+/// The user stack pointer while a system call runs (one CPU).
+static USER_RSP: AtomicU64 = AtomicU64::new(0);
+
+/// Registers saved by the SYSCALL entry, in stack order.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+#[allow(missing_docs)]
+pub struct SyscallFrame {
+    pub r15: u64,
+    pub r14: u64,
+    pub r13: u64,
+    pub r12: u64,
+    pub rbp: u64,
+    pub rbx: u64,
+    pub r9: u64,
+    pub r8: u64,
+    pub r10: u64,
+    pub rdx: u64,
+    pub rsi: u64,
+    pub rdi: u64,
+    /// System call number on entry, result on exit.
+    pub rax: u64,
+    /// User RFLAGS (SYSCALL put them in r11).
+    pub r11: u64,
+    /// User RIP (SYSCALL put it in rcx).
+    pub rcx: u64,
+    pub user_rsp: u64,
+}
+
+/// Enables SYSCALL/SYSRET with the kernel's selectors and entry point.
+pub fn init() {
+    let star = (u64::from(USER32_CS) << 48) | (u64::from(KERNEL_CS) << 32);
+    // SAFETY: STAR/LSTAR/SFMASK only define the SYSCALL entry; the selectors
+    // match the GDT and the entry stub below is a valid kernel entry.
+    unsafe {
+        wrmsr(MSR_STAR, star);
+        wrmsr(MSR_LSTAR, syscall_entry as *const () as u64);
+        wrmsr(MSR_SFMASK, SFMASK);
+    }
+}
+
+/// Sets the user thread pointer (`arch_prctl(ARCH_SET_FS)`).
+pub fn set_fs_base(base: u64) {
+    // SAFETY: FS is used only by user code; the kernel never reads it.
+    unsafe { wrmsr(MSR_FS_BASE, base) };
+}
+
+#[unsafe(naked)]
+unsafe extern "C" fn syscall_entry() {
+    naked_asm!(
+        "mov [rip + {user_rsp}], rsp",
+        "mov rsp, [rip + {kernel_rsp}]",
+        "push qword ptr [rip + {user_rsp}]",
+        "push rcx",
+        "push r11",
+        "push rax",
+        "push rdi",
+        "push rsi",
+        "push rdx",
+        "push r10",
+        "push r8",
+        "push r9",
+        "push rbx",
+        "push rbp",
+        "push r12",
+        "push r13",
+        "push r14",
+        "push r15",
+        "mov rdi, rsp",
+        "cld",
+        "call {dispatch}",
+        "pop r15",
+        "pop r14",
+        "pop r13",
+        "pop r12",
+        "pop rbp",
+        "pop rbx",
+        "pop r9",
+        "pop r8",
+        "pop r10",
+        "pop rdx",
+        "pop rsi",
+        "pop rdi",
+        "pop rax",
+        "pop r11",
+        "pop rcx",
+        "pop rsp",
+        "sysretq",
+        user_rsp = sym USER_RSP,
+        kernel_rsp = sym KERNEL_RSP,
+        dispatch = sym syscall_dispatch,
+    );
+}
+
+extern "C" fn syscall_dispatch(frame: &mut SyscallFrame) {
+    // System calls run with interrupts on, like Linux's.
+    super::cpu::irq_restore(true);
+    crate::syscall::dispatch(frame);
+    super::cpu::irq_save();
+    // SYSRET to a non-canonical address would fault in ring 0.
+    if (frame.rcx as i64) << 16 >> 16 != frame.rcx as i64 {
+        crate::syscall::fatal_user_state("return address is not canonical", frame.rcx);
+    }
+}
+
+/// Leaves the kernel for ring 3 at `rip` with stack `rsp`; never returns
+/// (the program comes back only through system calls and traps).
+///
+/// # Safety
+/// `rip` and `rsp` must be mapped user memory set up for the program.
+pub unsafe fn enter_user(rip: u64, rsp: u64) -> ! {
+    super::cpu::irq_save();
+    // SAFETY: the caller vouches for the user mappings; the frame holds the
+    // user selectors from our GDT and RFLAGS with IF set.
+    unsafe {
+        asm!(
+            "push {ss}",
+            "push {rsp}",
+            "push 0x202",
+            "push {cs}",
+            "push {rip}",
+            "xor eax, eax", "xor ebx, ebx", "xor ecx, ecx", "xor edx, edx",
+            "xor esi, esi", "xor edi, edi", "xor ebp, ebp",
+            "xor r8d, r8d", "xor r9d, r9d", "xor r10d, r10d", "xor r11d, r11d",
+            "xor r12d, r12d", "xor r13d, r13d", "xor r14d, r14d", "xor r15d, r15d",
+            "iretq",
+            ss = in(reg) u64::from(USER_DS),
+            rsp = in(reg) rsp,
+            cs = in(reg) u64::from(USER_CS),
+            rip = in(reg) rip,
+            options(noreturn),
+        )
+    }
+}
+
+/// Publishes the running thread's kernel stack top for the SYSCALL entry.
+pub fn set_syscall_stack(top: u64) {
+    KERNEL_RSP.store(top, Ordering::Relaxed);
+}

@@ -1,0 +1,167 @@
+//! Starting the program: read its ELF image through 9P, map its segments
+//! into user memory, build the initial stack, enter ring 3.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::errno::Errno;
+use crate::linux::elf::{Elf, ElfKind};
+use crate::linux::stack::{
+    AT_CLKTCK, AT_EGID, AT_ENTRY, AT_EUID, AT_FLAGS, AT_GID, AT_HWCAP, AT_PAGESZ, AT_PHDR,
+    AT_PHENT, AT_PHNUM, AT_SECURE, AT_UID, StackImage,
+};
+use crate::mm::user::{self, Prot};
+
+/// The program's memory layout as the system calls grow it.
+pub struct Memory {
+    /// Where the break started (the end of the program image).
+    pub brk_start: u64,
+    /// The current break.
+    pub brk: u64,
+    /// Anonymous mappings are handed out downwards from here.
+    pub mmap_next: u64,
+}
+
+/// The one process's memory layout.
+pub static MEMORY: crate::sync::IrqLock<Memory> = crate::sync::IrqLock::new(Memory {
+    brk_start: 0,
+    brk: 0,
+    mmap_next: MMAP_TOP,
+});
+
+/// Top of the area anonymous mappings come from (below the stack).
+const MMAP_TOP: u64 = 0x7f00_0000_0000;
+
+/// Where a position-independent program is loaded (as Linux does).
+const PIE_BASE: u64 = 0x5555_5555_4000;
+/// Top of the initial stack.
+const STACK_TOP: u64 = 0x7fff_f000_0000;
+/// The initial stack mapping (grows on demand later).
+const STACK_SIZE: u64 = 256 * 1024;
+
+/// Loads `path` from the partition's namespace and runs it with `argv` and
+/// `envp`. Returns only if the program cannot be started.
+pub fn exec(path: &str, argv: &[String], envp: &[String]) -> Errno {
+    match load_and_enter(path, argv, envp) {
+        Ok(never) => match never {},
+        Err(e) => e,
+    }
+}
+
+enum Never {}
+
+fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never, Errno> {
+    let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+    let fid = c.walk_path(path)?;
+    let image = c.open(fid, 0).and_then(|_| c.read_all(fid));
+    c.clunk(fid);
+    let image = image?;
+    let elf = Elf::parse(&image).map_err(|e| {
+        log::error!("{path}: not a Linux x86-64 executable: {e}");
+        Errno::ENOEXEC
+    })?;
+    let base = match elf.kind() {
+        ElfKind::Static => 0,
+        ElfKind::StaticPie => PIE_BASE,
+        ElfKind::Dynamic { interpreter } => {
+            log::error!(
+                "{path}: dynamically linked programs ({interpreter}) are not supported yet"
+            );
+            return Err(Errno::ENOEXEC);
+        }
+    };
+    let plan = elf.load_plan(base).map_err(|e| {
+        log::error!("{path}: cannot be loaded: {e}");
+        Errno::ENOEXEC
+    })?;
+    for seg in &plan.segments {
+        let prot = Prot {
+            write: seg.prot.contains(crate::linux::elf::SegmentFlags::W),
+            exec: seg.prot.contains(crate::linux::elf::SegmentFlags::X),
+        };
+        user::map_anonymous(seg.vaddr_start, seg.len(), prot)?;
+        let from = seg.file_offset as usize;
+        let bytes = image
+            .get(from..from + seg.file_bytes as usize)
+            .ok_or(Errno::ENOEXEC)?;
+        user::copy_in(seg.vaddr_start, bytes)?;
+    }
+    user::map_anonymous(
+        STACK_TOP - STACK_SIZE,
+        STACK_SIZE,
+        Prot {
+            write: true,
+            exec: false,
+        },
+    )?;
+    {
+        let mut m = MEMORY.lock();
+        m.brk_start = plan.span_end;
+        m.brk = plan.span_end;
+    }
+    let hwcap = u64::from(core::arch::x86_64::__cpuid(1).edx);
+    let auxv = [
+        (AT_PHDR, plan.phdr.unwrap_or(0)),
+        (AT_PHENT, u64::from(elf.phent())),
+        (AT_PHNUM, u64::from(elf.phnum())),
+        (AT_PAGESZ, 4096),
+        (AT_FLAGS, 0),
+        (AT_ENTRY, plan.entry),
+        (AT_UID, 0),
+        (AT_EUID, 0),
+        (AT_GID, 0),
+        (AT_EGID, 0),
+        (AT_SECURE, 0),
+        (AT_HWCAP, hwcap),
+        (AT_CLKTCK, 100),
+    ];
+    let args: Vec<&[u8]> = argv.iter().map(|s| s.as_bytes()).collect();
+    let env: Vec<&[u8]> = envp.iter().map(|s| s.as_bytes()).collect();
+    let stack = StackImage::build(STACK_TOP, &args, &env, &auxv, random16(), b"x86_64")
+        .map_err(|_| Errno::E2BIG)?;
+    user::copy_in(stack.sp, &stack.bytes)?;
+    log::debug!("{path}: entry {:#x}, stack {:#x}", plan.entry, stack.sp);
+    // SAFETY: the segments and the stack were just mapped as user memory.
+    unsafe { crate::arch::user::enter_user(plan.entry, stack.sp) }
+}
+
+/// The launch environment as `NAME=VALUE` strings, read from the gateway's
+/// `/env` (one file per variable); empty without a namespace.
+pub fn environment() -> Vec<String> {
+    let Some(c) = crate::p9::mounted() else {
+        return Vec::new();
+    };
+    let read = || -> Result<Vec<String>, Errno> {
+        let dir = c.walk_path("/env")?;
+        let names = c.open(dir, 0o200000).and_then(|_| c.readdir(dir));
+        c.clunk(dir);
+        let mut out = Vec::new();
+        for (name, _) in names? {
+            if name == "." || name == ".." {
+                continue;
+            }
+            let f = c.walk_path(&alloc::format!("/env/{name}"))?;
+            let value = c.open(f, 0).and_then(|_| c.read_all(f));
+            c.clunk(f);
+            out.push(alloc::format!(
+                "{name}={}",
+                String::from_utf8_lossy(&value?)
+            ));
+        }
+        Ok(out)
+    };
+    read().unwrap_or_default()
+}
+
+/// Sixteen bytes for `AT_RANDOM` (libc's stack protector and pointer guard).
+fn random16() -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for (i, chunk) in out.chunks_mut(8).enumerate() {
+        let mut x = crate::arch::cpu::rdtsc() ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        chunk.copy_from_slice(&x.to_le_bytes());
+    }
+    out
+}

@@ -1,0 +1,34 @@
+//! `brk(2)`: the program break, grown with zeroed pages.
+
+use crate::errno::Errno;
+use crate::mm::user::{self, Prot};
+use crate::process::MEMORY;
+
+/// Largest heap the break may reach.
+const MAX_BRK: u64 = 1 << 32;
+
+/// `brk(addr)`: returns the new break, or the old one if it cannot move.
+pub fn brk(a: &[u64; 6]) -> Result<u64, Errno> {
+    let mut m = MEMORY.lock();
+    let want = a[0];
+    if want < m.brk_start || want > m.brk_start + MAX_BRK {
+        return Ok(m.brk);
+    }
+    let mapped_end = m.brk.next_multiple_of(4096);
+    let new_end = want.next_multiple_of(4096);
+    if new_end > mapped_end
+        && user::map_anonymous(
+            mapped_end,
+            new_end - mapped_end,
+            Prot {
+                write: true,
+                exec: false,
+            },
+        )
+        .is_err()
+    {
+        return Ok(m.brk);
+    }
+    m.brk = want;
+    Ok(want)
+}

@@ -1,0 +1,67 @@
+//! The Linux x86-64 system-call interface: a declarative table from number
+//! to handler, one handler per file, and the one place where an [`Errno`]
+//! becomes `-errno`.
+
+mod arch_prctl;
+mod brk;
+mod exit;
+mod getpid;
+mod mmap;
+mod set_tid_address;
+mod write;
+
+use crate::arch::user::SyscallFrame;
+use crate::errno::Errno;
+
+/// A handler gets the six argument registers and returns a value or an errno.
+type Handler = fn(&[u64; 6]) -> Result<u64, Errno>;
+
+/// (number, name, handler), by number.
+const TABLE: &[(u64, &str, Handler)] = &[
+    (1, "write", write::write),
+    (9, "mmap", mmap::mmap),
+    (10, "mprotect", mmap::mprotect),
+    (11, "munmap", mmap::munmap),
+    (12, "brk", brk::brk),
+    (20, "writev", write::writev),
+    (39, "getpid", getpid::getpid),
+    (60, "exit", exit::exit),
+    (158, "arch_prctl", arch_prctl::arch_prctl),
+    (186, "gettid", getpid::gettid),
+    (218, "set_tid_address", set_tid_address::set_tid_address),
+    (231, "exit_group", exit::exit_group),
+];
+
+/// Runs the system call in `frame` and stores its result in `frame.rax`.
+pub fn dispatch(frame: &mut SyscallFrame) {
+    let nr = frame.rax;
+    let args = [
+        frame.rdi, frame.rsi, frame.rdx, frame.r10, frame.r8, frame.r9,
+    ];
+    let result = match TABLE.iter().find(|(n, _, _)| *n == nr) {
+        Some((_, name, handler)) => {
+            let r = handler(&args);
+            log::trace!(
+                "{name}({:#x}, {:#x}, {:#x}) = {r:?}",
+                args[0],
+                args[1],
+                args[2]
+            );
+            r
+        }
+        None => {
+            log::warn!("unimplemented system call {nr} (answered ENOSYS)");
+            Err(Errno::ENOSYS)
+        }
+    };
+    // The one place an errno becomes a return value.
+    frame.rax = match result {
+        Ok(v) => v,
+        Err(e) => (-i64::from(e.0)) as u64,
+    };
+}
+
+/// The program left the CPU in a state the kernel cannot return to.
+pub fn fatal_user_state(what: &str, value: u64) -> ! {
+    panic!("the program's state cannot be restored: {what} ({value:#x})");
+}

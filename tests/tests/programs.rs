@@ -1,0 +1,115 @@
+//! Linux x86-64 programs in ring 3 of a partition: the first steps of the
+//! Linux personality (static programs, a few system calls).
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    use astraea_tests::*;
+
+    /// Compiles `src` with gcc into a fresh directory; `None` (loudly) without gcc.
+    fn compile(name: &str, src: &str, flags: &[&str]) -> Option<PathBuf> {
+        if Command::new("gcc").arg("--version").output().is_err() {
+            eprintln!("\n*** SKIPPED: gcc is not installed; this test did not run. ***\n");
+            return None;
+        }
+        let dir = std::env::temp_dir().join(format!("astraea-prog-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let c = dir.join(format!("{name}.c"));
+        std::fs::write(&c, src).unwrap();
+        let st = Command::new("gcc")
+            .args(flags)
+            .arg("-o")
+            .arg(dir.join(name))
+            .arg(&c)
+            .status()
+            .unwrap();
+        assert!(st.success(), "gcc failed for {name}");
+        Some(dir)
+    }
+
+    fn run_in(dir: &Path, args: &[&str]) -> Run {
+        let mount = format!("{}:/", dir.display());
+        let mut a = vec!["run", "--mount", &mount, "--"];
+        a.extend_from_slice(args);
+        astraea_cmd(&a)
+    }
+
+    #[test]
+    fn raw_static_pie_writes_and_exits_with_its_status() {
+        if !kvm_available() {
+            return;
+        }
+        let src = r#"
+            static long sys(long n, long a, long b, long c) {
+                long r;
+                __asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
+                return r;
+            }
+            void _start(void) {
+                static const char msg[] = "hello from ring 3\n";
+                sys(1, 1, (long)msg, sizeof msg - 1);
+                sys(1, 2, (long)"to stderr\n", 10);
+                sys(231, 42, 0, 0);
+                for (;;) {}
+            }
+        "#;
+        let Some(dir) = compile(
+            "raw",
+            src,
+            &["-O2", "-static-pie", "-nostdlib", "-fno-stack-protector"],
+        ) else {
+            return;
+        };
+        let r = run_in(&dir, &["/raw"]);
+        assert_eq!(r.code, 42, "{r:?}");
+        assert_eq!(r.stdout, "hello from ring 3\n", "{r:?}");
+        assert!(r.stderr.contains("to stderr\n"), "{r:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn glibc_static_pie_printf_sees_its_arguments_and_environment() {
+        if !kvm_available() {
+            return;
+        }
+        let src = r#"
+            #include <stdio.h>
+            #include <stdlib.h>
+            int main(int argc, char **argv) {
+                printf("argc=%d argv[1]=%s home=%s\n", argc, argc > 1 ? argv[1] : "-", getenv("ASTRAEA_TEST_HOME"));
+                return 3;
+            }
+        "#;
+        let Some(dir) = compile("libc", src, &["-O2", "-static-pie"]) else {
+            return;
+        };
+        let mount = format!("{}:/", dir.display());
+        let r = astraea_cmd_env(
+            &["run", "--mount", &mount, "--", "/libc", "world"],
+            &[("ASTRAEA_TEST_HOME", "/home/test")],
+        );
+        assert_eq!(r.code, 3, "{r:?}");
+        assert_eq!(r.stdout, "argc=2 argv[1]=world home=/home/test\n", "{r:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn missing_program_gives_127_and_dynamic_ones_say_why() {
+        if !kvm_available() {
+            return;
+        }
+        let Some(dir) = compile("dyn", "int main(void) { return 0; }", &["-O2"]) else {
+            return;
+        };
+        let r = run_in(&dir, &["/no-such-program"]);
+        assert_eq!(r.code, 127, "{r:?}");
+        assert!(r.stderr.contains("cannot run /no-such-program"), "{r:?}");
+        let r = run_in(&dir, &["/dyn"]);
+        assert_eq!(r.code, 126, "{r:?}");
+        assert!(r.stderr.contains("dynamically linked programs"), "{r:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
