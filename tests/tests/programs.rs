@@ -97,6 +97,45 @@ mod tests {
     }
 
     #[test]
+    fn clocks_uname_and_random_without_leaving_the_partition() {
+        if !kvm_available() {
+            return;
+        }
+        let src = r#"
+            #include <stdio.h>
+            #include <time.h>
+            #include <sys/random.h>
+            #include <sys/utsname.h>
+            int main(void) {
+                struct timespec a, b, r;
+                clock_gettime(CLOCK_MONOTONIC, &a);
+                struct utsname u;
+                uname(&u);
+                clock_gettime(CLOCK_MONOTONIC, &b);
+                clock_gettime(CLOCK_REALTIME, &r);
+                unsigned char x[32] = {0};
+                long n = getrandom(x, sizeof x, 0);
+                int nonzero = 0;
+                for (int i = 0; i < 32; i++) nonzero |= x[i];
+                printf("%s %s mono_ok=%d wall_ok=%d random=%ld,%d\n", u.sysname, u.machine,
+                       b.tv_sec > a.tv_sec || (b.tv_sec == a.tv_sec && b.tv_nsec >= a.tv_nsec),
+                       r.tv_sec > 1700000000, n, nonzero != 0);
+                return 0;
+            }
+        "#;
+        let Some(dir) = compile("clock", src, &["-O2", "-static-pie"]) else {
+            return;
+        };
+        let r = run_in(&dir, &["/clock"]);
+        assert_eq!(r.code, 0, "{r:?}");
+        assert_eq!(
+            r.stdout, "Linux x86_64 mono_ok=1 wall_ok=1 random=32,1\n",
+            "{r:?}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn missing_program_gives_127_and_dynamic_ones_say_why() {
         if !kvm_available() {
             return;

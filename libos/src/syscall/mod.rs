@@ -4,10 +4,15 @@
 
 mod arch_prctl;
 mod brk;
+mod clock_gettime;
 mod exit;
 mod getpid;
+mod getrandom;
 mod mmap;
+mod prlimit64;
 mod set_tid_address;
+mod stubs;
+mod uname;
 mod write;
 
 use crate::arch::user::SyscallFrame;
@@ -26,10 +31,16 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (20, "writev", write::writev),
     (39, "getpid", getpid::getpid),
     (60, "exit", exit::exit),
+    (63, "uname", uname::uname),
     (158, "arch_prctl", arch_prctl::arch_prctl),
     (186, "gettid", getpid::gettid),
     (218, "set_tid_address", set_tid_address::set_tid_address),
+    (228, "clock_gettime", clock_gettime::clock_gettime),
     (231, "exit_group", exit::exit_group),
+    (273, "set_robust_list", stubs::set_robust_list),
+    (302, "prlimit64", prlimit64::prlimit64),
+    (318, "getrandom", getrandom::getrandom),
+    (334, "rseq", stubs::rseq),
 ];
 
 /// Runs the system call in `frame` and stores its result in `frame.rax`.
@@ -41,6 +52,9 @@ pub fn dispatch(frame: &mut SyscallFrame) {
     let result = match TABLE.iter().find(|(n, _, _)| *n == nr) {
         Some((_, name, handler)) => {
             let r = handler(&args);
+            if r == Err(Errno::ENOSYS) {
+                log::debug!("{name} answered ENOSYS");
+            }
             log::trace!(
                 "{name}({:#x}, {:#x}, {:#x}) = {r:?}",
                 args[0],
@@ -50,7 +64,10 @@ pub fn dispatch(frame: &mut SyscallFrame) {
             r
         }
         None => {
-            log::warn!("unimplemented system call {nr} (answered ENOSYS)");
+            log::warn!(
+                "unimplemented system call {nr} ({}) answered ENOSYS",
+                name_of(nr)
+            );
             Err(Errno::ENOSYS)
         }
     };
@@ -59,6 +76,29 @@ pub fn dispatch(frame: &mut SyscallFrame) {
         Ok(v) => v,
         Err(e) => (-i64::from(e.0)) as u64,
     };
+}
+
+/// Names of the system calls the program may still reach that are not
+/// implemented, for the log (the rest are known by number only).
+fn name_of(nr: u64) -> &'static str {
+    match nr {
+        0 => "read",
+        2 => "open",
+        3 => "close",
+        4 => "stat",
+        5 => "fstat",
+        13 => "rt_sigaction",
+        14 => "rt_sigprocmask",
+        16 => "ioctl",
+        56 => "clone",
+        57 => "fork",
+        59 => "execve",
+        89 => "readlink",
+        202 => "futex",
+        257 => "openat",
+        262 => "newfstatat",
+        _ => "?",
+    }
 }
 
 /// The program left the CPU in a state the kernel cannot return to.

@@ -1,0 +1,27 @@
+//! `prlimit64(2)`: reports the partition's limits; setting them is accepted.
+
+use crate::errno::Errno;
+use crate::mm::user;
+
+const RLIMIT_STACK: u64 = 3;
+const RLIMIT_NOFILE: u64 = 7;
+const RLIM_INFINITY: u64 = u64::MAX;
+
+/// `prlimit64(pid, resource, new, old)`.
+pub fn prlimit64(a: &[u64; 6]) -> Result<u64, Errno> {
+    if a[0] != 0 && a[0] != 1 {
+        return Err(Errno::EPERM);
+    }
+    if a[3] != 0 {
+        let (cur, max) = match a[1] {
+            RLIMIT_STACK => (8 << 20, RLIM_INFINITY),
+            RLIMIT_NOFILE => (1024, 4096),
+            _ => (RLIM_INFINITY, RLIM_INFINITY),
+        };
+        let mut out = [0u8; 16];
+        out[..8].copy_from_slice(&cur.to_le_bytes());
+        out[8..].copy_from_slice(&max.to_le_bytes());
+        user::copy_in(a[3], &out)?;
+    }
+    Ok(0)
+}
