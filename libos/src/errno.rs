@@ -29,6 +29,9 @@ impl Errno {
     pub const EPROTO: Errno = Errno(71);
     pub const ENODEV: Errno = Errno(19);
     pub const EOPNOTSUPP: Errno = Errno(95);
+    pub const ENOTTY: Errno = Errno(25);
+    pub const ESPIPE: Errno = Errno(29);
+    pub const ERANGE: Errno = Errno(34);
 }
 
 impl core::fmt::Display for Errno {

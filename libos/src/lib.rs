@@ -21,6 +21,8 @@ pub mod console;
 #[cfg(target_os = "none")]
 pub mod drivers;
 #[cfg(target_os = "none")]
+pub mod fd;
+#[cfg(target_os = "none")]
 pub mod p9;
 #[cfg(target_os = "none")]
 pub mod process;

@@ -52,6 +52,7 @@ enum Never {}
 
 fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+    crate::fd::init_stdio();
     let fid = c.walk_path(path)?;
     let image = c.open(fid, 0).and_then(|_| c.read_all(fid));
     c.clunk(fid);

@@ -136,6 +136,47 @@ mod tests {
     }
 
     #[test]
+    fn stdio_files_directories_and_the_terminal_over_9p() {
+        if !kvm_available() {
+            return;
+        }
+        let src = r#"
+            #include <stdio.h>
+            #include <dirent.h>
+            #include <unistd.h>
+            #include <fcntl.h>
+            #include <sys/stat.h>
+            int main(int argc, char **argv) {
+                FILE *f = fopen(argv[1], "r");
+                if (!f) { perror("fopen"); return 1; }
+                char line[256]; int n = 0;
+                while (fgets(line, sizeof line, f)) { n++; fputs(line, stdout); }
+                fclose(f);
+                struct stat st; stat(argv[1], &st);
+                printf("lines=%d size=%ld regular=%d\n", n, (long)st.st_size, S_ISREG(st.st_mode));
+                DIR *d = opendir(argv[2]); int k = 0; struct dirent *e;
+                while ((e = readdir(d))) if (e->d_name[0] == 'f') k++;
+                closedir(d);
+                char cwd[256]; getcwd(cwd, sizeof cwd);
+                printf("f_entries=%d cwd=%s missing=%d\n", k, cwd, open("/nope", O_RDONLY));
+                return 0;
+            }
+        "#;
+        let Some(dir) = compile("files", src, &["-O2", "-static-pie"]) else {
+            return;
+        };
+        std::fs::write(dir.join("f.txt"), "one\ntwo\nthree\n").unwrap();
+        std::fs::create_dir(dir.join("fdir")).unwrap();
+        let r = run_in(&dir, &["/files", "/f.txt", "/"]);
+        assert_eq!(r.code, 0, "{r:?}");
+        assert_eq!(
+            r.stdout, "one\ntwo\nthree\nlines=3 size=14 regular=1\nf_entries=4 cwd=/ missing=-1\n",
+            "{r:?}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn missing_program_gives_127_and_dynamic_ones_say_why() {
         if !kvm_available() {
             return;

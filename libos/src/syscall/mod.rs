@@ -5,12 +5,18 @@
 mod arch_prctl;
 mod brk;
 mod clock_gettime;
+mod cwd;
 mod exit;
+mod getdents64;
 mod getpid;
 mod getrandom;
+mod ioctl;
 mod mmap;
+mod open;
 mod prlimit64;
+mod read;
 mod set_tid_address;
+mod stat;
 mod stubs;
 mod uname;
 mod write;
@@ -23,20 +29,34 @@ type Handler = fn(&[u64; 6]) -> Result<u64, Errno>;
 
 /// (number, name, handler), by number.
 const TABLE: &[(u64, &str, Handler)] = &[
+    (0, "read", read::read),
     (1, "write", write::write),
+    (2, "open", open::open),
+    (3, "close", open::close),
+    (4, "stat", stat::stat),
+    (5, "fstat", stat::fstat),
+    (6, "lstat", stat::stat),
+    (8, "lseek", read::lseek),
     (9, "mmap", mmap::mmap),
     (10, "mprotect", mmap::mprotect),
     (11, "munmap", mmap::munmap),
     (12, "brk", brk::brk),
+    (16, "ioctl", ioctl::ioctl),
+    (17, "pread64", read::pread64),
     (20, "writev", write::writev),
     (39, "getpid", getpid::getpid),
     (60, "exit", exit::exit),
     (63, "uname", uname::uname),
+    (79, "getcwd", cwd::getcwd),
+    (80, "chdir", cwd::chdir),
     (158, "arch_prctl", arch_prctl::arch_prctl),
     (186, "gettid", getpid::gettid),
+    (217, "getdents64", getdents64::getdents64),
     (218, "set_tid_address", set_tid_address::set_tid_address),
     (228, "clock_gettime", clock_gettime::clock_gettime),
     (231, "exit_group", exit::exit_group),
+    (257, "openat", open::openat),
+    (262, "newfstatat", stat::newfstatat),
     (273, "set_robust_list", stubs::set_robust_list),
     (302, "prlimit64", prlimit64::prlimit64),
     (318, "getrandom", getrandom::getrandom),

@@ -5,10 +5,10 @@ use crate::errno::Errno;
 use crate::mm::user;
 
 fn stream(fd: u64) -> Result<Stream, Errno> {
-    match fd {
-        1 => Ok(Stream::Stdout),
-        2 => Ok(Stream::Stderr),
-        _ => Err(Errno::EBADF),
+    match &*crate::fd::get(fd)? {
+        crate::fd::File::Console { fd: 2 } => Ok(Stream::Stderr),
+        crate::fd::File::Console { .. } => Ok(Stream::Stdout),
+        crate::fd::File::P9 { .. } => Err(Errno::EBADF),
     }
 }
 
