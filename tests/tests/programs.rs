@@ -177,6 +177,37 @@ mod tests {
     }
 
     #[test]
+    fn a_crashing_program_ends_with_128_plus_its_signal() {
+        if !kvm_available() {
+            return;
+        }
+        let src = r#"
+            #include <stdio.h>
+            int main(int argc, char **argv) {
+                printf("about to crash\n");
+                fflush(stdout);
+                if (argc > 1) __asm__ volatile("ud2");
+                volatile int *p = (int *)0x700000000000;
+                return *p;
+            }
+        "#;
+        let Some(dir) = compile("crash", src, &["-O2", "-static-pie"]) else {
+            return;
+        };
+        let r = run_in(&dir, &["/crash"]);
+        assert_eq!(r.code, 139, "{r:?}");
+        assert_eq!(r.stdout, "about to crash\n", "{r:?}");
+        assert!(
+            r.stderr.contains("killed by SIGSEGV") && r.stderr.contains("address 0x700000000000"),
+            "{r:?}"
+        );
+        let r = run_in(&dir, &["/crash", "ill"]);
+        assert_eq!(r.code, 132, "{r:?}");
+        assert!(r.stderr.contains("killed by SIGILL"), "{r:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn missing_program_gives_127_and_dynamic_ones_say_why() {
         if !kvm_available() {
             return;

@@ -197,6 +197,7 @@ fn dispatch(frame: &mut TrapFrame) {
             crate::drivers::virtio9p::interrupt();
             crate::sched::device_interrupt_exit();
         }
+        v if v < 32 && frame.cs & 3 == 3 => user_fault(frame),
         v if v < 32 => unhandled_exception(frame),
         v => log::warn!("unexpected interrupt vector {v:#x}"),
     }
@@ -228,6 +229,34 @@ impl core::fmt::Display for PfDetail {
             if e & 8 != 0 { ", reserved bit set" } else { "" },
         )
     }
+}
+
+/// The Linux signal an exception from the program raises.
+fn signal_of(vector: u64) -> (u32, &'static str) {
+    match vector {
+        0 | 16 | 19 => (8, "SIGFPE"),
+        6 => (4, "SIGILL"),
+        1 | 3 => (5, "SIGTRAP"),
+        17 => (7, "SIGBUS"),
+        _ => (11, "SIGSEGV"),
+    }
+}
+
+/// An exception in the program. Until signal delivery exists, the program
+/// dies of it as a Linux process would without a handler: a report on
+/// stderr and the partition ends with 128 + the signal number.
+fn user_fault(f: &TrapFrame) -> ! {
+    let (sig, name) = signal_of(f.vector);
+    let cr2 = super::cpu::cr2();
+    crate::eprintln!(
+        "astraea: the program was killed by {name}: {} (vector {}) at rip={:#x}, address {:#x}, error {:#x}",
+        exception_name(f.vector),
+        f.vector,
+        f.rip,
+        if f.vector == 14 { cr2 } else { 0 },
+        f.error
+    );
+    crate::boot::exit(128 + sig as i32)
 }
 
 fn unhandled_exception(f: &TrapFrame) -> ! {
