@@ -49,6 +49,8 @@ pub struct BootParams<'a> {
     pub virtio9p: Option<(u64, u8)>,
     /// On a PVM host: let the kernel switch to native supervisor mode.
     pub pvm_native: bool,
+    /// The program's working directory.
+    pub cwd: Option<&'a str>,
 }
 
 /// Smallest partition that can hold `kernel_size` bytes of kernel image.
@@ -261,6 +263,10 @@ fn write_fdt(mem: &GuestMemory, mem_size: u64, p: &BootParams<'_>) -> Result<(),
     }
     w.property(astraea_abi::FDT_ARGS_PROP, &args)
         .map_err(fdt_err)?;
+    if let Some(cwd) = p.cwd {
+        w.property_string(astraea_abi::FDT_CWD_PROP, cwd)
+            .map_err(fdt_err)?;
+    }
     if p.pvm_native {
         w.property_u64(astraea_abi::FDT_PVM_VIF_PROP, layout::PVM_VIF)
             .map_err(fdt_err)?;

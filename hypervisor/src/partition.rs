@@ -42,6 +42,10 @@ pub struct PartitionConfig {
     pub ninep: NinePTarget,
     /// The `aname` the partition attaches with (empty: the server's default).
     pub ninep_aname: String,
+    /// The program's working directory in the partition's namespace.
+    pub cwd: Option<String>,
+    /// Print every system call of the program with its arguments and result.
+    pub strace: bool,
 }
 
 /// The 9P service behind a partition's virtio-9p device.
@@ -199,12 +203,16 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         }
         cmdline += &format!(" 9p.aname={}", cfg.ninep_aname);
     }
+    if cfg.strace {
+        cmdline += " strace=1";
+    }
     let params = BootParams {
         cmdline: &cmdline,
         args: &cfg.args,
         cpus: cfg.cpus,
         tsc_khz,
         virtio9p: ninep.as_ref().map(|_| (virtio9p::BASE, virtio9p::VECTOR)),
+        cwd: cfg.cwd.as_deref(),
         pvm_native: pvm_native(&vcpu),
     };
     let state = boot::prepare(&mem, cfg.mem, &cfg.kernel, &kernel, &params)?;

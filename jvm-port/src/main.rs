@@ -28,13 +28,14 @@ fn main(cfg: &BootConfig) -> i32 {
         return 0;
     };
     let argv = cfg.args.clone();
+    let cwd = cfg.cwd.clone();
     let envp: Vec<String> = process::environment();
     // The program runs on a thread of its own: its kernel stack is the one
     // system calls and traps from ring 3 land on.
     let failed = alloc::sync::Arc::new(core::sync::atomic::AtomicU32::new(0));
     let f = failed.clone();
     let Some(t) = sched::spawn("init", move || {
-        let e = process::exec(&prog, &argv, &envp);
+        let e = process::exec(&prog, &argv, &envp, &cwd);
         eprintln!("astraea: cannot run {prog}: {e}");
         f.store(
             if e == astraea_libos::errno::Errno::ENOENT {

@@ -32,6 +32,8 @@ pub struct BootConfig {
     pub tsc_khz: u64,
     /// Nanoseconds from the kernel's first instruction to `main`.
     pub boot_ns: u64,
+    /// The program's working directory (`/` if the VMM gave none).
+    pub cwd: String,
 }
 
 impl BootConfig {
@@ -82,6 +84,7 @@ struct FdtInfo<'a> {
     tsc_khz: Option<u64>,
     virtio9p: Option<(u64, u64)>,
     pvm_vif: Option<u64>,
+    cwd: &'a str,
 }
 
 fn read_fdt(addr: u64) -> FdtInfo<'static> {
@@ -97,6 +100,7 @@ fn read_fdt(addr: u64) -> FdtInfo<'static> {
         tsc_khz: None,
         virtio9p: None,
         pvm_vif: None,
+        cwd: "/",
     };
     for r in fdt.memory().regions() {
         if info.nram < MAX_RANGES {
@@ -124,6 +128,11 @@ fn read_fdt(addr: u64) -> FdtInfo<'static> {
         }
         if let Some(p) = chosen.property(FDT_ARGS_PROP) {
             info.args = p.value;
+        }
+        if let Some(p) = chosen.property(astraea_abi::FDT_CWD_PROP) {
+            info.cwd = core::str::from_utf8(p.value)
+                .unwrap_or("/")
+                .trim_end_matches('\0');
         }
         if let Some(p) = chosen.property(astraea_abi::FDT_PVM_VIF_PROP) {
             info.pvm_vif = p.as_usize().map(|v| v as u64);
@@ -237,7 +246,9 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
         cpus: num_cpus,
         tsc_khz,
         boot_ns: time::monotonic_ns(),
+        cwd: String::from(fdt.cwd),
     };
+    crate::syscall::set_strace(cfg.cmdline_value("strace") == Some("1"));
     log::info!(
         "booted in {} us: {} MiB RAM, {} vCPU, TSC {} kHz, {} free pages",
         cfg.boot_ns / 1000,

@@ -41,7 +41,8 @@ const STACK_SIZE: u64 = 256 * 1024;
 
 /// Loads `path` from the partition's namespace and runs it with `argv` and
 /// `envp`. Returns only if the program cannot be started.
-pub fn exec(path: &str, argv: &[String], envp: &[String]) -> Errno {
+pub fn exec(path: &str, argv: &[String], envp: &[String], cwd: &str) -> Errno {
+    *crate::fd::CWD.lock() = String::from(cwd);
     match load_and_enter(path, argv, envp) {
         Ok(never) => match never {},
         Err(e) => e,
@@ -53,7 +54,7 @@ enum Never {}
 fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
     crate::fd::init_stdio();
-    let fid = c.walk_path(path)?;
+    let fid = c.walk_path(&crate::fd::absolute(path))?;
     let image = c.open(fid, 0).and_then(|_| c.read_all(fid));
     c.clunk(fid);
     let image = image?;

@@ -177,6 +177,45 @@ mod tests {
     }
 
     #[test]
+    fn default_namespace_runs_from_the_current_directory_and_strace_goes_to_stderr() {
+        if !kvm_available() {
+            return;
+        }
+        let src = r#"
+            #include <stdio.h>
+            #include <unistd.h>
+            int main(void) {
+                char cwd[512]; getcwd(cwd, sizeof cwd);
+                FILE *f = fopen("data.txt", "r");
+                char line[64] = {0};
+                if (f) fgets(line, sizeof line, f);
+                printf("cwd=%s data=%s", cwd, line);
+                return 0;
+            }
+        "#;
+        let Some(dir) = compile("cwd", src, &["-O2", "-static-pie"]) else {
+            return;
+        };
+        std::fs::write(dir.join("data.txt"), "relative read works\n").unwrap();
+        let out = Command::new(astraea())
+            .args(["run", "--strace", "--", "./cwd"])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stdout} {stderr}");
+        assert_eq!(
+            stdout,
+            format!("cwd={} data=relative read works\n", dir.display())
+        );
+        assert!(stderr.contains("[strace] openat("), "{stderr}");
+        assert!(stderr.contains("[strace] write(0x1,"), "{stderr}");
+        assert!(!stdout.contains("[strace]"), "{stdout}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_crashing_program_ends_with_128_plus_its_signal() {
         if !kvm_available() {
             return;

@@ -197,6 +197,9 @@ pub mod pvm {
     pub const HC_FLUSH_TLB_ONE: u64 = 0x1008;
 }
 
+/// Device-tree property (under `/chosen`): the program's working directory.
+pub const FDT_CWD_PROP: &str = "astraea,cwd";
+
 /// Device-tree property (under `/chosen`) holding the program arguments, NUL-separated.
 pub const FDT_ARGS_PROP: &str = "astraea,args";
 /// Device-tree property (under `/chosen`) holding the TSC frequency in kHz.

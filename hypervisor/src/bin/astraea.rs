@@ -68,6 +68,10 @@ struct RunArgs {
     /// to the gateway through shared memory, never through this process.
     #[arg(long, value_name = "vhost-user:SOCK", conflicts_with_all = ["mounts", "ninep"])]
     gateway: Option<String>,
+    /// Print every system call of the program, with its arguments and
+    /// result, to stderr.
+    #[arg(long)]
+    strace: bool,
     /// Print the boot phase timings to stderr when the partition exits.
     #[arg(long)]
     timings: bool,
@@ -157,6 +161,12 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
         args: args.args.clone(),
         ninep,
         ninep_aname: args.ninep_aname.clone().unwrap_or_default(),
+        // With the default exports the current directory is at its own path.
+        cwd: (args.mounts.is_empty() && args.ninep.is_none())
+            .then(|| std::env::current_dir().ok())
+            .flatten()
+            .map(|d| d.to_string_lossy().into_owned()),
+        strace: args.strace,
     })
 }
 

@@ -63,6 +63,13 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (334, "rseq", stubs::rseq),
 ];
 
+static STRACE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Turns `--strace` on: every system call is printed with its result.
+pub fn set_strace(on: bool) {
+    STRACE.store(on, core::sync::atomic::Ordering::Relaxed);
+}
+
 /// Runs the system call in `frame` and stores its result in `frame.rax`.
 pub fn dispatch(frame: &mut SyscallFrame) {
     let nr = frame.rax;
@@ -96,6 +103,22 @@ pub fn dispatch(frame: &mut SyscallFrame) {
         Ok(v) => v,
         Err(e) => (-i64::from(e.0)) as u64,
     };
+    if STRACE.load(core::sync::atomic::Ordering::Relaxed) {
+        let name = TABLE
+            .iter()
+            .find(|(n, _, _)| *n == nr)
+            .map_or_else(|| name_of(nr), |t| t.1);
+        crate::eprintln!(
+            "[strace] {name}({:#x}, {:#x}, {:#x}, {:#x}, {:#x}, {:#x}) = {}",
+            args[0],
+            args[1],
+            args[2],
+            args[3],
+            args[4],
+            args[5],
+            frame.rax as i64
+        );
+    }
 }
 
 /// Names of the system calls the program may still reach that are not

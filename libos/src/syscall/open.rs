@@ -28,7 +28,8 @@ pub fn user_path(addr: u64) -> Result<String, Errno> {
 /// Resolves a path relative to a directory descriptor (only `AT_FDCWD` and
 /// absolute paths for now).
 pub fn resolve(dirfd: u64, path: &str) -> Result<String, Errno> {
-    if !path.starts_with('/') && dirfd as i64 != AT_FDCWD {
+    // dirfd is a C int: only its low 32 bits count.
+    if !path.starts_with('/') && i64::from(dirfd as i32) != AT_FDCWD {
         let dir = fd::get(dirfd)?;
         return match &*dir {
             File::P9 { path: base, .. } => Ok(fd::absolute(&alloc::format!("{base}/{path}"))),
