@@ -32,6 +32,9 @@ impl Errno {
     pub const ENOTTY: Errno = Errno(25);
     pub const ESPIPE: Errno = Errno(29);
     pub const ERANGE: Errno = Errno(34);
+    pub const ELOOP: Errno = Errno(40);
+    pub const EAGAIN: Errno = Errno(11);
+    pub const EDEADLK: Errno = Errno(35);
 }
 
 impl core::fmt::Display for Errno {

@@ -5,7 +5,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use crate::errno::Errno;
-use crate::linux::elf::{Elf, ElfKind};
+use crate::linux::elf::{Elf, ElfKind, LoadPlan, SegmentFlags};
 use crate::linux::stack::{
     AT_CLKTCK, AT_EGID, AT_ENTRY, AT_EUID, AT_FLAGS, AT_GID, AT_HWCAP, AT_PAGESZ, AT_PHDR,
     AT_PHENT, AT_PHNUM, AT_SECURE, AT_UID, StackImage,
@@ -51,35 +51,30 @@ pub fn exec(path: &str, argv: &[String], envp: &[String], cwd: &str) -> Errno {
 
 enum Never {}
 
-fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never, Errno> {
+/// Reads a whole file of the namespace.
+fn read_file(path: &str) -> Result<Vec<u8>, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
-    crate::fd::init_stdio();
     let fid = c.walk_path(&crate::fd::absolute(path))?;
     let image = c.open(fid, 0).and_then(|_| c.read_all(fid));
     c.clunk(fid);
-    let image = image?;
-    let elf = Elf::parse(&image).map_err(|e| {
+    image
+}
+
+/// Maps an ELF image's segments with `base` added (ignored for `ET_EXEC`);
+/// returns its plan.
+fn map_image(path: &str, image: &[u8], base: u64) -> Result<LoadPlan, Errno> {
+    let elf = Elf::parse(image).map_err(|e| {
         log::error!("{path}: not a Linux x86-64 executable: {e}");
         Errno::ENOEXEC
     })?;
-    let base = match elf.kind() {
-        ElfKind::Static => 0,
-        ElfKind::StaticPie => PIE_BASE,
-        ElfKind::Dynamic { interpreter } => {
-            log::error!(
-                "{path}: dynamically linked programs ({interpreter}) are not supported yet"
-            );
-            return Err(Errno::ENOEXEC);
-        }
-    };
     let plan = elf.load_plan(base).map_err(|e| {
         log::error!("{path}: cannot be loaded: {e}");
         Errno::ENOEXEC
     })?;
     for seg in &plan.segments {
         let prot = Prot {
-            write: seg.prot.contains(crate::linux::elf::SegmentFlags::W),
-            exec: seg.prot.contains(crate::linux::elf::SegmentFlags::X),
+            write: seg.prot.contains(SegmentFlags::W),
+            exec: seg.prot.contains(SegmentFlags::X),
         };
         user::map_anonymous(seg.vaddr_start, seg.len(), prot)?;
         let from = seg.file_offset as usize;
@@ -88,6 +83,36 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
             .ok_or(Errno::ENOEXEC)?;
         user::copy_in(seg.vaddr_start, bytes)?;
     }
+    Ok(plan)
+}
+
+/// Where the dynamic linker is loaded.
+const INTERP_BASE: u64 = 0x7f80_0000_0000;
+
+fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never, Errno> {
+    crate::fd::init_stdio();
+    let image = read_file(path)?;
+    let elf = Elf::parse(&image).map_err(|e| {
+        log::error!("{path}: not a Linux x86-64 executable: {e}");
+        Errno::ENOEXEC
+    })?;
+    let interp = match elf.kind() {
+        ElfKind::Dynamic { interpreter } => Some(String::from(interpreter)),
+        _ => None,
+    };
+    let plan = map_image(path, &image, PIE_BASE)?;
+    // A dynamic program starts in its interpreter (ld.so), which finds the
+    // program through AT_PHDR/AT_ENTRY and itself through AT_BASE.
+    let (start, interp_base) = match &interp {
+        None => (plan.entry, 0),
+        Some(ld) => {
+            let ld_image = read_file(ld).inspect_err(|e| {
+                log::error!("{path}: its interpreter {ld} cannot be read: {e}");
+            })?;
+            let ld_plan = map_image(ld, &ld_image, INTERP_BASE)?;
+            (ld_plan.entry, ld_plan.bias)
+        }
+    };
     user::map_anonymous(
         STACK_TOP - STACK_SIZE,
         STACK_SIZE,
@@ -106,6 +131,7 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
         (AT_PHDR, plan.phdr.unwrap_or(0)),
         (AT_PHENT, u64::from(elf.phent())),
         (AT_PHNUM, u64::from(elf.phnum())),
+        (crate::linux::stack::AT_BASE, interp_base),
         (AT_PAGESZ, 4096),
         (AT_FLAGS, 0),
         (AT_ENTRY, plan.entry),
@@ -124,7 +150,7 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
     user::copy_in(stack.sp, &stack.bytes)?;
     log::debug!("{path}: entry {:#x}, stack {:#x}", plan.entry, stack.sp);
     // SAFETY: the segments and the stack were just mapped as user memory.
-    unsafe { crate::arch::user::enter_user(plan.entry, stack.sp) }
+    unsafe { crate::arch::user::enter_user(start, stack.sp) }
 }
 
 /// The launch environment as `NAME=VALUE` strings, read from the gateway's

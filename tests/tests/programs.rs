@@ -247,19 +247,47 @@ mod tests {
     }
 
     #[test]
-    fn missing_program_gives_127_and_dynamic_ones_say_why() {
+    fn dynamic_program_runs_through_the_hosts_ld_so_and_libc() {
         if !kvm_available() {
             return;
         }
-        let Some(dir) = compile("dyn", "int main(void) { return 0; }", &["-O2"]) else {
+        let src = r#"
+            #include <stdio.h>
+            int main(int argc, char **argv) { printf("dynamic argc=%d argv[1]=%s\n", argc, argv[1]); return 5; }
+        "#;
+        let Some(dir) = compile("dyn", src, &["-O2"]) else {
             return;
         };
+        // The default namespace: the host's / read-only (ld.so, libc, their
+        // symlinks), the current directory read-write at its own path.
+        let out = Command::new(astraea())
+            .args(["run", "--", "./dyn", "hello"])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(5), "{out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "dynamic argc=2 argv[1]=hello\n"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn missing_program_gives_127_and_a_non_program_126() {
+        if !kvm_available() {
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("astraea-prog-missing-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("text"), "not a program").unwrap();
         let r = run_in(&dir, &["/no-such-program"]);
         assert_eq!(r.code, 127, "{r:?}");
         assert!(r.stderr.contains("cannot run /no-such-program"), "{r:?}");
-        let r = run_in(&dir, &["/dyn"]);
+        let r = run_in(&dir, &["/text"]);
         assert_eq!(r.code, 126, "{r:?}");
-        assert!(r.stderr.contains("dynamically linked programs"), "{r:?}");
+        assert!(r.stderr.contains("not a Linux x86-64 executable"), "{r:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -226,6 +226,26 @@ pub fn map_user_page(va: u64, pa: u64, flags: PteFlags) -> Result<(), crate::err
         })
 }
 
+/// Unmaps the user page at `va` and frees its frame; `false` if nothing was
+/// mapped there.
+pub fn unmap_user_page(va: u64) -> bool {
+    let pa = {
+        let mut ks = KERNEL_SPACE.lock();
+        let Some(space) = ks.as_mut() else {
+            return false;
+        };
+        space.unmap(&mut Tables, va, PageSize::Size4K)
+    };
+    match pa {
+        Ok(pa) => {
+            cpu::invlpg(va);
+            free_frames(pa & !(PAGE_SIZE as u64 - 1), 1);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
 /// A kernel thread's stack: contiguous frames whose lowest page is unmapped,
 /// so an overflow faults instead of corrupting memory.
 pub struct KernelStack {

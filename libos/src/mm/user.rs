@@ -2,7 +2,7 @@
 //! above every guest-physical address the kernel's identity map can cover.
 
 use super::frame::PAGE_SIZE;
-use super::kernel::{alloc_frames, map_user_page, translate};
+use super::kernel::{alloc_frames, map_user_page, translate, unmap_user_page};
 use super::paging::PteFlags;
 use crate::errno::Errno;
 
@@ -85,6 +85,18 @@ pub fn copy_in(addr: u64, bytes: &[u8]) -> Result<(), Errno> {
         // reaches it through the identity map; `n` stays inside that page.
         unsafe { core::ptr::copy_nonoverlapping(bytes[done..].as_ptr(), t.pa as *mut u8, n) };
         done += n;
+    }
+    Ok(())
+}
+
+/// Unmaps whatever user pages lie in `[addr, addr+len)` (page-aligned) and
+/// frees their frames.
+pub fn unmap(addr: u64, len: u64) -> Result<(), Errno> {
+    check_range(addr, len)?;
+    let mut va = addr & !(PAGE_SIZE as u64 - 1);
+    while va < addr + len {
+        unmap_user_page(va);
+        va += PAGE_SIZE as u64;
     }
     Ok(())
 }

@@ -44,6 +44,13 @@ pub fn mount_device(base: u64, aname: &str) -> Result<&'static Client, Errno> {
     Ok(MOUNTED.call_once(|| client))
 }
 
+/// Why a walk failed, and how far it got.
+struct WalkFailed {
+    errno: Errno,
+    matched: usize,
+    last_ty: Option<u8>,
+}
+
 /// A mounted 9P connection.
 pub struct Client {
     dev: &'static Virtio9p,
@@ -145,9 +152,25 @@ impl Client {
 
     /// Walks from `from` along `names` to a new fid.
     pub fn walk(&self, from: Fid, names: &[&str]) -> Result<Fid, Errno> {
+        self.walk_detail(from, names)
+            .map(|(fid, _)| fid)
+            .map_err(|w| w.errno)
+    }
+
+    /// Walks from `from` along `names`; on success also gives the type of
+    /// the last element's qid, on failure how many names were walked and
+    /// the type of the last one that was.
+    fn walk_detail(&self, from: Fid, names: &[&str]) -> Result<(Fid, u8), WalkFailed> {
+        let fail = |errno, matched, last_ty| WalkFailed {
+            errno,
+            matched,
+            last_ty,
+        };
         let newfid = self.alloc_fid();
         let mut buf = Vec::new();
         let mut cur = from;
+        let mut done = 0usize;
+        let mut last_ty = 0u8;
         let chunks: Vec<&[&str]> = if names.is_empty() {
             vec![&[][..]]
         } else {
@@ -158,13 +181,22 @@ impl Client {
             let w = TMessage::Walk {
                 fid: cur,
                 newfid,
-                names: WalkNames::new(&strs).map_err(|_| Errno::ENAMETOOLONG)?,
+                names: WalkNames::new(&strs).map_err(|_| fail(Errno::ENAMETOOLONG, done, None))?,
             };
             let result = match self.rpc(&w, &mut buf) {
-                Ok(RMessage::Walk { qids }) if qids.len() == chunk.len() => Ok(()),
-                Ok(RMessage::Walk { .. }) => Err(Errno::ENOENT),
-                Ok(_) => Err(Errno::EPROTO),
-                Err(e) => Err(e),
+                Ok(RMessage::Walk { qids }) => {
+                    if let Some(q) = qids.last() {
+                        last_ty = q.ty;
+                    }
+                    if qids.len() == chunk.len() {
+                        Ok(())
+                    } else {
+                        let ty = (!qids.is_empty()).then_some(last_ty);
+                        Err(fail(Errno::ENOENT, done + qids.len(), ty))
+                    }
+                }
+                Ok(_) => Err(fail(Errno::EPROTO, done, None)),
+                Err(e) => Err(fail(e, done, None)),
             };
             if let Err(e) = result {
                 if cur == newfid {
@@ -175,17 +207,59 @@ impl Client {
                 return Err(e);
             }
             cur = newfid;
+            done += chunk.len();
         }
-        Ok(newfid)
+        Ok((newfid, last_ty))
     }
 
-    /// Walks an absolute or root-relative path.
+    /// Walks an absolute path, following symbolic links the way Linux's
+    /// path lookup does: an absolute link restarts at the partition's root,
+    /// a relative one at the link's directory. The gateway itself never
+    /// follows a link out of an export, so links are resolved here.
     pub fn walk_path(&self, path: &str) -> Result<Fid, Errno> {
+        self.walk_path_depth(path, 0)
+    }
+
+    fn walk_path_depth(&self, path: &str, depth: u32) -> Result<Fid, Errno> {
+        const MAX_LINKS: u32 = 40;
         let names: Vec<&str> = path
             .split('/')
             .filter(|c| !c.is_empty() && *c != ".")
             .collect();
-        self.walk(self.root, &names)
+        let link_at = match self.walk_detail(self.root, &names) {
+            Ok((fid, ty)) if ty & astraea_9p::QTSYMLINK == 0 || names.is_empty() => return Ok(fid),
+            Ok((fid, _)) => {
+                self.clunk(fid);
+                names.len()
+            }
+            Err(w)
+                if w.matched > 0 && w.last_ty.is_some_and(|t| t & astraea_9p::QTSYMLINK != 0) =>
+            {
+                w.matched
+            }
+            Err(w) => return Err(w.errno),
+        };
+        if depth >= MAX_LINKS {
+            return Err(Errno::ELOOP);
+        }
+        let link = self.walk(self.root, &names[..link_at])?;
+        let target = self.readlink(link);
+        self.clunk(link);
+        let target = target?;
+        let mut next = if target.starts_with('/') {
+            target
+        } else {
+            let mut p = String::from("/");
+            p.push_str(&names[..link_at - 1].join("/"));
+            p.push('/');
+            p.push_str(&target);
+            p
+        };
+        for rest in &names[link_at..] {
+            next.push('/');
+            next.push_str(rest);
+        }
+        self.walk_path_depth(&crate::fd::absolute(&next), depth + 1)
     }
 
     /// Opens a walked fid with Linux `O_*` flags.

@@ -1,5 +1,6 @@
-//! `mmap(2)`, `munmap(2)`, `mprotect(2)`: anonymous memory for now, mapped
-//! eagerly; file mappings and demand paging come with the Linux personality.
+//! `mmap(2)`, `munmap(2)`, `mprotect(2)`. Mappings are made eagerly; a
+//! private file mapping is a copy of the file's bytes (enough for `ld.so`
+//! and read-only data); demand paging and shared mappings come later.
 
 use crate::errno::Errno;
 use crate::mm::user::{self, Prot};
@@ -17,8 +18,17 @@ pub fn mmap(a: &[u64; 6]) -> Result<u64, Errno> {
     if len == 0 {
         return Err(Errno::EINVAL);
     }
-    if flags & MAP_ANONYMOUS == 0 {
-        return Err(Errno::ENODEV);
+    let file = if flags & MAP_ANONYMOUS == 0 {
+        let f = crate::fd::get(a[4])?;
+        match &*f {
+            crate::fd::File::P9 { fid, .. } => Some(*fid),
+            crate::fd::File::Console { .. } => return Err(Errno::ENODEV),
+        }
+    } else {
+        None
+    };
+    if !a[5].is_multiple_of(4096) {
+        return Err(Errno::EINVAL);
     }
     let len = len.checked_next_multiple_of(4096).ok_or(Errno::ENOMEM)?;
     let p = Prot {
@@ -36,12 +46,40 @@ pub fn mmap(a: &[u64; 6]) -> Result<u64, Errno> {
         m.mmap_next
     };
     drop(m);
+    if flags & MAP_FIXED != 0 {
+        user::unmap(at, len)?;
+    }
     user::map_anonymous(at, len, p)?;
+    if let Some(fid) = file {
+        fill_from_file(fid, a[5], at, len)?;
+    }
     Ok(at)
 }
 
-/// `munmap(addr, length)`: accepted; the pages stay until unmapping exists.
-pub fn munmap(_: &[u64; 6]) -> Result<u64, Errno> {
+/// Copies the file's bytes at `offset` into the fresh mapping (the rest
+/// stays zero, as past the end of a file).
+fn fill_from_file(fid: crate::p9::Fid, offset: u64, at: u64, len: u64) -> Result<(), Errno> {
+    let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
+    let mut buf = alloc::vec![0u8; c.iounit() as usize];
+    let mut done = 0u64;
+    while done < len {
+        let want = ((len - done) as usize).min(buf.len());
+        let n = c.read(fid, offset + done, &mut buf[..want])?;
+        if n == 0 {
+            break;
+        }
+        user::copy_in(at + done, &buf[..n])?;
+        done += n as u64;
+    }
+    Ok(())
+}
+
+/// `munmap(addr, length)`.
+pub fn munmap(a: &[u64; 6]) -> Result<u64, Errno> {
+    if !a[0].is_multiple_of(4096) || a[1] == 0 {
+        return Err(Errno::EINVAL);
+    }
+    user::unmap(a[0], a[1].next_multiple_of(4096))?;
     Ok(0)
 }
 

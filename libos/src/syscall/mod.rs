@@ -2,11 +2,13 @@
 //! to handler, one handler per file, and the one place where an [`Errno`]
 //! becomes `-errno`.
 
+mod access;
 mod arch_prctl;
 mod brk;
 mod clock_gettime;
 mod cwd;
 mod exit;
+mod futex;
 mod getdents64;
 mod getpid;
 mod getrandom;
@@ -43,6 +45,7 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (12, "brk", brk::brk),
     (16, "ioctl", ioctl::ioctl),
     (17, "pread64", read::pread64),
+    (21, "access", access::access),
     (20, "writev", write::writev),
     (39, "getpid", getpid::getpid),
     (60, "exit", exit::exit),
@@ -51,16 +54,19 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (80, "chdir", cwd::chdir),
     (158, "arch_prctl", arch_prctl::arch_prctl),
     (186, "gettid", getpid::gettid),
+    (202, "futex", futex::futex),
     (217, "getdents64", getdents64::getdents64),
     (218, "set_tid_address", set_tid_address::set_tid_address),
     (228, "clock_gettime", clock_gettime::clock_gettime),
     (231, "exit_group", exit::exit_group),
     (257, "openat", open::openat),
     (262, "newfstatat", stat::newfstatat),
+    (269, "faccessat", access::faccessat),
     (273, "set_robust_list", stubs::set_robust_list),
     (302, "prlimit64", prlimit64::prlimit64),
     (318, "getrandom", getrandom::getrandom),
     (334, "rseq", stubs::rseq),
+    (439, "faccessat2", access::faccessat),
 ];
 
 static STRACE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
