@@ -274,6 +274,44 @@ mod tests {
     }
 
     #[test]
+    fn the_hosts_own_ls_lists_a_directory_as_on_the_host() {
+        if !kvm_available() {
+            return;
+        }
+        if !Path::new("/bin/ls").exists() {
+            eprintln!("\n*** SKIPPED: /bin/ls is missing; this test did not run. ***\n");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("astraea-ls-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("a-dir")).unwrap();
+        std::fs::write(dir.join("b-file"), "12345").unwrap();
+        std::fs::write(dir.join("c-empty"), "").unwrap();
+        let host = Command::new("/bin/ls")
+            .args(["-l", "--time-style=+%s"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let part = Command::new(astraea())
+            .args(["run", "--", "/bin/ls", "-l", "--time-style=+%s"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(part.status.success(), "{part:?}");
+        // Every entry line is the same; the "total" line counts blocks.
+        let entries = |o: &[u8]| -> Vec<String> {
+            String::from_utf8_lossy(o)
+                .lines()
+                .filter(|l| !l.starts_with("total"))
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(entries(&part.stdout), entries(&host.stdout));
+        assert_eq!(entries(&part.stdout).len(), 3);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn missing_program_gives_127_and_a_non_program_126() {
         if !kvm_available() {
             return;

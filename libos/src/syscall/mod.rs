@@ -65,6 +65,7 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (273, "set_robust_list", stubs::set_robust_list),
     (302, "prlimit64", prlimit64::prlimit64),
     (318, "getrandom", getrandom::getrandom),
+    (332, "statx", stat::statx),
     (334, "rseq", stubs::rseq),
     (439, "faccessat2", access::faccessat),
 ];

@@ -81,3 +81,58 @@ pub fn newfstatat(a: &[u64; 6]) -> Result<u64, Errno> {
     }
     stat_path(&super::open::resolve(a[0], &p)?, a[2])
 }
+
+/// `statx(dirfd, path, flags, mask, statxbuf)`: the basic fields.
+pub fn statx(a: &[u64; 6]) -> Result<u64, Errno> {
+    let p = super::open::user_path(a[1])?;
+    let st = if p.is_empty() && a[2] & AT_EMPTY_PATH != 0 {
+        match &*fd::get(a[0])? {
+            File::Console { .. } => None,
+            File::P9 { fid, .. } => Some(crate::p9::mounted().ok_or(Errno::EBADF)?.getattr(*fid)?),
+        }
+    } else {
+        let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+        let fid = c.walk_path(&super::open::resolve(a[0], &p)?)?;
+        let st = c.getattr(fid);
+        c.clunk(fid);
+        Some(st?)
+    };
+    let mut b = [0u8; 256];
+    let put32 =
+        |b: &mut [u8; 256], off: usize, v: u32| b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+    let put64 =
+        |b: &mut [u8; 256], off: usize, v: u64| b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+    match st {
+        None => {
+            put32(&mut b, 0, 0x7ff); // STATX_BASIC_STATS
+            put32(&mut b, 4, 1024);
+            put32(&mut b, 16, 1);
+            b[28..30].copy_from_slice(&((S_IFCHR | 0o620) as u16).to_le_bytes());
+            put64(&mut b, 32, 1);
+        }
+        Some(st) => {
+            put32(&mut b, 0, 0x7ff);
+            put32(&mut b, 4, st.blksize as u32);
+            put32(&mut b, 16, st.nlink as u32);
+            put32(&mut b, 20, st.uid);
+            put32(&mut b, 24, st.gid);
+            b[28..30].copy_from_slice(&(st.mode as u16).to_le_bytes());
+            put64(&mut b, 32, st.qid.path);
+            put64(&mut b, 40, st.size);
+            put64(&mut b, 48, st.blocks);
+            for (off, sec, nsec) in [
+                (64, st.atime_sec, st.atime_nsec),
+                (80, st.btime_sec, st.btime_nsec),
+                (96, st.ctime_sec, st.ctime_nsec),
+                (112, st.mtime_sec, st.mtime_nsec),
+            ] {
+                put64(&mut b, off, sec);
+                put32(&mut b, off + 8, nsec as u32);
+            }
+            put32(&mut b, 128, (st.rdev >> 8) as u32 & 0xfff);
+            put32(&mut b, 132, st.rdev as u32 & 0xff);
+        }
+    }
+    user::copy_in(a[4], &b)?;
+    Ok(0)
+}
