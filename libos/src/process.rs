@@ -32,6 +32,9 @@ pub static MEMORY: crate::sync::IrqLock<Memory> = crate::sync::IrqLock::new(Memo
 /// Top of the area anonymous mappings come from (below the stack).
 const MMAP_TOP: u64 = 0x7f00_0000_0000;
 
+/// The program's absolute path, for `/proc/self/exe`.
+pub static EXE: crate::sync::IrqLock<String> = crate::sync::IrqLock::new(String::new());
+
 /// Where a position-independent program is loaded (as Linux does).
 const PIE_BASE: u64 = 0x5555_5555_4000;
 /// Top of the initial stack.
@@ -91,6 +94,7 @@ const INTERP_BASE: u64 = 0x7f80_0000_0000;
 
 fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never, Errno> {
     crate::fd::init_stdio();
+    *EXE.lock() = crate::fd::absolute(path);
     let image = read_file(path)?;
     let elf = Elf::parse(&image).map_err(|e| {
         log::error!("{path}: not a Linux x86-64 executable: {e}");

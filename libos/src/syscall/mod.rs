@@ -17,6 +17,7 @@ mod mmap;
 mod open;
 mod prlimit64;
 mod read;
+mod readlink;
 mod set_tid_address;
 mod stat;
 mod stubs;
@@ -52,6 +53,7 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (63, "uname", uname::uname),
     (79, "getcwd", cwd::getcwd),
     (80, "chdir", cwd::chdir),
+    (89, "readlink", readlink::readlink),
     (158, "arch_prctl", arch_prctl::arch_prctl),
     (186, "gettid", getpid::gettid),
     (202, "futex", futex::futex),
@@ -61,6 +63,7 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (231, "exit_group", exit::exit_group),
     (257, "openat", open::openat),
     (262, "newfstatat", stat::newfstatat),
+    (267, "readlinkat", readlink::readlinkat),
     (269, "faccessat", access::faccessat),
     (273, "set_robust_list", stubs::set_robust_list),
     (302, "prlimit64", prlimit64::prlimit64),

@@ -1,0 +1,33 @@
+//! `readlink(2)` and `readlinkat(2)`: `/proc/self/exe` names the program;
+//! other links are read through 9P without being followed.
+
+use crate::errno::Errno;
+use crate::mm::user;
+
+fn read_link(path: &str, buf: u64, size: u64) -> Result<u64, Errno> {
+    let target = if path == "/proc/self/exe" {
+        crate::process::EXE.lock().clone()
+    } else {
+        let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+        let names: alloc::vec::Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let fid = c.walk(c.root(), &names)?;
+        let t = c.readlink(fid);
+        c.clunk(fid);
+        t.map_err(|e| if e == Errno::EINVAL { Errno::EINVAL } else { e })?
+    };
+    let n = target.len().min(size as usize);
+    user::copy_in(buf, &target.as_bytes()[..n])?;
+    Ok(n as u64)
+}
+
+/// `readlink(path, buf, size)`.
+pub fn readlink(a: &[u64; 6]) -> Result<u64, Errno> {
+    let p = crate::fd::absolute(&super::open::user_path(a[0])?);
+    read_link(&p, a[1], a[2])
+}
+
+/// `readlinkat(dirfd, path, buf, size)`.
+pub fn readlinkat(a: &[u64; 6]) -> Result<u64, Errno> {
+    let p = super::open::resolve(a[0], &super::open::user_path(a[1])?)?;
+    read_link(&p, a[2], a[3])
+}
