@@ -19,8 +19,10 @@ mod prlimit64;
 mod read;
 mod readlink;
 mod set_tid_address;
+mod signal;
 mod stat;
 mod stubs;
+mod sysinfo;
 mod uname;
 mod write;
 
@@ -44,6 +46,8 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (10, "mprotect", mmap::mprotect),
     (11, "munmap", mmap::munmap),
     (12, "brk", brk::brk),
+    (13, "rt_sigaction", signal::rt_sigaction),
+    (14, "rt_sigprocmask", signal::rt_sigprocmask),
     (16, "ioctl", ioctl::ioctl),
     (17, "pread64", read::pread64),
     (21, "access", access::access),
@@ -54,12 +58,17 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (79, "getcwd", cwd::getcwd),
     (80, "chdir", cwd::chdir),
     (89, "readlink", readlink::readlink),
+    (96, "gettimeofday", sysinfo::gettimeofday),
+    (99, "sysinfo", sysinfo::sysinfo),
+    (131, "sigaltstack", signal::sigaltstack),
     (158, "arch_prctl", arch_prctl::arch_prctl),
     (186, "gettid", getpid::gettid),
     (202, "futex", futex::futex),
+    (204, "sched_getaffinity", sysinfo::sched_getaffinity),
     (217, "getdents64", getdents64::getdents64),
     (218, "set_tid_address", set_tid_address::set_tid_address),
     (228, "clock_gettime", clock_gettime::clock_gettime),
+    (229, "clock_getres", sysinfo::clock_getres),
     (231, "exit_group", exit::exit_group),
     (257, "openat", open::openat),
     (262, "newfstatat", stat::newfstatat),
@@ -67,6 +76,7 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (269, "faccessat", access::faccessat),
     (273, "set_robust_list", stubs::set_robust_list),
     (302, "prlimit64", prlimit64::prlimit64),
+    (309, "getcpu", sysinfo::getcpu),
     (318, "getrandom", getrandom::getrandom),
     (332, "statx", stat::statx),
     (334, "rseq", stubs::rseq),
@@ -144,6 +154,7 @@ fn name_of(nr: u64) -> &'static str {
         14 => "rt_sigprocmask",
         16 => "ioctl",
         56 => "clone",
+        435 => "clone3",
         57 => "fork",
         59 => "execve",
         89 => "readlink",
