@@ -49,6 +49,12 @@ fn main(cfg: &BootConfig) -> i32 {
         eprintln!("astraea: no memory for the program's thread");
         return 126;
     };
+    // Waiting in 10 ms sleeps rather than a join keeps the timer running
+    // while the program computes, so interrupts from ring 3 are routine
+    // (the future scheduler of program threads needs them anyway).
+    while t.thread().state() != sched::State::Dead {
+        sched::sleep_ns(10_000_000);
+    }
     t.join();
     failed.load(core::sync::atomic::Ordering::SeqCst) as i32
 }

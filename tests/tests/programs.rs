@@ -216,6 +216,31 @@ mod tests {
     }
 
     #[test]
+    fn compute_bound_program_survives_timer_interrupts_from_ring_3() {
+        if !kvm_available() {
+            return;
+        }
+        let src = r#"
+            #include <stdio.h>
+            int main(void) {
+                volatile unsigned long x = 0;
+                for (unsigned long i = 0; i < 100000000UL; i++) x += i;
+                printf("x=%lu\n", (unsigned long)x);
+                return 0;
+            }
+        "#;
+        let Some(dir) = compile("spin", src, &["-O2", "-static-pie"]) else {
+            return;
+        };
+        // The kernel's main thread wakes every 10 ms meanwhile, so the
+        // program is interrupted and resumed many times.
+        let r = run_in(&dir, &["/spin"]);
+        assert_eq!(r.code, 0, "{r:?}");
+        assert_eq!(r.stdout, "x=4999999950000000\n", "{r:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_crashing_program_ends_with_128_plus_its_signal() {
         if !kvm_available() {
             return;
