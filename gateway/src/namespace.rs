@@ -368,6 +368,36 @@ impl Namespace {
         }
     }
 
+    /// The host directory behind synthetic directory `i`: its own export, or
+    /// for a directory that exists only to hold a deeper mount point, the
+    /// same path in the nearest enclosing export (so mounting the current
+    /// directory at `/tmp/work` does not hide the rest of the host's `/tmp`).
+    pub(crate) fn underlying(&self, i: usize) -> Option<(usize, Vec<Vec<u8>>)> {
+        let mut rel = Vec::new();
+        let mut cur = i;
+        loop {
+            let d = self.vdirs.get(cur)?;
+            if let Some(e) = d.backing {
+                rel.reverse();
+                return Some((e, rel));
+            }
+            if cur == 0 {
+                return None;
+            }
+            let parent = d.parent;
+            let name = self
+                .vdirs
+                .get(parent)?
+                .children
+                .iter()
+                .find(|(_, c)| **c == Child::Dir(cur))?
+                .0
+                .clone();
+            rel.push(name);
+            cur = parent;
+        }
+    }
+
     /// One step of a walk: the node called `name` in directory `dir`, and its qid.
     pub(crate) fn lookup(&self, dir: &Node, name: &[u8]) -> Result<(Node, Qid), Errno> {
         if name.is_empty() || name.contains(&b'/') || name.contains(&0) {
@@ -383,11 +413,11 @@ impl Namespace {
                         Some(Child::Dir(j)) => Node::VDir(*j),
                         Some(Child::Cons) => Node::Cons,
                         Some(Child::Env) => Node::EnvDir,
-                        None => match d.backing {
-                            Some(export) => Node::Host {
-                                export,
-                                rel: vec![name.to_vec()],
-                            },
+                        None => match self.underlying(*i) {
+                            Some((export, mut rel)) => {
+                                rel.push(name.to_vec());
+                                Node::Host { export, rel }
+                            }
                             None => return Err(Errno(libc::ENOENT)),
                         },
                     }

@@ -748,8 +748,19 @@ impl SessionInner {
                         ),
                     }
                 }
-                if let Some(e) = vdir.backing {
-                    let fd = ns.open(e, &[], libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+                // A directory that only holds a deeper mount point shows
+                // the enclosing export's directory too, if there is one.
+                let host_dir = match ns.underlying(*i) {
+                    Some((e, rel)) if vdir.backing.is_none() => ns
+                        .open(e, &rel, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+                        .ok()
+                        .map(|fd| (e, fd)),
+                    Some((e, rel)) => {
+                        Some((e, ns.open(e, &rel, libc::O_RDONLY | libc::O_DIRECTORY, 0)?))
+                    }
+                    None => None,
+                };
+                if let Some((_, fd)) = host_dir {
                     let dev = sys::fstat(fd.as_fd())?.st_dev;
                     let mut buf = vec![0u8; 64 * 1024];
                     let mut cookie = 0;

@@ -317,9 +317,12 @@ mod tests {
             .arg(&dir)
             .output()
             .unwrap();
+        // Run from a directory inside the listed one: the current directory
+        // is mounted beneath it, which must not hide its other entries.
         let part = Command::new(astraea())
             .args(["run", "--", "/bin/ls", "-l", "--time-style=+%s"])
             .arg(&dir)
+            .current_dir(dir.join("a-dir"))
             .output()
             .unwrap();
         assert!(part.status.success(), "{part:?}");
