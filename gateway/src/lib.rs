@@ -50,6 +50,7 @@ pub use session::{Reply, Session};
 pub use stream::{Stream, serve_stream};
 pub use vhost::{
     MAX_TAG_LEN, VHOST_MOUNT_TAG, VHOST_QUEUE_SIZE, VhostError, VhostStats, VhostUserServer,
+    scatter_reply,
 };
 
 /// The largest msize the gateway negotiates (1 MiB).

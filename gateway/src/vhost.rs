@@ -311,7 +311,18 @@ fn collect(
 /// Writes `reply` into the chain's writable ranges of the current memory
 /// table; returns how many bytes were written.
 fn write_reply(mem: &Mem, head: u16, segments: &[(u64, u32)], reply: &[u8]) -> u32 {
-    let mem = mem.memory();
+    scatter_reply(&*mem.memory(), head, segments, reply) as u32
+}
+
+/// Copies a 9P reply into a descriptor chain's writable `(address, length)`
+/// ranges, in order; returns how many bytes fitted. Shared by every virtio
+/// transport (the in-process device in the VMM and this vhost-user backend).
+pub fn scatter_reply<M: Bytes<GuestAddress> + ?Sized>(
+    mem: &M,
+    head: u16,
+    segments: &[(u64, u32)],
+    reply: &[u8],
+) -> usize {
     let mut written = 0usize;
     for &(addr, len) in segments {
         if written == reply.len() {
@@ -334,7 +345,7 @@ fn write_reply(mem: &Mem, head: u16, segments: &[(u64, u32)], reply: &[u8]) -> u
             "9P reply larger than the guest's buffers"
         );
     }
-    written as u32
+    written
 }
 
 /// Marks `head` used with `len` bytes and interrupts the guest if it wants to be.

@@ -123,29 +123,7 @@ struct Shared {
 impl Shared {
     /// Writes a reply into the chain's writable buffers and signals the guest.
     fn complete(&self, head: u16, segments: &[(u64, u32)], reply: &[u8]) {
-        let mut written = 0usize;
-        for &(addr, len) in segments {
-            if written == reply.len() {
-                break;
-            }
-            let n = (len as usize).min(reply.len() - written);
-            if self
-                .mem
-                .write_slice(&reply[written..written + n], GuestAddress(addr))
-                .is_err()
-            {
-                break;
-            }
-            written += n;
-        }
-        if written < reply.len() {
-            tracing::warn!(
-                head,
-                need = reply.len(),
-                written,
-                "9P reply larger than the guest's buffers"
-            );
-        }
+        let written = astraea_gateway::scatter_reply(&*self.mem, head, segments, reply);
         let (added, avail) = {
             let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
             (q.add_used(&*self.mem, head, written as u32), q.avail_ring())
