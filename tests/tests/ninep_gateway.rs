@@ -2,9 +2,13 @@
 //! gateway (the default of `astraea run`), over the in-process virtio-9p
 //! transport.
 
+mod common;
+
 #[cfg(test)]
 mod tests {
     use std::io::Write;
+
+    use super::common::{check_files, seed_files};
     use std::process::{Command, Stdio};
 
     use astraea_tests::*;
@@ -22,8 +26,7 @@ mod tests {
             return;
         }
         let dir = temp_export("gw-files");
-        std::fs::write(dir.join("hello.txt"), "hello from the host\n").unwrap();
-        std::fs::write(dir.join("delete-me.txt"), "x").unwrap();
+        seed_files(&dir);
         let k = kernel("astraea-ktest");
         let mount = format!("{}:/", dir.display());
         let r = astraea_cmd(&[
@@ -35,29 +38,7 @@ mod tests {
             "--",
             "9p-files",
         ]);
-        assert_eq!(r.code, 0, "{r:?}");
-        // The gateway adds its synthetic /dev and /env beside the export.
-        assert!(
-            r.stdout.contains("ls: delete-me.txt dev env hello.txt"),
-            "{r:?}"
-        );
-        assert!(
-            r.stdout
-                .contains("hello.txt (20 bytes): hello from the host"),
-            "{r:?}"
-        );
-        assert!(r.stdout.contains("9p ok"), "{r:?}");
-        assert!(
-            r.stdout.contains(
-                "locks: taken=true conflict_seen=true second_refused=true free_after_unlock=true"
-            ),
-            "record locks: {r:?}"
-        );
-        assert_eq!(
-            std::fs::read_to_string(dir.join("sub/moved.txt")).unwrap(),
-            "written by the partition\n"
-        );
-        assert!(!dir.join("new.txt").exists() && !dir.join("delete-me.txt").exists());
+        check_files(&r, &dir, true);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -67,8 +48,7 @@ mod tests {
             return;
         }
         let dir = temp_export("gw-ro");
-        std::fs::write(dir.join("hello.txt"), "hello from the host\n").unwrap();
-        std::fs::write(dir.join("delete-me.txt"), "x").unwrap();
+        seed_files(&dir);
         let k = kernel("astraea-ktest");
         let mount = format!("{}:/:ro", dir.display());
         let r = astraea_cmd(&[

@@ -3,9 +3,13 @@
 //! vhost-user:SOCK`): the guest's requests go from KVM to the gateway through
 //! shared memory and eventfds, never through the VMM.
 
+mod common;
+
 #[cfg(test)]
 mod tests {
     use std::io::Read;
+
+    use super::common::{check_files, seed_files};
     use std::path::{Path, PathBuf};
     use std::process::{Child, Command, ExitStatus, Stdio};
     use std::time::{Duration, Instant};
@@ -113,32 +117,6 @@ mod tests {
         ])
     }
 
-    fn fill(export: &Path) {
-        std::fs::write(export.join("hello.txt"), "hello from the host\n").unwrap();
-        std::fs::write(export.join("delete-me.txt"), "x").unwrap();
-    }
-
-    /// What `ninep_gateway::partition_file_operations_reach_the_host` checks.
-    fn check_files(r: &Run, export: &Path) {
-        assert_eq!(r.code, 0, "{r:?}");
-        // The gateway adds its synthetic /dev and /env beside the export.
-        assert!(
-            r.stdout.contains("ls: delete-me.txt dev env hello.txt"),
-            "{r:?}"
-        );
-        assert!(
-            r.stdout
-                .contains("hello.txt (20 bytes): hello from the host"),
-            "{r:?}"
-        );
-        assert!(r.stdout.contains("9p ok"), "{r:?}");
-        assert_eq!(
-            std::fs::read_to_string(export.join("sub/moved.txt")).unwrap(),
-            "written by the partition\n"
-        );
-        assert!(!export.join("new.txt").exists() && !export.join("delete-me.txt").exists());
-    }
-
     #[test]
     fn partition_file_operations_reach_the_host_over_vhost_user() {
         if !kvm_available() {
@@ -147,11 +125,11 @@ mod tests {
         let dir = temp_dir("vhost-files");
         let export = dir.join("export");
         std::fs::create_dir_all(&export).unwrap();
-        fill(&export);
+        seed_files(&export);
         let sock = dir.join("gw.sock");
         let gw = VhostGateway::start(&sock, &export, &[]);
         let r = run_files(&sock);
-        check_files(&r, &export);
+        check_files(&r, &export, true);
         // One VMM per run: the gateway exits 0 once it has left, and removes
         // its socket.
         let (st, log) = gw.wait();
@@ -173,10 +151,10 @@ mod tests {
         let _gw = VhostGateway::start(&sock, &export, &["--keep-listening"]);
         for round in 0..2 {
             let _ = std::fs::remove_dir_all(export.join("sub"));
-            fill(&export);
+            seed_files(&export);
             let r = run_files(&sock);
             eprintln!("round {round}");
-            check_files(&r, &export);
+            check_files(&r, &export, true);
         }
         drop(_gw);
         std::fs::remove_dir_all(&dir).unwrap();

@@ -114,14 +114,23 @@ impl Drop for PeerExport {
     }
 }
 
-/// Seeds the export for the `9p-files` scenario, runs it, and checks both
-/// what the partition printed and what the host sees afterwards.
-pub fn files_scenario(ex: &PeerExport) {
-    std::fs::write(ex.path("hello.txt"), "hello from the host\n").unwrap();
-    std::fs::write(ex.path("delete-me.txt"), "x").unwrap();
-    let r = ex.run("9p-files");
+/// Seeds a directory for the test kernel's `9p-files` scenario.
+pub fn seed_files(dir: &std::path::Path) {
+    std::fs::write(dir.join("hello.txt"), "hello from the host\n").unwrap();
+    std::fs::write(dir.join("delete-me.txt"), "x").unwrap();
+}
+
+/// Checks what the `9p-files` scenario printed and what the host sees
+/// afterwards. `ours`: served by our gateway, which adds `/dev` and `/env`
+/// beside the export and implements record locks.
+pub fn check_files(r: &Run, dir: &std::path::Path, ours: bool) {
     assert_eq!(r.code, 0, "{r:?}");
-    assert!(r.stdout.contains("ls: delete-me.txt hello.txt"), "{r:?}");
+    let ls = if ours {
+        "ls: delete-me.txt dev env hello.txt"
+    } else {
+        "ls: delete-me.txt hello.txt"
+    };
+    assert!(r.stdout.contains(ls), "{r:?}");
     assert!(
         r.stdout
             .contains("hello.txt (20 bytes): hello from the host"),
@@ -129,11 +138,26 @@ pub fn files_scenario(ex: &PeerExport) {
     );
     assert!(r.stdout.contains("missing file: errno 2"), "{r:?}");
     assert!(r.stdout.contains("9p ok"), "{r:?}");
+    if ours {
+        assert!(
+            r.stdout.contains(
+                "locks: taken=true conflict_seen=true second_refused=true free_after_unlock=true"
+            ),
+            "record locks: {r:?}"
+        );
+    }
     assert_eq!(
-        std::fs::read_to_string(ex.path("sub/moved.txt")).unwrap(),
+        std::fs::read_to_string(dir.join("sub/moved.txt")).unwrap(),
         "written by the partition\n"
     );
-    assert!(!ex.path("new.txt").exists(), "renamed away");
-    assert!(!ex.path("delete-me.txt").exists(), "deleted");
-    assert!(!ex.path("gone").exists(), "rmdir");
+    assert!(!dir.join("new.txt").exists(), "renamed away");
+    assert!(!dir.join("delete-me.txt").exists(), "deleted");
+    assert!(!dir.join("gone").exists(), "rmdir");
+}
+
+/// Seeds the export, runs the `9p-files` scenario against `ex` and checks it.
+pub fn files_scenario(ex: &PeerExport) {
+    seed_files(&ex.dir);
+    let r = ex.run("9p-files");
+    check_files(&r, &ex.dir, false);
 }
