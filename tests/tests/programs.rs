@@ -340,6 +340,54 @@ mod tests {
     }
 
     #[test]
+    fn a_program_writes_appends_renames_and_deletes_host_files() {
+        if !kvm_available() {
+            return;
+        }
+        let src = r#"
+            #include <stdio.h>
+            #include <sys/stat.h>
+            #include <unistd.h>
+            #include <fcntl.h>
+            int main(void) {
+                if (mkdir("out", 0755) != 0) { perror("mkdir"); return 1; }
+                FILE *f = fopen("out/a.txt", "w");
+                if (!f) { perror("fopen"); return 1; }
+                for (int i = 0; i < 1000; i++) fprintf(f, "line %d\n", i);
+                fclose(f);
+                int fd = open("out/a.txt", O_WRONLY | O_APPEND);
+                if (write(fd, "appended\n", 9) != 9) return 2;
+                close(fd);
+                if (rename("out/a.txt", "out/b.txt") != 0) { perror("rename"); return 1; }
+                FILE *g = fopen("out/tmp", "w"); fputs("x", g); fclose(g);
+                if (unlink("out/tmp") != 0) { perror("unlink"); return 1; }
+                struct stat st; stat("out/b.txt", &st);
+                printf("size=%ld\n", (long)st.st_size);
+                return 0;
+            }
+        "#;
+        let Some(dir) = compile("writes", src, &["-O2"]) else {
+            return;
+        };
+        let out = Command::new(astraea())
+            .args(["run", "--", "./writes"])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let text = std::fs::read_to_string(dir.join("out/b.txt")).unwrap();
+        let expected: String =
+            (0..1000).map(|i| format!("line {i}\n")).collect::<String>() + "appended\n";
+        assert_eq!(text, expected);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("size={}\n", expected.len())
+        );
+        assert!(!dir.join("out/a.txt").exists() && !dir.join("out/tmp").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn missing_program_gives_127_and_a_non_program_126() {
         if !kvm_available() {
             return;

@@ -7,6 +7,7 @@ mod arch_prctl;
 mod brk;
 mod clock_gettime;
 mod cwd;
+mod dirs;
 mod exit;
 mod futex;
 mod getdents64;
@@ -50,6 +51,7 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (14, "rt_sigprocmask", signal::rt_sigprocmask),
     (16, "ioctl", ioctl::ioctl),
     (17, "pread64", read::pread64),
+    (18, "pwrite64", write::pwrite64),
     (21, "access", access::access),
     (20, "writev", write::writev),
     (39, "getpid", getpid::getpid),
@@ -57,6 +59,10 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (63, "uname", uname::uname),
     (79, "getcwd", cwd::getcwd),
     (80, "chdir", cwd::chdir),
+    (82, "rename", dirs::rename),
+    (83, "mkdir", dirs::mkdir),
+    (84, "rmdir", dirs::rmdir),
+    (87, "unlink", dirs::unlink),
     (89, "readlink", readlink::readlink),
     (96, "gettimeofday", sysinfo::gettimeofday),
     (99, "sysinfo", sysinfo::sysinfo),
@@ -71,11 +77,15 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (229, "clock_getres", sysinfo::clock_getres),
     (231, "exit_group", exit::exit_group),
     (257, "openat", open::openat),
+    (258, "mkdirat", dirs::mkdirat),
     (262, "newfstatat", stat::newfstatat),
+    (263, "unlinkat", dirs::unlinkat),
+    (264, "renameat", dirs::renameat),
     (267, "readlinkat", readlink::readlinkat),
     (269, "faccessat", access::faccessat),
     (273, "set_robust_list", stubs::set_robust_list),
     (302, "prlimit64", prlimit64::prlimit64),
+    (316, "renameat2", dirs::renameat),
     (309, "getcpu", sysinfo::getcpu),
     (318, "getrandom", getrandom::getrandom),
     (332, "statx", stat::statx),

@@ -65,7 +65,7 @@ fn open_path(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
         fid,
         offset: crate::sync::IrqLock::new(0),
         path,
-        flags: flags & O_ACCMODE,
+        flags: flags & (O_ACCMODE | 0o2000),
     })
 }
 

@@ -1,40 +1,76 @@
-//! `write(2)` and `writev(2)`: for now the console only (fd 1 and 2).
+//! `write(2)`, `pwrite64(2)`, `writev(2)`: the console, and files of the 9P
+//! namespace.
 
 use crate::console::{self, Stream};
 use crate::errno::Errno;
+use crate::fd::{self, File};
 use crate::mm::user;
 
-fn stream(fd: u64) -> Result<Stream, Errno> {
-    match &*crate::fd::get(fd)? {
-        crate::fd::File::Console { fd: 2 } => Ok(Stream::Stderr),
-        crate::fd::File::Console { .. } => Ok(Stream::Stdout),
-        crate::fd::File::P9 { .. } => Err(Errno::EBADF),
-    }
-}
+const O_APPEND: u32 = 0o2000;
 
-/// Sends user bytes to the console. The VMM reads the console buffer by
-/// guest-physical address, and user memory is not identity-mapped, so the
-/// bytes go through a kernel buffer.
-fn to_console(s: Stream, addr: u64, len: u64) -> Result<(), Errno> {
+/// Writes user bytes at `[addr, addr+len)` to `f` (at `at`, or at and past
+/// the file position); returns how many were written.
+fn write_to(f: &File, at: Option<u64>, addr: u64, len: u64) -> Result<u64, Errno> {
     let bytes = user::slice(addr, len)?;
-    let mut kernel_copy = alloc::vec::Vec::new();
-    for chunk in bytes.chunks(64 * 1024) {
-        kernel_copy.clear();
-        kernel_copy.extend_from_slice(chunk);
-        console::write(s, &kernel_copy);
+    match f {
+        File::Console { fd } => {
+            // The VMM reads console buffers by guest-physical address, and
+            // user memory is not identity-mapped: go through a kernel copy.
+            let s = if *fd == 2 {
+                Stream::Stderr
+            } else {
+                Stream::Stdout
+            };
+            let mut kernel_copy = alloc::vec::Vec::new();
+            for chunk in bytes.chunks(64 * 1024) {
+                kernel_copy.clear();
+                kernel_copy.extend_from_slice(chunk);
+                console::write(s, &kernel_copy);
+            }
+            Ok(len)
+        }
+        File::P9 {
+            fid, offset, flags, ..
+        } => {
+            let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
+            if flags & 3 == 0 {
+                return Err(Errno::EBADF);
+            }
+            let mut pos = match at {
+                Some(p) => p,
+                None if flags & O_APPEND != 0 => c.getattr(*fid)?.size,
+                None => *offset.lock(),
+            };
+            let mut done = 0u64;
+            for chunk in bytes.chunks(c.iounit() as usize) {
+                let n = c.write(*fid, pos, chunk)? as u64;
+                done += n;
+                pos += n;
+                if n < chunk.len() as u64 {
+                    break;
+                }
+            }
+            if at.is_none() {
+                *offset.lock() = pos;
+            }
+            Ok(done)
+        }
     }
-    Ok(())
 }
 
 /// `write(fd, buf, count)`.
 pub fn write(a: &[u64; 6]) -> Result<u64, Errno> {
-    to_console(stream(a[0])?, a[1], a[2])?;
-    Ok(a[2])
+    write_to(&*fd::get(a[0])?, None, a[1], a[2])
+}
+
+/// `pwrite64(fd, buf, count, offset)`.
+pub fn pwrite64(a: &[u64; 6]) -> Result<u64, Errno> {
+    write_to(&*fd::get(a[0])?, Some(a[3]), a[1], a[2])
 }
 
 /// `writev(fd, iov, iovcnt)`.
 pub fn writev(a: &[u64; 6]) -> Result<u64, Errno> {
-    let s = stream(a[0])?;
+    let f = fd::get(a[0])?;
     if a[2] > 1024 {
         return Err(Errno::EINVAL);
     }
@@ -43,8 +79,11 @@ pub fn writev(a: &[u64; 6]) -> Result<u64, Errno> {
     for v in iov.chunks_exact(16) {
         let base = u64::from_le_bytes(v[..8].try_into().map_err(|_| Errno::EFAULT)?);
         let len = u64::from_le_bytes(v[8..].try_into().map_err(|_| Errno::EFAULT)?);
-        to_console(s, base, len)?;
-        total += len;
+        let n = write_to(&f, None, base, len)?;
+        total += n;
+        if n < len {
+            break;
+        }
     }
     Ok(total)
 }

@@ -1,0 +1,90 @@
+//! `mkdir(2)`, `mkdirat(2)`, `unlink(2)`, `unlinkat(2)`, `rmdir(2)`,
+//! `rename(2)`, `renameat(2)`: directory changes through 9P.
+
+use crate::errno::Errno;
+
+const AT_REMOVEDIR: u64 = 0x200;
+
+/// Splits an absolute path into (directory, name).
+fn split(path: &str) -> Result<(&str, &str), Errno> {
+    let (dir, name) = path.rsplit_once('/').ok_or(Errno::EINVAL)?;
+    if name.is_empty() {
+        return Err(Errno::EINVAL);
+    }
+    Ok((if dir.is_empty() { "/" } else { dir }, name))
+}
+
+fn with_dir<T>(
+    path: &str,
+    f: impl FnOnce(crate::p9::Fid, &str) -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+    let (dir, name) = split(path)?;
+    let d = c.walk_path(dir)?;
+    let r = f(d, name);
+    c.clunk(d);
+    r
+}
+
+fn mkdir_at(path: &str, mode: u64) -> Result<u64, Errno> {
+    let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+    with_dir(path, |d, name| {
+        c.mkdir(d, name, (mode & 0o7777) as u32).map(|_| 0)
+    })
+}
+
+fn unlink_at(path: &str, flags: u64) -> Result<u64, Errno> {
+    let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+    with_dir(path, |d, name| {
+        c.unlinkat(d, name, (flags & AT_REMOVEDIR) as u32)
+            .map(|_| 0)
+    })
+}
+
+fn path_arg(dirfd: u64, addr: u64) -> Result<alloc::string::String, Errno> {
+    super::open::resolve(dirfd, &super::open::user_path(addr)?)
+}
+
+const AT_FDCWD: u64 = (-100i64) as u64;
+
+/// `mkdir(path, mode)`.
+pub fn mkdir(a: &[u64; 6]) -> Result<u64, Errno> {
+    mkdir_at(&path_arg(AT_FDCWD, a[0])?, a[1])
+}
+
+/// `mkdirat(dirfd, path, mode)`.
+pub fn mkdirat(a: &[u64; 6]) -> Result<u64, Errno> {
+    mkdir_at(&path_arg(a[0], a[1])?, a[2])
+}
+
+/// `unlink(path)`.
+pub fn unlink(a: &[u64; 6]) -> Result<u64, Errno> {
+    unlink_at(&path_arg(AT_FDCWD, a[0])?, 0)
+}
+
+/// `rmdir(path)`.
+pub fn rmdir(a: &[u64; 6]) -> Result<u64, Errno> {
+    unlink_at(&path_arg(AT_FDCWD, a[0])?, AT_REMOVEDIR)
+}
+
+/// `unlinkat(dirfd, path, flags)`.
+pub fn unlinkat(a: &[u64; 6]) -> Result<u64, Errno> {
+    unlink_at(&path_arg(a[0], a[1])?, a[2])
+}
+
+fn rename_paths(from: &str, to: &str) -> Result<u64, Errno> {
+    let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+    with_dir(from, |fd, fname| {
+        with_dir(to, |td, tname| c.renameat(fd, fname, td, tname).map(|_| 0))
+    })
+}
+
+/// `rename(old, new)`.
+pub fn rename(a: &[u64; 6]) -> Result<u64, Errno> {
+    rename_paths(&path_arg(AT_FDCWD, a[0])?, &path_arg(AT_FDCWD, a[1])?)
+}
+
+/// `renameat(olddirfd, old, newdirfd, new)` (and `renameat2` without flags).
+pub fn renameat(a: &[u64; 6]) -> Result<u64, Errno> {
+    rename_paths(&path_arg(a[0], a[1])?, &path_arg(a[2], a[3])?)
+}
