@@ -388,6 +388,47 @@ mod tests {
     }
 
     #[test]
+    fn dup2_redirects_stdout_into_a_file() {
+        if !kvm_available() {
+            return;
+        }
+        let src = r#"
+            #include <stdio.h>
+            #include <unistd.h>
+            #include <fcntl.h>
+            int main(void) {
+                int saved = dup(1);
+                int fd = open("redirected.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                if (fd < 0 || dup2(fd, 1) != 1) return 1;
+                close(fd);
+                printf("into the file, flags=%d\n", fcntl(1, F_GETFL) & O_ACCMODE);
+                fflush(stdout);
+                dup2(saved, 1);
+                printf("back on the console\n");
+                return 0;
+            }
+        "#;
+        let Some(dir) = compile("dup", src, &["-O2"]) else {
+            return;
+        };
+        let out = Command::new(astraea())
+            .args(["run", "--", "./dup"])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "back on the console\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("redirected.txt")).unwrap(),
+            "into the file, flags=1\n"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn missing_program_gives_127_and_a_non_program_126() {
         if !kvm_available() {
             return;

@@ -8,6 +8,7 @@ mod brk;
 mod clock_gettime;
 mod cwd;
 mod dirs;
+mod dup;
 mod exit;
 mod futex;
 mod getdents64;
@@ -53,10 +54,13 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (17, "pread64", read::pread64),
     (18, "pwrite64", write::pwrite64),
     (21, "access", access::access),
+    (32, "dup", dup::dup),
+    (33, "dup2", dup::dup2),
     (20, "writev", write::writev),
     (39, "getpid", getpid::getpid),
     (60, "exit", exit::exit),
     (63, "uname", uname::uname),
+    (72, "fcntl", dup::fcntl),
     (79, "getcwd", cwd::getcwd),
     (80, "chdir", cwd::chdir),
     (82, "rename", dirs::rename),
@@ -84,6 +88,7 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (267, "readlinkat", readlink::readlinkat),
     (269, "faccessat", access::faccessat),
     (273, "set_robust_list", stubs::set_robust_list),
+    (292, "dup3", dup::dup3),
     (302, "prlimit64", prlimit64::prlimit64),
     (316, "renameat2", dirs::renameat),
     (309, "getcpu", sysinfo::getcpu),
