@@ -37,8 +37,41 @@ impl Errno {
     pub const EDEADLK: Errno = Errno(35);
 }
 
+impl Errno {
+    /// The symbolic name, for messages.
+    pub fn name(self) -> &'static str {
+        match self.0 {
+            1 => "EPERM",
+            2 => "ENOENT",
+            5 => "EIO",
+            7 => "E2BIG",
+            8 => "ENOEXEC",
+            9 => "EBADF",
+            11 => "EAGAIN",
+            12 => "ENOMEM",
+            13 => "EACCES",
+            14 => "EFAULT",
+            17 => "EEXIST",
+            19 => "ENODEV",
+            20 => "ENOTDIR",
+            21 => "EISDIR",
+            22 => "EINVAL",
+            24 => "EMFILE",
+            25 => "ENOTTY",
+            30 => "EROFS",
+            36 => "ENAMETOOLONG",
+            38 => "ENOSYS",
+            39 => "ENOTEMPTY",
+            40 => "ELOOP",
+            71 => "EPROTO",
+            95 => "EOPNOTSUPP",
+            _ => "errno",
+        }
+    }
+}
+
 impl core::fmt::Display for Errno {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "errno {}", self.0)
+        write!(f, "errno {} ({})", self.0, self.name())
     }
 }
