@@ -49,8 +49,8 @@ pub use ops::MIN_MSIZE;
 pub use session::{Reply, Session};
 pub use stream::{Stream, serve_stream};
 pub use vhost::{
-    MAX_TAG_LEN, VHOST_MOUNT_TAG, VHOST_QUEUE_SIZE, VhostError, VhostStats, VhostUserServer,
-    scatter_reply,
+    MAX_TAG_LEN, Request, VHOST_MOUNT_TAG, VHOST_QUEUE_SIZE, VhostError, VhostStats,
+    VhostUserServer, gather_request, scatter_reply,
 };
 
 /// The largest msize the gateway negotiates (1 MiB).

@@ -131,7 +131,7 @@ impl NinePDevice {
                 }
                 queue
                     .pop_descriptor_chain(&*mem)
-                    .map(|chain| collect(&mem, chain))
+                    .map(|chain| gather_request(&mem, chain))
             };
             match popped {
                 None => return,
@@ -248,19 +248,29 @@ impl VhostUserBackendMut for NinePDevice {
 }
 
 /// One popped request: its head, its T-message, where its reply goes.
-struct Request {
-    head: u16,
-    frame: Vec<u8>,
-    segments: Vec<(u64, u32)>,
+#[derive(Debug)]
+pub struct Request {
+    /// The chain's head descriptor, to mark used.
+    pub head: u16,
+    /// The T-message.
+    pub frame: Vec<u8>,
+    /// The writable `(guest address, length)` ranges for the R-message.
+    pub segments: Vec<(u64, u32)>,
 }
 
-/// Reads a chain: readable descriptors first (the request), then writable
-/// ones (room for the reply). Every range is checked against the memory
-/// table; the request is bounded by the largest msize.
-fn collect(
+/// Reads a descriptor chain into a [`Request`]: readable descriptors first
+/// (the request), then writable ones (room for the reply). Every range is
+/// checked against guest memory and the request is bounded by the largest
+/// msize; a bad chain gives its head and why. Shared by every virtio
+/// transport (the VMM's in-process device and this vhost-user backend).
+pub fn gather_request<M>(
     mem: &GuestMemoryMmap,
-    chain: DescriptorChain<&GuestMemoryMmap>,
-) -> Result<Request, (u16, &'static str)> {
+    chain: DescriptorChain<M>,
+) -> Result<Request, (u16, &'static str)>
+where
+    M: std::ops::Deref,
+    M::Target: vm_memory::GuestMemory,
+{
     let head = chain.head_index();
     let mut frame = Vec::new();
     let mut segments = Vec::new();

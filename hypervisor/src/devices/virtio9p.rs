@@ -24,7 +24,7 @@ use kvm_bindings::{
 };
 use kvm_ioctls::{IoEventAddress, NoDatamatch, VmFd};
 use virtio_queue::{Queue, QueueT};
-use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend};
+use vm_memory::{Bytes, GuestAddress};
 use vmm_sys_util::eventfd::EventFd;
 
 use astraea_abi::virtio_mmio::{self as vm_abi, reg, status};
@@ -37,8 +37,6 @@ use crate::ninep::NinePBackend;
 pub const MMIO_SIZE: u64 = 0x1000;
 /// Descriptors in the request queue.
 const QUEUE_SIZE: u16 = 256;
-/// Largest request accepted from the guest (1 MiB msize plus headers).
-const MAX_REQUEST: usize = (1 << 20) + 4096;
 /// The GSI that routes this device's irqfd to its MSI.
 const GSI: u32 = 24;
 /// Available-ring flag: the driver does not want an interrupt per completion.
@@ -450,13 +448,6 @@ impl Virtio9p {
     }
 }
 
-/// One popped request: its head, its T-message, where its reply goes.
-struct Request {
-    head: u16,
-    frame: Vec<u8>,
-    segments: Vec<(u64, u32)>,
-}
-
 /// Takes every available chain off the queue and submits it; returns
 /// whether there was any.
 fn drain(shared: &Arc<Shared>, backend: &Arc<dyn NinePBackend>) -> bool {
@@ -471,7 +462,7 @@ fn drain(shared: &Arc<Shared>, backend: &Arc<dyn NinePBackend>) -> bool {
                 return any;
             };
             any = true;
-            collect(shared, chain)
+            astraea_gateway::gather_request(&shared.mem, chain)
         };
         match req {
             Ok(r) => {
@@ -496,60 +487,4 @@ fn drain(shared: &Arc<Shared>, backend: &Arc<dyn NinePBackend>) -> bool {
             }
         }
     }
-}
-
-/// Reads a chain: readable descriptors first (the request), then writable
-/// ones (room for the reply). Every address is checked against guest RAM.
-fn collect(
-    shared: &Shared,
-    chain: virtio_queue::DescriptorChain<Arc<GuestMemory>>,
-) -> Result<Request, (u16, &'static str)> {
-    let head = chain.head_index();
-    let mut frame = Vec::new();
-    let mut segments = Vec::new();
-    for d in chain {
-        let (addr, len) = (d.addr().0, d.len());
-        if d.is_write_only() {
-            if shared
-                .mem
-                .get_slice(GuestAddress(addr), len as usize)
-                .is_err()
-            {
-                return Err((head, "writable descriptor outside guest memory"));
-            }
-            segments.push((addr, len));
-        } else {
-            if !segments.is_empty() {
-                return Err((head, "readable descriptor after a writable one"));
-            }
-            if frame.len() + len as usize > MAX_REQUEST {
-                return Err((head, "request larger than the largest msize"));
-            }
-            let start = frame.len();
-            frame.resize(start + len as usize, 0);
-            if shared
-                .mem
-                .read_slice(&mut frame[start..], GuestAddress(addr))
-                .is_err()
-            {
-                return Err((head, "readable descriptor outside guest memory"));
-            }
-        }
-    }
-    // Trust the 9P size field only as far as the bytes the guest gave us.
-    if let Some(sz) = frame
-        .get(..4)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-        && sz <= frame.len()
-    {
-        frame.truncate(sz);
-    }
-    if frame.len() < 7 {
-        return Err((head, "request shorter than a 9P header"));
-    }
-    Ok(Request {
-        head,
-        frame,
-        segments,
-    })
 }
