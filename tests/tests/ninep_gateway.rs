@@ -20,16 +20,12 @@ mod tests {
         dir
     }
 
-    #[test]
-    fn partition_file_operations_reach_the_host() {
-        if !kvm_available() {
-            return;
-        }
-        let dir = temp_export("gw-files");
-        seed_files(&dir);
+    /// Boots the test kernel's `9p-files` scenario with `dir` mounted at `/`.
+    fn run_files(dir: &std::path::Path, read_only: bool) -> Run {
         let k = kernel("astraea-ktest");
-        let mount = format!("{}:/", dir.display());
-        let r = astraea_cmd(&[
+        let ro = if read_only { ":ro" } else { "" };
+        let mount = format!("{}:/{ro}", dir.display());
+        astraea_cmd(&[
             "run",
             "--kernel",
             k.to_str().unwrap(),
@@ -37,7 +33,17 @@ mod tests {
             &mount,
             "--",
             "9p-files",
-        ]);
+        ])
+    }
+
+    #[test]
+    fn partition_file_operations_reach_the_host() {
+        if !kvm_available() {
+            return;
+        }
+        let dir = temp_export("gw-files");
+        seed_files(&dir);
+        let r = run_files(&dir, false);
         check_files(&r, &dir, true);
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -49,17 +55,7 @@ mod tests {
         }
         let dir = temp_export("gw-ro");
         seed_files(&dir);
-        let k = kernel("astraea-ktest");
-        let mount = format!("{}:/:ro", dir.display());
-        let r = astraea_cmd(&[
-            "run",
-            "--kernel",
-            k.to_str().unwrap(),
-            "--mount",
-            &mount,
-            "--",
-            "9p-files",
-        ]);
+        let r = run_files(&dir, true);
         assert_eq!(r.code, 1, "{r:?}");
         assert!(
             r.stdout
