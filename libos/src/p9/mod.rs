@@ -59,6 +59,37 @@ pub struct Client {
     next_fid: AtomicU32,
     free_fids: IrqLock<Vec<Fid>>,
     next_tag: AtomicU16,
+    /// Reply buffers (msize bytes each) kept for reuse: allocating and
+    /// zeroing one per request cost more than the rest of the client's work.
+    buffers: IrqLock<Vec<Vec<u8>>>,
+}
+
+/// A reply buffer on loan from the client's pool; it goes back when dropped.
+struct PooledBuf<'a> {
+    pool: &'a IrqLock<Vec<Vec<u8>>>,
+    buf: Vec<u8>,
+}
+
+impl core::ops::Deref for PooledBuf<'_> {
+    type Target = Vec<u8>;
+    fn deref(&self) -> &Vec<u8> {
+        &self.buf
+    }
+}
+
+impl core::ops::DerefMut for PooledBuf<'_> {
+    fn deref_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+}
+
+impl Drop for PooledBuf<'_> {
+    fn drop(&mut self) {
+        let mut pool = self.pool.lock();
+        if pool.len() < 16 {
+            pool.push(core::mem::take(&mut self.buf));
+        }
+    }
 }
 
 impl Client {
@@ -71,6 +102,7 @@ impl Client {
             next_fid: AtomicU32::new(1),
             free_fids: IrqLock::new(Vec::new()),
             next_tag: AtomicU16::new(1),
+            buffers: IrqLock::new(Vec::new()),
         };
         let mut buf = Vec::new();
         let v = TMessage::Version {
@@ -113,6 +145,14 @@ impl Client {
         self.root
     }
 
+    fn buffer(&self) -> PooledBuf<'_> {
+        let buf = self.buffers.lock().pop().unwrap_or_default();
+        PooledBuf {
+            pool: &self.buffers,
+            buf,
+        }
+    }
+
     fn alloc_fid(&self) -> Fid {
         self.free_fids
             .lock()
@@ -136,11 +176,11 @@ impl Client {
     ) -> Result<RMessage<'b>, Errno> {
         let mut req = Vec::new();
         t.encode(tag, &mut req).map_err(|_| Errno::EINVAL)?;
-        buf.clear();
-        buf.resize(self.msize as usize, 0);
+        if buf.len() < self.msize as usize {
+            buf.resize(self.msize as usize, 0);
+        }
         let n = self.dev.request(&req, buf).map_err(|_| Errno::EIO)?;
-        buf.truncate(n);
-        let frame = Frame::new_checked(buf).map_err(|_| Errno::EPROTO)?;
+        let frame = Frame::new_checked(&buf[..n]).map_err(|_| Errno::EPROTO)?;
         if frame.tag() != tag {
             return Err(Errno::EPROTO);
         }
@@ -167,7 +207,7 @@ impl Client {
             last_ty,
         };
         let newfid = self.alloc_fid();
-        let mut buf = Vec::new();
+        let mut buf = self.buffer();
         let mut cur = from;
         let mut done = 0usize;
         let mut last_ty = 0u8;
@@ -264,7 +304,7 @@ impl Client {
 
     /// Opens a walked fid with Linux `O_*` flags.
     pub fn open(&self, fid: Fid, flags: u32) -> Result<Qid, Errno> {
-        let mut buf = Vec::new();
+        let mut buf = self.buffer();
         match self.rpc(&TMessage::Lopen { fid, flags }, &mut buf)? {
             RMessage::Lopen { qid, .. } => Ok(qid),
             _ => Err(Errno::EPROTO),
@@ -274,7 +314,7 @@ impl Client {
     /// Creates `name` in the directory `dirfid`, which then refers to the new
     /// open file.
     pub fn create(&self, dirfid: Fid, name: &str, flags: u32, mode: u32) -> Result<Qid, Errno> {
-        let mut buf = Vec::new();
+        let mut buf = self.buffer();
         let t = TMessage::Lcreate {
             fid: dirfid,
             name: Str::from(name),
@@ -290,7 +330,7 @@ impl Client {
 
     /// Reads up to `out.len()` bytes at `offset`.
     pub fn read(&self, fid: Fid, offset: u64, out: &mut [u8]) -> Result<usize, Errno> {
-        let mut buf = Vec::new();
+        let mut buf = self.buffer();
         let count = (out.len() as u32).min(self.iounit());
         match self.rpc(&TMessage::Read { fid, offset, count }, &mut buf)? {
             RMessage::Read { data } => {
@@ -317,7 +357,7 @@ impl Client {
 
     /// Writes `data` at `offset`; returns how much was written.
     pub fn write(&self, fid: Fid, offset: u64, data: &[u8]) -> Result<usize, Errno> {
-        let mut buf = Vec::new();
+        let mut buf = self.buffer();
         let n = data.len().min(self.iounit() as usize);
         let t = TMessage::Write {
             fid,
@@ -332,14 +372,14 @@ impl Client {
 
     /// Releases a fid (errors are ignored: the fid is gone either way).
     pub fn clunk(&self, fid: Fid) {
-        let mut buf = Vec::new();
+        let mut buf = self.buffer();
         let _ = self.rpc(&TMessage::Clunk { fid }, &mut buf);
         self.free_fids.lock().push(fid);
     }
 
     /// The attributes of a fid.
     pub fn getattr(&self, fid: Fid) -> Result<Stat, Errno> {
-        let mut buf = Vec::new();
+        let mut buf = self.buffer();
         let t = TMessage::Getattr {
             fid,
             request_mask: GETATTR_BASIC,
@@ -354,7 +394,7 @@ impl Client {
     pub fn readdir(&self, fid: Fid) -> Result<Vec<(String, u8)>, Errno> {
         let mut out = Vec::new();
         let mut offset = 0;
-        let mut buf = Vec::new();
+        let mut buf = self.buffer();
         loop {
             let t = TMessage::Readdir {
                 fid,
@@ -379,7 +419,7 @@ impl Client {
 
     /// Creates a directory.
     pub fn mkdir(&self, dirfid: Fid, name: &str, mode: u32) -> Result<Qid, Errno> {
-        let mut buf = Vec::new();
+        let mut buf = self.buffer();
         let t = TMessage::Mkdir {
             dfid: dirfid,
             name: Str::from(name),
@@ -394,7 +434,7 @@ impl Client {
 
     /// Removes `name` from a directory (`flags`: `AT_REMOVEDIR` for directories).
     pub fn unlinkat(&self, dirfid: Fid, name: &str, flags: u32) -> Result<(), Errno> {
-        let mut buf = Vec::new();
+        let mut buf = self.buffer();
         let t = TMessage::Unlinkat {
             dirfid,
             name: Str::from(name),
@@ -427,7 +467,7 @@ impl Client {
         newdir: Fid,
         newname: &str,
     ) -> Result<(), Errno> {
-        let mut buf = Vec::new();
+        let mut buf = self.buffer();
         let t = TMessage::Renameat {
             olddirfid: olddir,
             oldname: Str::from(oldname),
@@ -459,7 +499,7 @@ impl Client {
 
     /// Flushes a file to stable storage.
     pub fn fsync(&self, fid: Fid) -> Result<(), Errno> {
-        let mut buf = Vec::new();
+        let mut buf = self.buffer();
         match self.rpc(&TMessage::Fsync { fid, datasync: 0 }, &mut buf)? {
             RMessage::Fsync => Ok(()),
             _ => Err(Errno::EPROTO),
@@ -477,7 +517,7 @@ impl Client {
         length: u64,
         block: bool,
     ) -> Result<u8, Errno> {
-        let mut buf = Vec::new();
+        let mut buf = self.buffer();
         let t = TMessage::Lock {
             fid,
             lock: astraea_9p::Flock {
@@ -508,7 +548,7 @@ impl Client {
         start: u64,
         length: u64,
     ) -> Result<(u8, u64, u64), Errno> {
-        let mut buf = Vec::new();
+        let mut buf = self.buffer();
         let t = TMessage::Getlock {
             fid,
             lock: astraea_9p::Getlock {
@@ -527,7 +567,7 @@ impl Client {
 
     /// The target of a symbolic link.
     pub fn readlink(&self, fid: Fid) -> Result<String, Errno> {
-        let mut buf = Vec::new();
+        let mut buf = self.buffer();
         match self.rpc(&TMessage::Readlink { fid }, &mut buf)? {
             RMessage::Readlink { target } => {
                 Ok(String::from_utf8_lossy(target.as_ref()).into_owned())
