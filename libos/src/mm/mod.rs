@@ -17,3 +17,5 @@ mod kernel;
 pub use kernel::*;
 #[cfg(target_os = "none")]
 pub mod user;
+#[cfg(target_os = "none")]
+pub mod vma;
