@@ -97,11 +97,20 @@ pub fn prepare(
     }
     let start = match kernel.start_addr() {
         None => layout::KERNEL_START,
-        Some(a) if a >= layout::KERNEL_START && a + ksize + MIN_FREE_AFTER_KERNEL <= mem_size => a,
-        Some(a) => {
+        // A kernel linked at a fixed address must sit in the direct map.
+        Some(v)
+            if v >= layout::DIRECT_MAP + layout::KERNEL_START
+                && v - layout::DIRECT_MAP + ksize + MIN_FREE_AFTER_KERNEL <= mem_size =>
+        {
+            v - layout::DIRECT_MAP
+        }
+        Some(v) => {
             return Err(VmmError::KernelInvalid {
                 path: path.to_path_buf(),
-                reason: format!("it must be loaded at {a:#x}, which does not fit this partition"),
+                reason: format!(
+                    "it must be loaded at {v:#x}, which is not in this partition's direct map at {:#x}",
+                    layout::DIRECT_MAP
+                ),
             });
         }
     };
@@ -111,10 +120,11 @@ pub fn prepare(
     // a reference to these bytes, so a unique slice over them is sound.
     let image =
         unsafe { std::slice::from_raw_parts_mut(host.cast::<MaybeUninit<u8>>(), ksize as usize) };
-    let loaded = kernel.load_kernel(image, start);
+    // The image is linked and relocated for its place in the direct map.
+    let loaded = kernel.load_kernel(image, layout::DIRECT_MAP + start);
     let kernel_range = (
-        loaded.load_info.kernel_image_addr_range.start,
-        loaded.load_info.kernel_image_addr_range.end,
+        loaded.load_info.kernel_image_addr_range.start - layout::DIRECT_MAP,
+        loaded.load_info.kernel_image_addr_range.end - layout::DIRECT_MAP,
     );
 
     let gdt = write_gdt(mem)?;
@@ -148,8 +158,8 @@ pub fn prepare(
 
     Ok(BootState {
         entry: loaded.entry_point,
-        boot_info: layout::BOOT_INFO,
-        stack: layout::BOOT_STACK_TOP,
+        boot_info: layout::DIRECT_MAP + layout::BOOT_INFO,
+        stack: layout::DIRECT_MAP + layout::BOOT_STACK_TOP,
         pml4,
         gdt,
         kernel: kernel_range,
@@ -186,7 +196,8 @@ fn write_gdt(mem: &GuestMemory) -> Result<(u64, u16), VmmError> {
     Ok((layout::BOOT_GDT, (gdt.len() * 8 - 1) as u16))
 }
 
-/// Identity-maps `[0, max(mem_size, 4 GiB))` with 2 MiB pages, so that the
+/// Maps `[0, max(mem_size, 4 GiB))` with 2 MiB pages twice, at 0 (where the
+/// vCPU starts) and at the direct map (where the kernel runs), so that the
 /// kernel reaches all RAM and the MMIO hole before it builds its own tables.
 fn write_page_tables(mem: &GuestMemory, mem_size: u64) -> Result<u64, VmmError> {
     const P: u64 = 1; // present
@@ -214,6 +225,8 @@ fn write_page_tables(mem: &GuestMemory, mem_size: u64) -> Result<u64, VmmError> 
         return Err(VmmError::Boot("boot page tables do not fit".into()));
     }
     w(pdpt | P | W | U, pml4)?;
+    let slot = (layout::DIRECT_MAP >> 39) & 0x1ff;
+    w(pdpt | P | W | U, pml4 + 8 * slot)?;
     for g in 0..gib {
         let pd = pd0 + g * 0x1000;
         w(pd | P | W | U, pdpt + 8 * g)?;

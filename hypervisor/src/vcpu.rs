@@ -130,7 +130,7 @@ pub fn setup_long_mode(vcpu: &VcpuFd, boot: &BootState, id: u32) -> Result<(), V
     regs.rsp = boot.stack;
     regs.rdi = boot.boot_info;
     regs.rsi = u64::from(id);
-    debug_assert!(boot.stack <= layout::KERNEL_START);
+    debug_assert!(boot.stack <= layout::DIRECT_MAP + layout::KERNEL_START);
     vcpu.set_regs(&regs).map_err(kvm_err("KVM_SET_REGS"))
 }
 

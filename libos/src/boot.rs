@@ -88,9 +88,10 @@ struct FdtInfo<'a> {
 }
 
 fn read_fdt(addr: u64) -> FdtInfo<'static> {
-    // SAFETY: the VMM wrote a valid FDT at this identity-mapped address and it
-    // stays untouched (the low boot area is reserved from the frame allocator).
-    let fdt = unsafe { fdt::Fdt::from_ptr(addr as *const u8) }
+    // SAFETY: the VMM wrote a valid FDT at this guest-physical address, which
+    // the direct map reaches, and it stays untouched (the low boot area is
+    // reserved from the frame allocator).
+    let fdt = unsafe { fdt::Fdt::from_ptr(mm::phys_to_virt(addr) as *const u8) }
         .unwrap_or_else(|e| panic!("the boot device tree is invalid: {e:?}"));
     let mut info = FdtInfo {
         ram: [(0, 0); MAX_RANGES],
@@ -188,7 +189,7 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
     trap::init();
     crate::arch::user::init();
     if let Some(vif) = fdt.pvm_vif {
-        cpu::pvm_native_mode(vif);
+        cpu::pvm_native_mode(mm::phys_to_virt(vif));
         log::info!("PVM host: running natively (virtual IF page at {vif:#x})");
     }
 
@@ -196,14 +197,16 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
     // stack, the image) stays reserved; the bitmap goes right after the image.
     let ram = &fdt.ram[..fdt.nram];
     let top = ram.iter().map(|r| r.0 + r.1).max().unwrap_or(0);
+    // The image's range is in the direct map (where it was relocated to run).
     let kernel = (
         boot.load_info.kernel_image_addr_range.start,
         boot.load_info.kernel_image_addr_range.end,
     );
-    let bitmap_at = kernel.1.next_multiple_of(4096);
+    let kernel_end_pa = mm::virt_to_phys(kernel.1);
+    let bitmap_at = kernel_end_pa.next_multiple_of(4096);
     // SAFETY: `ram` comes from the VMM's device tree; the bitmap sits in RAM
     // after the kernel image, which nothing else uses, and is reserved.
-    unsafe { mm::init_frames(ram, &[(0, kernel.1)], top, bitmap_at) };
+    unsafe { mm::init_frames(ram, &[(0, kernel_end_pa)], top, bitmap_at) };
     log::debug!("frames ready at {} us", time::monotonic_ns() / 1000);
 
     log::debug!("traps ready at {} us", time::monotonic_ns() / 1000);

@@ -35,11 +35,11 @@ fn hypercall(port: u16, stream: Stream, bytes: &[u8]) {
     *d = ConsoleWrite {
         fd: stream as u32,
         pad: 0,
-        // Guest-physical equals virtual for kernel memory (identity map).
-        addr: bytes.as_ptr() as u64,
+        // Kernel memory is all in the direct map; the VMM wants GPAs.
+        addr: crate::mm::virt_to_phys(bytes.as_ptr() as u64),
         len: bytes.len() as u64,
     };
-    let gpa = &raw const *d as u64;
+    let gpa = crate::mm::virt_to_phys(&raw const *d as u64);
     outl(port, gpa as u32);
 }
 

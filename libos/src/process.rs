@@ -104,13 +104,6 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
         ElfKind::Dynamic { interpreter } => Some(String::from(interpreter)),
         _ => None,
     };
-    if matches!(elf.kind(), ElfKind::Static) {
-        log::error!(
-            "{path}: a non-PIE program (fixed addresses from {:#x}) cannot run yet: the kernel's map of RAM still lies there; build it with -static-pie",
-            elf.phdrs().find(|p| p.p_type == 1).map_or(0, |p| p.vaddr)
-        );
-        return Err(Errno::ENOEXEC);
-    }
     let plan = map_image(path, &image, PIE_BASE)?;
     // A dynamic program starts in its interpreter (ld.so), which finds the
     // program through AT_PHDR/AT_ENTRY and itself through AT_BASE.

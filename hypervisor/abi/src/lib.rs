@@ -33,6 +33,12 @@ pub mod layout {
     pub const MMIO_HOLE_START: u64 = 0xc000_0000;
     /// First guest-physical address after the hole.
     pub const HIGH_RAM_START: u64 = 0x1_0000_0000;
+    /// Where the kernel sees guest-physical address 0: all RAM and the MMIO
+    /// hole are mapped linearly from here, and the kernel image runs at
+    /// `DIRECT_MAP + KERNEL_START`. It is PML4 slot 0x101, in the upper half,
+    /// so the whole lower half belongs to the program (Linux's layout; PVM
+    /// hosts reserve slot 0x100 for themselves, see docs/pvm.md).
+    pub const DIRECT_MAP: u64 = 0xffff_8080_0000_0000;
 }
 
 /// Hypercall I/O ports.

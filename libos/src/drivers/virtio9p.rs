@@ -99,7 +99,7 @@ fn wr(base: u64, off: u64, v: u32) {
 
 /// Finds and starts the device at `base`; completions arrive on `vector`.
 pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
-    mm::map_mmio(base, 0x1000).map_err(|_| DeviceError::NoMemory)?;
+    let base = mm::map_mmio(base, 0x1000).map_err(|_| DeviceError::NoMemory)?;
     if rd(base, reg::MAGIC) != vm_abi::MAGIC
         || rd(base, reg::VERSION) != vm_abi::VERSION
         || rd(base, reg::DEVICE_ID) != vm_abi::DEVICE_ID_9P
@@ -134,8 +134,9 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
         return Err(DeviceError::NotFound);
     }
     let pages = mm::alloc_frames(3, 1).ok_or(DeviceError::NoMemory)?;
-    // SAFETY: three fresh, identity-mapped frames owned by the driver.
-    unsafe { core::ptr::write_bytes(pages as *mut u8, 0, 3 * 4096) };
+    let va = mm::phys_to_virt(pages);
+    // SAFETY: three fresh frames owned by the driver, in the direct map.
+    unsafe { core::ptr::write_bytes(va as *mut u8, 0, 3 * 4096) };
     let (desc, avail, used) = (pages, pages + 4096, pages + 8192);
     wr(base, reg::QUEUE_NUM, u32::from(n));
     for (off, addr) in [
@@ -159,9 +160,9 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
     let dev = Virtio9p {
         base,
         queue: IrqLock::new(Queue {
-            desc: desc as *mut Desc,
-            avail: avail as *mut u16,
-            used: used as *mut u32,
+            desc: mm::phys_to_virt(desc) as *mut Desc,
+            avail: mm::phys_to_virt(avail) as *mut u16,
+            used: mm::phys_to_virt(used) as *mut u32,
             free: (0..n).rev().collect(),
             last_used: 0,
             avail_idx: 0,
@@ -208,8 +209,14 @@ impl Virtio9p {
     /// is written to `reply`; returns the reply's length.
     pub fn request(&self, request: &[u8], reply: &mut [u8]) -> Result<usize, DeviceError> {
         let head = self.submit(
-            (request.as_ptr() as u64, request.len() as u32),
-            (reply.as_mut_ptr() as u64, reply.len() as u32),
+            (
+                mm::virt_to_phys(request.as_ptr() as u64),
+                request.len() as u32,
+            ),
+            (
+                mm::virt_to_phys(reply.as_mut_ptr() as u64),
+                reply.len() as u32,
+            ),
         );
         self.wait(head, reply.len())
     }
@@ -276,7 +283,6 @@ impl Virtio9p {
             if let (Some(&h), Some(&t)) = (q.free.last(), q.free.iter().rev().nth(1)) {
                 let keep = q.free.len() - 2;
                 q.free.truncate(keep);
-                // Kernel memory is identity-mapped: the address is the GPA.
                 let d0 = Desc {
                     addr: request.0,
                     len: request.1,

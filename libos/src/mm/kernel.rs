@@ -1,8 +1,8 @@
 //! The kernel's memory: the global frame bitmap, the global allocator, the
 //! kernel address space and kernel stacks with guard pages.
 //!
-//! Kernel memory is identity-mapped (virtual = physical), so a frame's
-//! address is also a pointer to it.
+//! Kernel memory is the direct map: guest-physical `pa` is at
+//! `DIRECT_MAP + pa` (upper half), so the lower half is the program's.
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr::NonNull;
@@ -10,6 +10,7 @@ use core::ptr::NonNull;
 use super::chunk::{Heap, HeapStats, PageSource};
 use super::frame::{FrameBitmap, PAGE_SIZE};
 use super::paging::{AddressSpace, PageSize, PteFlags, TableAlloc};
+use super::{phys_to_virt, virt_to_phys};
 use crate::arch::cpu;
 use crate::sync::IrqLock;
 
@@ -48,8 +49,9 @@ pub unsafe fn init_frames(ram: &[(u64, u64)], reserved: &[(u64, u64)], top: u64,
     let npages = (top / PAGE_SIZE as u64) as usize;
     let words = npages.div_ceil(64);
     // SAFETY: the caller guarantees the bitmap's memory is unused RAM; the
-    // identity map makes its physical address a valid pointer.
-    let bitmap = unsafe { core::slice::from_raw_parts_mut(bitmap_at as *mut u64, words) };
+    // direct map makes it reachable.
+    let bitmap =
+        unsafe { core::slice::from_raw_parts_mut(phys_to_virt(bitmap_at) as *mut u64, words) };
     let mut free = [(0u64, 0u64); 8];
     let n = ram.len().min(free.len());
     for (slot, &(start, len)) in free.iter_mut().zip(ram) {
@@ -81,14 +83,14 @@ pub fn free_frames(addr: u64, count: usize) {
 struct Frames;
 
 // SAFETY: frames come from the bitmap, which hands each page to one owner
-// until it is freed; identity mapping makes them valid, 4K-aligned pointers.
+// until it is freed; the direct map makes them valid, 4K-aligned pointers.
 unsafe impl PageSource for Frames {
     fn alloc_pages(&mut self, count: usize) -> Option<NonNull<u8>> {
-        alloc_frames(count, 1).and_then(|pa| NonNull::new(pa as *mut u8))
+        alloc_frames(count, 1).and_then(|pa| NonNull::new(phys_to_virt(pa) as *mut u8))
     }
 
     fn free_pages(&mut self, ptr: NonNull<u8>, count: usize) {
-        free_frames(ptr.as_ptr() as u64, count);
+        free_frames(virt_to_phys(ptr.as_ptr() as u64), count);
     }
 }
 
@@ -111,14 +113,14 @@ unsafe impl GlobalAlloc for KernelHeap {
 #[global_allocator]
 static HEAP: KernelHeap = KernelHeap(IrqLock::new(Heap::new()));
 
-/// Page-table frames from the bitmap, reached through the identity map.
+/// Page-table frames from the bitmap, reached through the direct map.
 struct Tables;
 
 impl TableAlloc for Tables {
     fn alloc_table(&mut self) -> Option<u64> {
         let pa = alloc_frames(1, 1)?;
-        // SAFETY: the frame was just allocated to us and is identity-mapped.
-        unsafe { core::ptr::write_bytes(pa as *mut u8, 0, PAGE_SIZE) };
+        // SAFETY: the frame was just allocated to us; the direct map reaches it.
+        unsafe { core::ptr::write_bytes(phys_to_virt(pa) as *mut u8, 0, PAGE_SIZE) };
         Some(pa)
     }
 
@@ -128,8 +130,8 @@ impl TableAlloc for Tables {
 
     fn table(&mut self, pa: u64) -> &mut [u64; 512] {
         // SAFETY: `pa` is a page-table frame owned by the kernel address
-        // space, identity-mapped, and only touched under KERNEL_SPACE's lock.
-        unsafe { &mut *(pa as *mut [u64; 512]) }
+        // space, in the direct map, and only touched under KERNEL_SPACE's lock.
+        unsafe { &mut *(phys_to_virt(pa) as *mut [u64; 512]) }
     }
 }
 
@@ -151,6 +153,8 @@ pub fn kernel_rw() -> PteFlags {
 /// writable and never executable, with 2 MiB pages where possible; page 0
 /// unmapped so that null pointers fault.
 pub fn init_paging(ram: &[(u64, u64)], kernel: (u64, u64)) {
+    // `kernel` is the image's range in the direct map; work in physical terms.
+    let kernel = (virt_to_phys(kernel.0), virt_to_phys(kernel.1));
     let rw = kernel_rw();
     let nx = rw | PteFlags::NO_EXECUTE;
     let kstart = kernel.0 & !0xfff;
@@ -166,7 +170,7 @@ pub fn init_paging(ram: &[(u64, u64)], kernel: (u64, u64)) {
         ] {
             if a < b {
                 if flags.contains(PteFlags::NO_EXECUTE) {
-                    space.map_range(&mut Tables, a, a, b - a, flags)
+                    space.map_range(&mut Tables, phys_to_virt(a), a, b - a, flags)
                 } else {
                     map_4k(&mut space, a, b, flags)
                 }
@@ -175,22 +179,24 @@ pub fn init_paging(ram: &[(u64, u64)], kernel: (u64, u64)) {
         }
     }
     let root = space.root();
-    // SAFETY: the new tables identity-map all RAM, including this code (kernel
-    // image), the current stack (boot stack or a RAM frame) and all data.
+    // SAFETY: the new tables direct-map all RAM, including this code (kernel
+    // image), the current stack (boot stack or a RAM frame) and all data,
+    // at the addresses the VMM's boot tables gave them.
     unsafe { cpu::write_cr3(root) };
     *KERNEL_SPACE.lock() = Some(space);
 }
 
+/// Maps guest-physical `[a, b)` into the direct map with 4 KiB pages.
 fn map_4k(
     space: &mut AddressSpace,
     a: u64,
     b: u64,
     flags: PteFlags,
 ) -> Result<(), super::paging::MapError> {
-    let mut va = a;
-    while va < b {
-        space.map(&mut Tables, va, va, PageSize::Size4K, flags)?;
-        va += PAGE_SIZE as u64;
+    let mut pa = a;
+    while pa < b {
+        space.map(&mut Tables, phys_to_virt(pa), pa, PageSize::Size4K, flags)?;
+        pa += PAGE_SIZE as u64;
     }
     Ok(())
 }
@@ -200,9 +206,9 @@ pub fn translate(va: u64) -> Option<super::paging::Translation> {
     KERNEL_SPACE.lock().as_ref()?.translate(&mut Tables, va)
 }
 
-/// Maps `len` bytes of device memory at guest-physical `pa` (identity,
-/// uncached, never executable).
-pub fn map_mmio(pa: u64, len: u64) -> Result<(), super::paging::MapError> {
+/// Maps `len` bytes of device memory at guest-physical `pa` into the direct
+/// map (uncached, never executable); returns its kernel address.
+pub fn map_mmio(pa: u64, len: u64) -> Result<u64, super::paging::MapError> {
     let flags = kernel_rw() | PteFlags::NO_CACHE | PteFlags::WRITE_THROUGH | PteFlags::NO_EXECUTE;
     let mut ks = KERNEL_SPACE.lock();
     let space = ks.as_mut().ok_or(super::paging::MapError::NotMapped)?;
@@ -211,7 +217,8 @@ pub fn map_mmio(pa: u64, len: u64) -> Result<(), super::paging::MapError> {
         pa & !0xfff,
         (pa + len).next_multiple_of(PAGE_SIZE as u64),
         flags,
-    )
+    )?;
+    Ok(phys_to_virt(pa))
 }
 
 /// Maps one user page `va → pa` with `flags` in the one address space.
@@ -266,12 +273,12 @@ impl KernelStack {
 
     /// The initial stack pointer (16-byte aligned end).
     pub fn top(&self) -> u64 {
-        self.base + (self.pages * PAGE_SIZE) as u64
+        phys_to_virt(self.base) + (self.pages * PAGE_SIZE) as u64
     }
 
-    /// The unmapped guard page.
+    /// The unmapped guard page (kernel address).
     pub fn guard(&self) -> u64 {
-        self.base
+        phys_to_virt(self.base)
     }
 }
 
@@ -282,14 +289,15 @@ impl Drop for KernelStack {
     }
 }
 
-fn set_guard(page: u64, guard: bool) {
+fn set_guard(pa: u64, guard: bool) {
+    let page = phys_to_virt(pa);
     let mut ks = KERNEL_SPACE.lock();
     let Some(space) = ks.as_mut() else { return };
     let r = if guard {
         space.unmap(&mut Tables, page, PageSize::Size4K).map(|_| ())
     } else {
         let flags = kernel_rw() | PteFlags::NO_EXECUTE;
-        space.map(&mut Tables, page, page, PageSize::Size4K, flags)
+        space.map(&mut Tables, page, pa, PageSize::Size4K, flags)
     };
     r.expect("updating a stack guard page");
     cpu::invlpg(page);

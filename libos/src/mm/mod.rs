@@ -6,6 +6,21 @@
 //! `kernel` wires them to the machine.
 
 pub mod chunk;
+
+/// Where the kernel sees guest-physical address 0 (see `astraea_abi::layout`).
+pub const DIRECT_MAP: u64 = astraea_abi::layout::DIRECT_MAP;
+
+/// The kernel's address of guest-physical `pa`.
+pub const fn phys_to_virt(pa: u64) -> u64 {
+    pa + DIRECT_MAP
+}
+
+/// The guest-physical address behind kernel address `va` (kernel memory
+/// is all in the direct map: image, heap, stacks, page tables).
+pub fn virt_to_phys(va: u64) -> u64 {
+    debug_assert!(va >= DIRECT_MAP, "{va:#x} is not a kernel address");
+    va - DIRECT_MAP
+}
 pub mod frame;
 pub mod paging;
 #[cfg(test)]

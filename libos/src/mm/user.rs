@@ -1,13 +1,14 @@
-//! User memory: the part of the one address space where the program lives,
-//! above every guest-physical address the kernel's identity map can cover.
+//! User memory: the lower half of the one address space, where the program
+//! lives (the kernel is in the upper half).
 
 use super::frame::PAGE_SIZE;
 use super::kernel::{alloc_frames, map_user_page, translate, unmap_user_page};
 use super::paging::PteFlags;
+use super::phys_to_virt;
 use crate::errno::Errno;
 
-/// Lowest user address: above the largest partition's RAM (64 GiB).
-pub const USER_MIN: u64 = 0x10_0000_0000;
+/// Lowest user address (Linux's default `vm.mmap_min_addr`).
+pub const USER_MIN: u64 = 0x1_0000;
 /// One past the highest user address (the canonical lower half, minus a page).
 pub const USER_MAX: u64 = 0x7fff_ffff_f000;
 
@@ -63,8 +64,8 @@ pub fn map_anonymous(addr: u64, len: u64, prot: Prot) -> Result<(), Errno> {
     let mut va = addr;
     while va < addr + len {
         let pa = alloc_frames(1, 1).ok_or(Errno::ENOMEM)?;
-        // SAFETY: a fresh frame, identity-mapped, owned by this mapping.
-        unsafe { core::ptr::write_bytes(pa as *mut u8, 0, PAGE_SIZE) };
+        // SAFETY: a fresh frame owned by this mapping, in the direct map.
+        unsafe { core::ptr::write_bytes(phys_to_virt(pa) as *mut u8, 0, PAGE_SIZE) };
         map_user_page(va, pa, flags)?;
         va += PAGE_SIZE as u64;
     }
@@ -72,7 +73,7 @@ pub fn map_anonymous(addr: u64, len: u64, prot: Prot) -> Result<(), Errno> {
 }
 
 /// Copies `bytes` into mapped user memory at `addr` (the kernel writes
-/// through its identity map, so read-only user pages can be filled).
+/// through its direct map, so read-only user pages can be filled).
 pub fn copy_in(addr: u64, bytes: &[u8]) -> Result<(), Errno> {
     check_range(addr, bytes.len() as u64)?;
     let mut done = 0usize;
@@ -81,9 +82,10 @@ pub fn copy_in(addr: u64, bytes: &[u8]) -> Result<(), Errno> {
         let t = translate(va).ok_or(Errno::EFAULT)?;
         let in_page = PAGE_SIZE - (va as usize % PAGE_SIZE);
         let n = in_page.min(bytes.len() - done);
+        let dst = phys_to_virt(t.pa) as *mut u8;
         // SAFETY: `t.pa` is the frame behind a mapped user page; the kernel
-        // reaches it through the identity map; `n` stays inside that page.
-        unsafe { core::ptr::copy_nonoverlapping(bytes[done..].as_ptr(), t.pa as *mut u8, n) };
+        // reaches it through the direct map; `n` stays inside that page.
+        unsafe { core::ptr::copy_nonoverlapping(bytes[done..].as_ptr(), dst, n) };
         done += n;
     }
     Ok(())

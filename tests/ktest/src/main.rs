@@ -181,7 +181,10 @@ fn frames_aligned_alloc_free() -> TestResult {
 fn paging_kernel_map() -> TestResult {
     let code = paging_kernel_map as *const () as u64;
     let t = mm::translate(code).ok_or("kernel code not mapped")?;
-    check!(t.pa == code, "kernel code not identity-mapped");
+    check!(
+        t.pa == mm::virt_to_phys(code),
+        "kernel code not in the direct map"
+    );
     check!(!t.flags.contains(PteFlags::NO_EXECUTE), "kernel code is NX");
     check!(
         t.size == PageSize::Size4K,
@@ -337,8 +340,8 @@ fn fault(kind: &str) -> i32 {
                 core::arch::asm!("lidt [{}]", "int3", in(reg) empty.as_ptr());
             }
             "mmio" => {
-                mm::map_mmio(0xd010_0000, 4096).expect("map");
-                core::ptr::write_volatile(0xd010_0000 as *mut u32, 1);
+                let va = mm::map_mmio(0xd010_0000, 4096).expect("map");
+                core::ptr::write_volatile(va as *mut u32, 1);
             }
             "gp" => core::arch::asm!("mov rax, 0x8000000000000000", "mov rax, [rax]", out("rax") _),
             "stack" => {
@@ -586,22 +589,22 @@ fn ninep_hostile() -> i32 {
         (
             "request beyond RAM",
             (0x40_0000_0000u64, 19u32),
-            (reply.as_mut_ptr() as u64, 256u32),
+            (mm::virt_to_phys(reply.as_mut_ptr() as u64), 256u32),
         ),
         (
             "reply beyond RAM",
-            (tversion.as_ptr() as u64, 19),
+            (mm::virt_to_phys(tversion.as_ptr() as u64), 19),
             (0x40_0000_0000, 256),
         ),
         (
             "reply in the MMIO hole",
-            (tversion.as_ptr() as u64, 19),
+            (mm::virt_to_phys(tversion.as_ptr() as u64), 19),
             (0xd000_0000, 256),
         ),
         (
             "request wrapping the address space",
             (u64::MAX - 4, 19),
-            (reply.as_mut_ptr() as u64, 256),
+            (mm::virt_to_phys(reply.as_mut_ptr() as u64), 256),
         ),
     ];
     for (what, req, rep) in cases {
