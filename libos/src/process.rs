@@ -10,7 +10,8 @@ use crate::linux::stack::{
     AT_CLKTCK, AT_EGID, AT_ENTRY, AT_EUID, AT_FLAGS, AT_GID, AT_HWCAP, AT_PAGESZ, AT_PHDR,
     AT_PHENT, AT_PHNUM, AT_SECURE, AT_UID, StackImage,
 };
-use crate::mm::user::{self, Prot};
+use crate::mm::user;
+use crate::mm::vma::{self, Backing, PROT_EXEC, PROT_READ, PROT_WRITE, Placement};
 
 /// The program's memory layout as the system calls grow it.
 pub struct Memory {
@@ -18,19 +19,13 @@ pub struct Memory {
     pub brk_start: u64,
     /// The current break.
     pub brk: u64,
-    /// Anonymous mappings are handed out downwards from here.
-    pub mmap_next: u64,
 }
 
 /// The one process's memory layout.
 pub static MEMORY: crate::sync::IrqLock<Memory> = crate::sync::IrqLock::new(Memory {
     brk_start: 0,
     brk: 0,
-    mmap_next: MMAP_TOP,
 });
-
-/// Top of the area anonymous mappings come from (below the stack).
-const MMAP_TOP: u64 = 0x7f00_0000_0000;
 
 /// The program's absolute path, for `/proc/self/exe`.
 pub static EXE: crate::sync::IrqLock<String> = crate::sync::IrqLock::new(String::new());
@@ -39,8 +34,9 @@ pub static EXE: crate::sync::IrqLock<String> = crate::sync::IrqLock::new(String:
 const PIE_BASE: u64 = 0x5555_5555_4000;
 /// Top of the initial stack.
 const STACK_TOP: u64 = 0x7fff_f000_0000;
-/// The initial stack mapping (grows on demand later).
-const STACK_SIZE: u64 = 256 * 1024;
+/// The main thread's stack area (populated as it is touched), as Linux's
+/// default 8 MiB `RLIMIT_STACK`.
+pub const STACK_SIZE: u64 = 8 << 20;
 
 /// Loads `path` from the partition's namespace and runs it with `argv` and
 /// `envp`. Returns only if the program cannot be started.
@@ -74,17 +70,29 @@ fn map_image(path: &str, image: &[u8], base: u64) -> Result<LoadPlan, Errno> {
         log::error!("{path}: cannot be loaded: {e}");
         Errno::ENOEXEC
     })?;
+    let name: alloc::sync::Arc<str> = alloc::sync::Arc::from(crate::fd::absolute(path).as_str());
     for seg in &plan.segments {
-        let prot = Prot {
-            write: seg.prot.contains(SegmentFlags::W),
-            exec: seg.prot.contains(SegmentFlags::X),
-        };
-        user::map_anonymous(seg.vaddr_start, seg.len(), prot)?;
+        let mut prot = PROT_READ;
+        if seg.prot.contains(SegmentFlags::W) {
+            prot |= PROT_WRITE;
+        }
+        if seg.prot.contains(SegmentFlags::X) {
+            prot |= PROT_EXEC;
+        }
+        vma::map(
+            Placement::NoReplace(seg.vaddr_start),
+            seg.len(),
+            prot,
+            false,
+            Backing::Anon,
+            Some(name.clone()),
+        )
+        .inspect_err(|e| log::error!("{path}: segment at {:#x}: {e}", seg.vaddr_start))?;
         let from = seg.file_offset as usize;
         let bytes = image
             .get(from..from + seg.file_bytes as usize)
             .ok_or(Errno::ENOEXEC)?;
-        user::copy_in(seg.vaddr_start, bytes)?;
+        user::load(seg.vaddr_start, bytes)?;
     }
     Ok(plan)
 }
@@ -117,13 +125,13 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
             (ld_plan.entry, ld_plan.bias)
         }
     };
-    user::map_anonymous(
-        STACK_TOP - STACK_SIZE,
+    vma::map(
+        Placement::NoReplace(STACK_TOP - STACK_SIZE),
         STACK_SIZE,
-        Prot {
-            write: true,
-            exec: false,
-        },
+        PROT_READ | PROT_WRITE,
+        false,
+        Backing::Anon,
+        Some(alloc::sync::Arc::from("[stack]")),
     )?;
     {
         let mut m = MEMORY.lock();

@@ -253,6 +253,72 @@ pub fn unmap_user_page(va: u64) -> bool {
     }
 }
 
+/// Unmaps every user page in `[va, va+len)` and frees its frames.
+pub fn unmap_user_range(va: u64, len: u64) {
+    unmap_user_range_keep(va, len, &mut |_, pa| free_frames(pa, 1));
+}
+
+/// Unmaps every user page in `[va, va+len)`, handing each `(va, frame)` to
+/// `taken` instead of freeing it.
+pub fn unmap_user_range_keep(va: u64, len: u64, taken: &mut dyn FnMut(u64, u64)) {
+    let mut pages = alloc::vec::Vec::new();
+    {
+        let mut ks = KERNEL_SPACE.lock();
+        let Some(space) = ks.as_mut() else { return };
+        let r = space.unmap_range_each(&mut Tables, va, len, &mut |v, e| {
+            // User memory is mapped with 4 KiB pages only.
+            pages.push((v, e & 0x000f_ffff_ffff_f000));
+        });
+        if let Err(e) = r {
+            log::warn!("unmapping user memory {va:#x}+{len:#x}: {e:?}");
+        }
+    }
+    flush_user(&pages.iter().map(|p| p.0).collect::<alloc::vec::Vec<_>>());
+    for (v, pa) in pages {
+        taken(v, pa);
+    }
+}
+
+/// Sets the flags of every present user page in `[va, va+len)`.
+pub fn protect_user_range(va: u64, len: u64, flags: PteFlags) {
+    {
+        let mut ks = KERNEL_SPACE.lock();
+        let Some(space) = ks.as_mut() else { return };
+        if let Err(e) = space.protect(&mut Tables, va, len, flags) {
+            log::warn!("protecting user memory {va:#x}+{len:#x}: {e:?}");
+        }
+    }
+    if len / PAGE_SIZE as u64 <= 64 {
+        let mut v = va;
+        while v < va + len {
+            cpu::invlpg(v);
+            v += PAGE_SIZE as u64;
+        }
+    } else {
+        flush_all_user();
+    }
+}
+
+/// Drops stale TLB entries for these user pages.
+fn flush_user(pages: &[u64]) {
+    if pages.len() <= 64 {
+        for &v in pages {
+            cpu::invlpg(v);
+        }
+    } else {
+        flush_all_user();
+    }
+}
+
+/// Reloading CR3 drops every non-global entry: all of user memory.
+fn flush_all_user() {
+    let root = KERNEL_SPACE.lock().as_ref().map(AddressSpace::root);
+    if let Some(root) = root {
+        // SAFETY: reloading the current root changes no mapping.
+        unsafe { cpu::write_cr3(root) };
+    }
+}
+
 /// A kernel thread's stack: contiguous frames whose lowest page is unmapped,
 /// so an overflow faults instead of corrupting memory.
 pub struct KernelStack {

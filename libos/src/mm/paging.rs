@@ -303,7 +303,7 @@ impl AddressSpace {
             if let Err(err) = self.map(ta, v, p, size, flags) {
                 // Everything in [start, start + off) is whole pages mapped just now,
                 // so this neither splits nor fails.
-                let undo = unmap_level(ta, self.pml4, 4, start, start + off);
+                let undo = unmap_level(ta, self.pml4, 4, start, start + off, &mut |_, _| {});
                 debug_assert!(undo.is_ok());
                 return Err(err);
             }
@@ -332,7 +332,7 @@ impl AddressSpace {
                 off += bytes;
             }
             if clash {
-                let undo = unmap_level(ta, self.pml4, 4, start, start + off);
+                let undo = unmap_level(ta, self.pml4, 4, start, start + off, &mut |_, _| {});
                 debug_assert!(undo.is_ok());
                 return Err(MapError::AlreadyMapped);
             }
@@ -461,8 +461,21 @@ impl AddressSpace {
         va: u64,
         len: u64,
     ) -> Result<(), MapError> {
+        self.unmap_range_each(ta, va, len, &mut |_, _| {})
+    }
+
+    /// [`unmap_range`](Self::unmap_range), calling `removed(va, entry)` for
+    /// every leaf it takes out (so the caller can free the frames behind
+    /// them); a 2 MiB leaf is reported once, with `HUGE` set in `entry`.
+    pub fn unmap_range_each(
+        &mut self,
+        ta: &mut impl TableAlloc,
+        va: u64,
+        len: u64,
+        removed: &mut dyn FnMut(u64, u64),
+    ) -> Result<(), MapError> {
         let (start, end) = check_range(va, len)?;
-        unmap_level(ta, self.pml4, 4, start, end)
+        unmap_level(ta, self.pml4, 4, start, end, removed)
     }
 }
 
@@ -641,10 +654,12 @@ fn unmap_level(
     level: usize,
     start: u64,
     end: u64,
+    removed: &mut dyn FnMut(u64, u64),
 ) -> Result<(), MapError> {
     for_each_present(ta, table, level, start, end, |ta, span, e| {
         if level == 1 || (level == 2 && huge(e) && span.whole) {
             set_entry(ta, table, span.start, level, 0);
+            removed(span.start, e);
             return Ok(());
         }
         if huge(e) {
@@ -654,7 +669,7 @@ fn unmap_level(
             split(ta, table, span.start)?;
         }
         let next = child(entry(ta, table, span.start, level));
-        let res = unmap_level(ta, next, level - 1, span.start, span.end);
+        let res = unmap_level(ta, next, level - 1, span.start, span.end, removed);
         // Free the child even when a deeper split failed, if it ended up empty.
         if is_empty(ta, next) {
             ta.free_table(next);

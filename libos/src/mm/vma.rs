@@ -1,9 +1,504 @@
-//! The program's virtual memory areas (being written: demand paging,
-//! mprotect, reservations). For now only the `/proc/self/maps` text.
+//! The program's virtual memory areas and demand paging.
+//!
+//! An area is a page-aligned range with a protection and a backing (zeroed
+//! memory, or a file read through 9P). Nothing is populated when an area is
+//! made: the first touch faults, and the fault handler maps a small window of
+//! pages around the address (one 9P read of up to 64 KiB for files), so
+//! reservations of many GiB cost nothing until used.
+//!
+//! `PROT_NONE` cannot be expressed by an x86 page that is present, so a page
+//! that is populated when its area becomes inaccessible is taken out of the
+//! page tables and kept aside ("hidden") until the protection allows access
+//! again; its contents survive, as on Linux.
 
+use alloc::collections::BTreeMap;
 use alloc::string::String;
+use alloc::sync::Arc;
+use core::fmt::Write;
+
+use super::frame::PAGE_SIZE;
+use super::kernel::{alloc_frames, free_frames, map_user_page, translate};
+use super::paging::PteFlags;
+use super::phys_to_virt;
+use super::user::{USER_MAX, USER_MIN};
+use crate::errno::Errno;
+use crate::sync::IrqLock;
+
+const PAGE: u64 = PAGE_SIZE as u64;
+
+/// `PROT_READ`.
+pub const PROT_READ: u32 = 1;
+/// `PROT_WRITE`.
+pub const PROT_WRITE: u32 = 2;
+/// `PROT_EXEC`.
+pub const PROT_EXEC: u32 = 4;
+
+/// Pages mapped per fault at most (the fault-around window, 64 KiB).
+const FAULT_AROUND: u64 = 16;
+
+/// Where an area's bytes come from.
+#[derive(Clone)]
+pub enum Backing {
+    /// Zero-filled memory.
+    Anon,
+    /// A file: page `start + i*4K` holds the file's bytes at `offset + i*4K`.
+    /// The open file is kept, so the mapping outlives `close`.
+    File {
+        /// The open file.
+        file: Arc<crate::fd::File>,
+        /// File offset of the area's first byte.
+        offset: u64,
+    },
+}
+
+/// One area.
+#[derive(Clone)]
+pub struct Area {
+    /// One past the last byte.
+    pub end: u64,
+    /// `PROT_*` bits.
+    pub prot: u32,
+    /// `MAP_SHARED` (shown in `/proc/self/maps`; file contents are private
+    /// copies today, so shared writable mappings do not reach the file).
+    pub shared: bool,
+    /// Where the bytes come from.
+    pub backing: Backing,
+    /// The name in `/proc/self/maps` (a path, `[stack]`, `[heap]`), if any.
+    pub name: Option<Arc<str>>,
+}
+
+/// Why a user access faulted, as the signal it raises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// SIGSEGV, `SEGV_MAPERR`: no area there.
+    MapErr,
+    /// SIGSEGV, `SEGV_ACCERR`: the area forbids this access.
+    AccErr,
+    /// SIGBUS, `BUS_ADRERR`: a file mapping past the end of its file.
+    Bus,
+    /// No memory left to populate the page.
+    Oom,
+}
+
+/// Every area by start address, plus the hidden frames of `PROT_NONE` pages.
+struct Space {
+    areas: BTreeMap<u64, Area>,
+    hidden: BTreeMap<u64, u64>,
+}
+
+static SPACE: IrqLock<Space> = IrqLock::new(Space {
+    areas: BTreeMap::new(),
+    hidden: BTreeMap::new(),
+});
+
+/// Top of the area `mmap` places mappings in when given no address.
+pub const MMAP_TOP: u64 = 0x7f00_0000_0000;
+
+fn pte_flags(prot: u32) -> PteFlags {
+    let mut f = PteFlags::PRESENT | PteFlags::USER;
+    if prot & PROT_WRITE != 0 {
+        f |= PteFlags::WRITABLE;
+    }
+    if prot & PROT_EXEC == 0 {
+        f |= PteFlags::NO_EXECUTE;
+    }
+    f
+}
+
+impl Space {
+    /// The area containing `va`, as (start, area).
+    fn find(&self, va: u64) -> Option<(u64, &Area)> {
+        let (&s, a) = self.areas.range(..=va).next_back()?;
+        (va < a.end).then_some((s, a))
+    }
+
+    fn overlaps(&self, start: u64, end: u64) -> bool {
+        if let Some((_, a)) = self.areas.range(..start).next_back()
+            && a.end > start
+        {
+            return true;
+        }
+        self.areas.range(start..end).next().is_some()
+    }
+
+    /// Splits the area containing `at` (if any) so that an area starts there.
+    fn split_at(&mut self, at: u64) {
+        let Some((s, a)) = self.find(at) else { return };
+        if s == at {
+            return;
+        }
+        let mut upper = a.clone();
+        if let Backing::File { offset, .. } = &mut upper.backing {
+            *offset += at - s;
+        }
+        if let Some(lower) = self.areas.get_mut(&s) {
+            lower.end = at;
+        }
+        self.areas.insert(at, upper);
+    }
+
+    /// Removes `[start, end)` from the areas (splitting at the edges), and
+    /// unmaps and frees its pages.
+    fn remove(&mut self, start: u64, end: u64) {
+        self.split_at(start);
+        self.split_at(end);
+        let starts: alloc::vec::Vec<u64> = self.areas.range(start..end).map(|(&s, _)| s).collect();
+        for s in starts {
+            self.areas.remove(&s);
+        }
+        let hidden: alloc::vec::Vec<u64> =
+            self.hidden.range(start..end).map(|(&v, _)| v).collect();
+        for v in hidden {
+            if let Some(pa) = self.hidden.remove(&v) {
+                free_frames(pa, 1);
+            }
+        }
+        super::kernel::unmap_user_range(start, end - start);
+    }
+
+    /// A free range of `len` bytes: at `hint` if that is free, else the
+    /// highest gap below [`MMAP_TOP`].
+    fn find_free(&self, hint: u64, len: u64) -> Option<u64> {
+        if hint >= USER_MIN
+            && hint.is_multiple_of(PAGE)
+            && hint.checked_add(len).is_some_and(|e| e <= USER_MAX)
+            && !self.overlaps(hint, hint + len)
+        {
+            return Some(hint);
+        }
+        let mut cursor = MMAP_TOP;
+        for (&s, a) in self.areas.range(..MMAP_TOP).rev() {
+            if a.end <= cursor && cursor - a.end >= len {
+                return Some(cursor - len);
+            }
+            cursor = cursor.min(s);
+        }
+        (cursor >= USER_MIN + len).then(|| cursor - len)
+    }
+}
+
+/// How `map` picks the address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// A hint: used when free, else anywhere.
+    Hint(u64),
+    /// `MAP_FIXED`: exactly there, replacing what was mapped.
+    Fixed(u64),
+    /// `MAP_FIXED_NOREPLACE`: exactly there, `EEXIST` if anything is.
+    NoReplace(u64),
+}
+
+/// Makes a new area of `len` bytes (rounded up to pages); returns its start.
+pub fn map(
+    placement: Placement,
+    len: u64,
+    prot: u32,
+    shared: bool,
+    backing: Backing,
+    name: Option<Arc<str>>,
+) -> Result<u64, Errno> {
+    let len = len.checked_next_multiple_of(PAGE).ok_or(Errno::ENOMEM)?;
+    if len == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut sp = SPACE.lock();
+    let start = match placement {
+        Placement::Hint(h) => sp.find_free(h, len).ok_or(Errno::ENOMEM)?,
+        Placement::Fixed(a) | Placement::NoReplace(a) => {
+            if !a.is_multiple_of(PAGE) {
+                return Err(Errno::EINVAL);
+            }
+            let end = a.checked_add(len).ok_or(Errno::ENOMEM)?;
+            if a < USER_MIN || end > USER_MAX {
+                return Err(Errno::ENOMEM);
+            }
+            if sp.overlaps(a, end) {
+                if matches!(placement, Placement::NoReplace(_)) {
+                    return Err(Errno::EEXIST);
+                }
+                sp.remove(a, end);
+            }
+            a
+        }
+    };
+    // An anonymous area that continues the one before it with the same
+    // properties joins it (the break grows this way).
+    if let Backing::Anon = backing
+        && let Some((_, prev)) = sp.areas.range_mut(..start).next_back()
+        && prev.end == start
+        && prev.prot == prot
+        && !prev.shared
+        && !shared
+        && matches!(prev.backing, Backing::Anon)
+        && prev.name == name
+    {
+        prev.end = start + len;
+        return Ok(start);
+    }
+    sp.areas.insert(
+        start,
+        Area {
+            end: start + len,
+            prot,
+            shared,
+            backing,
+            name,
+        },
+    );
+    Ok(start)
+}
+
+/// `munmap`: removes whatever is mapped in `[start, start+len)`.
+pub fn unmap(start: u64, len: u64) -> Result<(), Errno> {
+    let end = range_end(start, len)?;
+    SPACE.lock().remove(start, end);
+    Ok(())
+}
+
+fn range_end(start: u64, len: u64) -> Result<u64, Errno> {
+    if !start.is_multiple_of(PAGE) || len == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let end = start
+        .checked_add(len)
+        .and_then(|e| e.checked_next_multiple_of(PAGE))
+        .ok_or(Errno::EINVAL)?;
+    if start < USER_MIN || end > USER_MAX {
+        return Err(Errno::EINVAL);
+    }
+    Ok(end)
+}
+
+/// `mprotect`: every page in the range must be mapped (else `ENOMEM`).
+pub fn protect(start: u64, len: u64, prot: u32) -> Result<(), Errno> {
+    let end = range_end(start, len)?;
+    let mut sp = SPACE.lock();
+    // Linux refuses a range with holes, before changing anything.
+    let mut at = start;
+    while at < end {
+        let (_, a) = sp.find(at).ok_or(Errno::ENOMEM)?;
+        at = a.end;
+    }
+    sp.split_at(start);
+    sp.split_at(end);
+    for (_, a) in sp.areas.range_mut(start..end) {
+        a.prot = prot;
+    }
+    if prot & (PROT_READ | PROT_WRITE | PROT_EXEC) == 0 {
+        // Hide populated pages: no present x86 page can forbid reads.
+        let mut taken = alloc::vec::Vec::new();
+        super::kernel::unmap_user_range_keep(start, end - start, &mut |va, pa| {
+            taken.push((va, pa));
+        });
+        sp.hidden.extend(taken);
+    } else {
+        super::kernel::protect_user_range(start, end - start, pte_flags(prot));
+        let back: alloc::vec::Vec<(u64, u64)> =
+            sp.hidden.range(start..end).map(|(&v, &p)| (v, p)).collect();
+        for (va, pa) in back {
+            sp.hidden.remove(&va);
+            if map_user_page(va, pa, pte_flags(prot)).is_err() {
+                free_frames(pa, 1);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `madvise(MADV_DONTNEED)`: drops the pages; the next touch gives zeros
+/// (anonymous) or the file's bytes again.
+pub fn discard(start: u64, len: u64) -> Result<(), Errno> {
+    let end = range_end(start, len)?;
+    let mut sp = SPACE.lock();
+    let hidden: alloc::vec::Vec<u64> = sp.hidden.range(start..end).map(|(&v, _)| v).collect();
+    for v in hidden {
+        if let Some(pa) = sp.hidden.remove(&v) {
+            free_frames(pa, 1);
+        }
+    }
+    super::kernel::unmap_user_range(start, end - start);
+    Ok(())
+}
+
+/// Handles a fault at `va` by populating it if its area allows `write`
+/// (or `exec`) access.
+pub fn fault(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
+    let page = va & !(PAGE - 1);
+    let (start, area) = {
+        let sp = SPACE.lock();
+        let (s, a) = sp.find(page).ok_or(Fault::MapErr)?;
+        (s, a.clone())
+    };
+    let allowed = if write {
+        area.prot & PROT_WRITE != 0
+    } else if exec {
+        area.prot & PROT_EXEC != 0
+    } else {
+        area.prot & (PROT_READ | PROT_WRITE | PROT_EXEC) != 0
+    };
+    if !allowed {
+        return Err(Fault::AccErr);
+    }
+    if let Some(t) = translate(page)
+        && t.flags.contains(PteFlags::USER)
+    {
+        // Present: another path populated it, or the access was allowed
+        // after all (a stale TLB entry).
+        crate::arch::cpu::invlpg(page);
+        return Ok(());
+    }
+    // The window: up to FAULT_AROUND pages, aligned, inside the area.
+    let win = FAULT_AROUND * PAGE;
+    let lo = (page & !(win - 1)).max(start);
+    let hi = ((page & !(win - 1)) + win).min(area.end);
+    match &area.backing {
+        Backing::Anon => populate(lo, hi, page, &area, start, None),
+        Backing::File { file, offset } => {
+            let c = crate::p9::mounted().ok_or(Fault::Bus)?;
+            let crate::fd::File::P9 { fid, .. } = &**file else {
+                return Err(Fault::Bus);
+            };
+            let mut buf = alloc::vec![0u8; (hi - lo) as usize];
+            let mut got = 0usize;
+            while got < buf.len() {
+                let n = c
+                    .read(*fid, offset + (lo - start) + got as u64, &mut buf[got..])
+                    .map_err(|_| Fault::Bus)?;
+                if n == 0 {
+                    break;
+                }
+                got += n;
+            }
+            // Pages wholly past the end of the file are SIGBUS territory.
+            let valid_end = lo + (got as u64).next_multiple_of(PAGE);
+            if page >= valid_end {
+                return Err(Fault::Bus);
+            }
+            populate(lo, hi.min(valid_end), page, &area, start, Some(&buf))
+        }
+    }
+}
+
+/// Maps fresh frames over the not-yet-present pages of `[lo, hi)` (filled
+/// from `data`, which starts at `lo`, or zeroed), if the area is unchanged.
+fn populate(
+    lo: u64,
+    hi: u64,
+    page: u64,
+    area: &Area,
+    start: u64,
+    data: Option<&[u8]>,
+) -> Result<(), Fault> {
+    let mut sp = SPACE.lock();
+    // The I/O ran unlocked: give up quietly if the area changed meanwhile
+    // (the access retries and faults again).
+    match sp.find(page) {
+        Some((s, a)) if s == start && a.end == area.end && a.prot == area.prot => {}
+        _ => return Ok(()),
+    }
+    let flags = pte_flags(area.prot);
+    let mut va = lo;
+    while va < hi {
+        if translate(va).is_none() {
+            let pa = match sp.hidden.remove(&va) {
+                Some(pa) => pa,
+                None => {
+                    let Some(pa) = alloc_frames(1, 1) else {
+                        if va == page {
+                            return Err(Fault::Oom);
+                        }
+                        break;
+                    };
+                    let dst = phys_to_virt(pa) as *mut u8;
+                    let off = (va - lo) as usize;
+                    // SAFETY: a fresh frame we own, reached through the direct
+                    // map; exactly one page is written.
+                    unsafe {
+                        match data.and_then(|d| d.get(off..)) {
+                            Some(src) if !src.is_empty() => {
+                                let n = src.len().min(PAGE_SIZE);
+                                core::ptr::copy_nonoverlapping(src.as_ptr(), dst, n);
+                                core::ptr::write_bytes(dst.add(n), 0, PAGE_SIZE - n);
+                            }
+                            _ => core::ptr::write_bytes(dst, 0, PAGE_SIZE),
+                        }
+                    }
+                    pa
+                }
+            };
+            if map_user_page(va, pa, flags).is_err() {
+                free_frames(pa, 1);
+                if va == page {
+                    return Err(Fault::Oom);
+                }
+            }
+        }
+        va += PAGE;
+    }
+    Ok(())
+}
+
+/// Makes `[addr, addr+len)` present for a kernel access; `EFAULT` where the
+/// program could not make that access itself.
+pub fn ensure(addr: u64, len: u64, write: bool) -> Result<(), Errno> {
+    if len == 0 {
+        return Ok(());
+    }
+    let mut page = addr & !(PAGE - 1);
+    let end = addr.checked_add(len).ok_or(Errno::EFAULT)?;
+    while page < end {
+        let ok = translate(page).is_some_and(|t| {
+            t.flags.contains(PteFlags::USER) && (!write || t.flags.contains(PteFlags::WRITABLE))
+        });
+        if !ok {
+            fault(page, write, false).map_err(|_| Errno::EFAULT)?;
+        }
+        page += PAGE;
+    }
+    Ok(())
+}
+
+/// The area containing `va`: (start, end, prot), for signal reports.
+pub fn area_of(va: u64) -> Option<(u64, u64, u32)> {
+    let sp = SPACE.lock();
+    sp.find(va).map(|(s, a)| (s, a.end, a.prot))
+}
 
 /// The text of `/proc/self/maps`: one line per area, Linux's format.
 pub fn proc_maps() -> String {
-    String::new()
+    let sp = SPACE.lock();
+    let mut out = String::new();
+    for (&s, a) in &sp.areas {
+        let r = |bit, c| if a.prot & bit != 0 { c } else { '-' };
+        let offset = match &a.backing {
+            Backing::File { offset, .. } => *offset,
+            Backing::Anon => 0,
+        };
+        let line_start = out.len();
+        let _ = write!(
+            out,
+            "{s:08x}-{:08x} {}{}{}{} {offset:08x} 00:00 0",
+            a.end,
+            r(PROT_READ, 'r'),
+            r(PROT_WRITE, 'w'),
+            r(PROT_EXEC, 'x'),
+            if a.shared { 's' } else { 'p' },
+        );
+        if let Some(n) = &a.name {
+            // Linux pads the name to column 73.
+            let width = out.len() - line_start;
+            for _ in width..73 {
+                out.push(' ');
+            }
+            out.push_str(n);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Total bytes of all areas (VmSize) and populated bytes are not tracked
+/// separately; this is the former.
+pub fn total_size() -> u64 {
+    SPACE.lock().areas.iter().map(|(&s, a)| a.end - s).sum()
 }

@@ -1,7 +1,9 @@
-//! `brk(2)`: the program break, grown with zeroed pages.
+//! `brk(2)`: the program break, an anonymous area named `[heap]`.
+
+use alloc::sync::Arc;
 
 use crate::errno::Errno;
-use crate::mm::user::{self, Prot};
+use crate::mm::vma::{self, Backing, PROT_READ, PROT_WRITE, Placement};
 use crate::process::MEMORY;
 
 /// Largest heap the break may reach.
@@ -16,18 +18,20 @@ pub fn brk(a: &[u64; 6]) -> Result<u64, Errno> {
     }
     let mapped_end = m.brk.next_multiple_of(4096);
     let new_end = want.next_multiple_of(4096);
-    if new_end > mapped_end
-        && user::map_anonymous(
-            mapped_end,
+    if new_end > mapped_end {
+        let grown = vma::map(
+            Placement::NoReplace(mapped_end),
             new_end - mapped_end,
-            Prot {
-                write: true,
-                exec: false,
-            },
-        )
-        .is_err()
-    {
-        return Ok(m.brk);
+            PROT_READ | PROT_WRITE,
+            false,
+            Backing::Anon,
+            Some(Arc::from("[heap]")),
+        );
+        if grown.is_err() {
+            return Ok(m.brk);
+        }
+    } else if new_end < mapped_end {
+        vma::unmap(new_end, mapped_end - new_end)?;
     }
     m.brk = want;
     Ok(want)

@@ -242,10 +242,27 @@ fn signal_of(vector: u64) -> (u32, &'static str) {
     }
 }
 
-/// An exception in the program. Until signal delivery exists, the program
-/// dies of it as a Linux process would without a handler: a report on
-/// stderr and the partition ends with 128 + the signal number.
-fn user_fault(f: &TrapFrame) -> ! {
+/// An exception in the program: a page fault the memory areas allow is
+/// served (demand paging) and the program goes on.
+fn user_fault(f: &mut TrapFrame) {
+    if f.vector == 14 {
+        let cr2 = super::cpu::cr2();
+        // Populating may wait for 9P I/O: run it with interrupts on, as the
+        // program ran.
+        super::cpu::irq_restore(true);
+        let r = crate::mm::vma::fault(cr2, f.error & 2 != 0, f.error & 0x10 != 0);
+        super::cpu::irq_save();
+        if r.is_ok() {
+            return;
+        }
+    }
+    user_fatal(f)
+}
+
+/// A fault the program does not survive. Until signal delivery exists, the
+/// program dies of it as a Linux process would without a handler: a report
+/// on stderr and the partition ends with 128 + the signal number.
+fn user_fatal(f: &TrapFrame) -> ! {
     let (sig, name) = signal_of(f.vector);
     let cr2 = super::cpu::cr2();
     crate::eprintln!(
