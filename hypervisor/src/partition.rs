@@ -265,7 +265,15 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                     port::PANIC => {
                         let msg = read_console_write(&mem, value)
                             .map(|(_, b)| String::from_utf8_lossy(&b).into_owned())
-                            .unwrap_or_else(|| "(message unreadable)".into());
+                            .unwrap_or_else(|| {
+                                let mut raw = [0u8; ConsoleWrite::SIZE];
+                                let _ = mem.read_slice(&mut raw, GuestAddress(u64::from(value)));
+                                let cw = ConsoleWrite::from_bytes(&raw);
+                                format!(
+                                    "(message unreadable: descriptor at {value:#x} names {:#x}+{:#x})",
+                                    cw.addr, cw.len
+                                )
+                            });
                         return Err(VmmError::GuestPanic(msg));
                     }
                     port::MARK => match Mark::from_u32(value) {

@@ -27,8 +27,20 @@ pub enum Stream {
     Stderr = 2,
 }
 
+/// Where bytes outside the direct map (a kernel path running on a program's
+/// stack) are copied for the VMM, which reads guest-physical memory.
+static BOUNCE: crate::sync::IrqLock<[u8; 4096]> = crate::sync::IrqLock::new([0; 4096]);
+
 fn hypercall(port: u16, stream: Stream, bytes: &[u8]) {
     if bytes.is_empty() {
+        return;
+    }
+    if (bytes.as_ptr() as u64) < crate::mm::DIRECT_MAP {
+        for chunk in bytes.chunks(4096) {
+            let mut b = BOUNCE.lock();
+            b[..chunk.len()].copy_from_slice(chunk);
+            hypercall(port, stream, &b[..chunk.len()]);
+        }
         return;
     }
     let mut d = DESCRIPTOR.lock();

@@ -133,6 +133,18 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
         Backing::Anon,
         Some(alloc::sync::Arc::from("[stack]")),
     )?;
+    vma::map(
+        Placement::NoReplace(crate::arch::user::RESUME_AT),
+        4096,
+        PROT_READ | PROT_EXEC,
+        false,
+        Backing::Anon,
+        Some(alloc::sync::Arc::from("[vdso]")),
+    )?;
+    user::load(
+        crate::arch::user::RESUME_AT,
+        &crate::arch::user::RESUME_STUB,
+    )?;
     {
         let mut m = MEMORY.lock();
         m.brk_start = plan.span_end;

@@ -146,8 +146,7 @@ impl Space {
         for s in starts {
             self.areas.remove(&s);
         }
-        let hidden: alloc::vec::Vec<u64> =
-            self.hidden.range(start..end).map(|(&v, _)| v).collect();
+        let hidden: alloc::vec::Vec<u64> = self.hidden.range(start..end).map(|(&v, _)| v).collect();
         for v in hidden {
             if let Some(pa) = self.hidden.remove(&v) {
                 free_frames(pa, 1);

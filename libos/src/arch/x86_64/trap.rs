@@ -57,9 +57,21 @@ global_asm!(
     "call {dispatch}",
     "pop r15", "pop r14", "pop r13", "pop r12", "pop r11", "pop r10", "pop r9", "pop r8",
     "pop rbp", "pop rdi", "pop rsi", "pop rdx", "pop rcx", "pop rbx", "pop rax",
+    "cmp qword ptr [rsp], {stub_mark}",
+    "je 3f",
     "add rsp, 16",
     "iretq",
+    // Back to the program through the resume stub (see user::RESUME_STUB):
+    // the error-code slot holds the stack pointer for it.
+    "3:",
+    "mov rcx, [rsp + 8]",
+    "mov r11, [rsp + 32]",
+    "mov rsp, rcx",
+    "mov rcx, {stub}",
+    "sysretq",
     dispatch = sym trap_dispatch,
+    stub_mark = const STUB_MARK,
+    stub = const super::user::RESUME_AT,
 );
 
 macro_rules! stubs {
@@ -182,11 +194,26 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
         super::cpu::irq_save();
     }
     dispatch(frame);
+    if pvm && frame.cs & 3 == 3 {
+        // Back to the program: `iretq` would leave the host believing the
+        // vCPU is still in supervisor mode; `sysretq` through the stub does
+        // not, and sets the flags (IF included) from r11.
+        if let Some((_, slot)) =
+            super::user::resume_via_stub(frame.rip, frame.rsp, frame.rcx, frame.r11)
+        {
+            frame.vector = STUB_MARK;
+            frame.error = slot;
+            return;
+        }
+    }
     if pvm {
         // The frame's RFLAGS carries the interrupted context's virtual IF.
         super::cpu::irq_restore(frame.rflags & (1 << 9) != 0);
     }
 }
+
+/// Put in a frame's vector slot: return to the program by `sysretq`.
+const STUB_MARK: u64 = 0x5eed;
 
 fn dispatch(frame: &mut TrapFrame) {
     match frame.vector {

@@ -22,9 +22,10 @@ pub static KERNEL_RSP: AtomicU64 = AtomicU64::new(0);
 /// The user stack pointer while a system call runs (one CPU).
 static USER_RSP: AtomicU64 = AtomicU64::new(0);
 
-/// Registers saved by the SYSCALL entry, in stack order.
+/// Registers saved by the SYSCALL entry, in stack order. The last five
+/// words are shaped as an `iretq` frame.
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 #[allow(missing_docs)]
 pub struct SyscallFrame {
     pub r15: u64,
@@ -41,11 +42,49 @@ pub struct SyscallFrame {
     pub rdi: u64,
     /// System call number on entry, result on exit.
     pub rax: u64,
-    /// User RFLAGS (SYSCALL put them in r11).
-    pub r11: u64,
     /// User RIP (SYSCALL put it in rcx).
     pub rcx: u64,
+    /// The user code selector.
+    pub cs: u64,
+    /// User RFLAGS (SYSCALL put them in r11).
+    pub r11: u64,
     pub user_rsp: u64,
+    /// The user stack selector.
+    pub ss: u64,
+}
+
+/// Where the program's resume stub lives (see [`RESUME_STUB`]).
+pub const RESUME_AT: u64 = 0x7fff_f800_0000;
+
+/// A few instructions mapped into the program's memory at [`RESUME_AT`]
+/// ("[vdso]"): the kernel returns to the program with every register as it
+/// chooses by `sysretq` to this stub, having put the program's rcx, r11 and
+/// rip just below its red zone; the stub reloads them and jumps. `iretq`
+/// cannot be used on PVM hosts: natively it runs at hardware CPL 3 without
+/// the host noticing the switch to user mode, which `sysretq` (trapped and
+/// emulated) does.
+pub const RESUME_STUB: [u8; 24] = [
+    0x48, 0x8b, 0x0c, 0x24, // mov rcx, [rsp]
+    0x4c, 0x8b, 0x5c, 0x24, 0x08, // mov r11, [rsp + 8]
+    0x48, 0x8d, 0xa4, 0x24, 0x98, 0x00, 0x00, 0x00, // lea rsp, [rsp + 152]
+    0xff, 0xa4, 0x24, 0x78, 0xff, 0xff, 0xff, // jmp [rsp - 136]
+];
+
+/// How far below the program's stack pointer the stub's three words go:
+/// past the 128-byte red zone.
+pub const RESUME_SLOT_BELOW: u64 = 152;
+
+/// Arranges for the program to resume at `rip` with stack `rsp` and these
+/// rcx/r11 values through the stub; returns (stub address, stack pointer for
+/// `sysretq`), or `None` if the words cannot be written to its stack.
+pub fn resume_via_stub(rip: u64, rsp: u64, rcx: u64, r11: u64) -> Option<(u64, u64)> {
+    let slot = rsp.checked_sub(RESUME_SLOT_BELOW)?;
+    let mut words = [0u8; 24];
+    words[..8].copy_from_slice(&rcx.to_le_bytes());
+    words[8..16].copy_from_slice(&r11.to_le_bytes());
+    words[16..].copy_from_slice(&rip.to_le_bytes());
+    crate::mm::user::copy_in(slot, &words).ok()?;
+    Some((RESUME_AT, slot))
 }
 
 /// Enables SYSCALL/SYSRET with the kernel's selectors and entry point.
@@ -71,9 +110,11 @@ unsafe extern "C" fn syscall_entry() {
     naked_asm!(
         "mov [rip + {user_rsp}], rsp",
         "mov rsp, [rip + {kernel_rsp}]",
+        "push {ss}",
         "push qword ptr [rip + {user_rsp}]",
-        "push rcx",
         "push r11",
+        "push {cs}",
+        "push rcx",
         "push rax",
         "push rdi",
         "push rsi",
@@ -90,6 +131,8 @@ unsafe extern "C" fn syscall_entry() {
         "mov rdi, rsp",
         "cld",
         "call {dispatch}",
+        ".global astraea_syscall_exit",
+        "astraea_syscall_exit:",
         "pop r15",
         "pop r14",
         "pop r13",
@@ -103,13 +146,15 @@ unsafe extern "C" fn syscall_entry() {
         "pop rsi",
         "pop rdi",
         "pop rax",
-        "pop r11",
-        "pop rcx",
-        "pop rsp",
+        "mov rcx, [rsp]",
+        "mov r11, [rsp + 16]",
+        "mov rsp, [rsp + 24]",
         "sysretq",
         user_rsp = sym USER_RSP,
         kernel_rsp = sym KERNEL_RSP,
         dispatch = sym syscall_dispatch,
+        ss = const USER_DS as u64,
+        cs = const USER_CS as u64,
     );
 }
 
@@ -124,31 +169,30 @@ extern "C" fn syscall_dispatch(frame: &mut SyscallFrame) {
     }
 }
 
-/// Leaves the kernel for ring 3 at `rip` with stack `rsp`; never returns
-/// (the program comes back only through system calls and traps).
+/// Leaves the kernel for ring 3 at `rip` with stack `rsp` and every general
+/// register zero; never returns (the program comes back only through system
+/// calls and traps). Goes through the resume stub, which must be mapped.
 ///
 /// # Safety
 /// `rip` and `rsp` must be mapped user memory set up for the program.
 pub unsafe fn enter_user(rip: u64, rsp: u64) -> ! {
     super::cpu::irq_save();
-    // SAFETY: the caller vouches for the user mappings; the frame holds the
-    // user selectors from our GDT and RFLAGS with IF set.
+    let Some((stub, slot)) = resume_via_stub(rip, rsp, 0, 0x202) else {
+        crate::syscall::fatal_user_state("the initial stack cannot be written", rsp);
+    };
+    // SAFETY: the caller vouches for the user mappings; `sysretq` enters
+    // ring 3 with the user selectors from STAR and RFLAGS (IF set) from r11.
     unsafe {
         asm!(
-            "push {ss}",
-            "push {rsp}",
-            "push 0x202",
-            "push {cs}",
-            "push {rip}",
-            "xor eax, eax", "xor ebx, ebx", "xor ecx, ecx", "xor edx, edx",
+            "mov rsp, {slot}",
+            "xor eax, eax", "xor ebx, ebx", "xor edx, edx",
             "xor esi, esi", "xor edi, edi", "xor ebp, ebp",
-            "xor r8d, r8d", "xor r9d, r9d", "xor r10d, r10d", "xor r11d, r11d",
+            "xor r8d, r8d", "xor r9d, r9d", "xor r10d, r10d",
             "xor r12d, r12d", "xor r13d, r13d", "xor r14d, r14d", "xor r15d, r15d",
-            "iretq",
-            ss = in(reg) u64::from(USER_DS),
-            rsp = in(reg) rsp,
-            cs = in(reg) u64::from(USER_CS),
-            rip = in(reg) rip,
+            "sysretq",
+            slot = in(reg) slot,
+            in("rcx") stub,
+            in("r11") 0x202u64,
             options(noreturn),
         )
     }
