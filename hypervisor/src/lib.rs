@@ -6,6 +6,7 @@
 pub mod boot;
 pub mod devices;
 pub mod error;
+pub mod jdk;
 pub mod memory;
 pub mod ninep;
 pub mod partition;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use astraea_hypervisor::{NinePTarget, PartitionConfig, VmmError, memory::parse_mem_size};
+use astraea_hypervisor::{NinePTarget, PartitionConfig, VmmError, jdk, memory::parse_mem_size};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -15,7 +15,8 @@ use clap::{Parser, Subcommand};
     long_about = "Astraea boots one KVM partition per program on a Rust library OS. \
 The partition's console goes to this process's stdout and stderr, and its exit status \
 becomes this process's exit status.\n\n\
-Exit status: the guest's own status (0-255); 125 if the partition could not be started \
+Exit status: the guest's own status (0-255); 127 if the program, or a JDK for \
+`java`, cannot be found; 125 if the partition could not be started \
 (the message says why); 134 if the partition's kernel panicked; 139 if the partition \
 crashed (triple fault or an unexpected VM exit; a register dump is printed)."
 )]
@@ -75,8 +76,18 @@ struct RunArgs {
     /// Print the boot phase timings to stderr when the partition exits.
     #[arg(long)]
     timings: bool,
-    /// Arguments handed to the partition.
-    #[arg(last = true, value_name = "ARGS")]
+    /// The JDK whose `java` runs: DIR/bin/java, where DIR is the JDK's top
+    /// directory (e.g. /usr/lib/jvm/java-17-openjdk-amd64). Without it, a
+    /// bare `java` program is looked up in $JAVA_HOME, then on PATH, with
+    /// symlinks resolved so the JVM finds its own libraries. With --jdk the
+    /// program may be left out (`-- -version`) or be any tool in DIR/bin.
+    /// The JDK must be visible in the partition (it is with the default files).
+    #[arg(long, value_name = "DIR")]
+    jdk: Option<PathBuf>,
+    /// The program and its arguments: `java [JVM options] (-cp PATH Main |
+    /// -jar app.jar) [args]`, or any Linux x86-64 program. A bare name is
+    /// looked up on PATH as a shell does (`java` as --jdk describes).
+    #[arg(last = true, value_name = "PROGRAM ARGS")]
     args: Vec<String>,
 }
 
@@ -98,6 +109,13 @@ fn run(args: RunArgs) -> ExitCode {
         )))
         .with_target(false)
         .init();
+    let args = match resolve_program(args) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("astraea: {e}");
+            return ExitCode::from(e.exit_code());
+        }
+    };
     match run_partition(&args) {
         Ok(outcome) => {
             if args.timings {
@@ -168,6 +186,38 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
             .map(|d| d.to_string_lossy().into_owned()),
         strace: args.strace,
     })
+}
+
+/// Replaces a bare program name (`java`, `ls`) with the path the partition
+/// runs, as a shell would find it (see `astraea_hypervisor::jdk`). This
+/// applies to the program kernel (the default one, or any image named
+/// `astraea-kernel`) reading the host's files through the built-in gateway;
+/// other kernels take arguments that are not programs, and another 9P server
+/// has another namespace. `--jdk` applies whenever it is given.
+fn resolve_program(mut args: RunArgs) -> Result<RunArgs, jdk::JdkError> {
+    let program_kernel = args
+        .kernel
+        .as_ref()
+        .is_none_or(|k| k.file_name().is_some_and(|n| n == "astraea-kernel"));
+    let host_files = args.ninep.is_none() && args.gateway.is_none() && !args.no_files;
+    if args.jdk.is_none() && !(program_kernel && host_files) {
+        return Ok(args);
+    }
+    let env = jdk::Environment::from_process(args.jdk.clone());
+    let resolved = jdk::resolve_program(&args.args, &env)?;
+    for w in &resolved.warnings {
+        eprintln!("astraea: warning: {w}");
+    }
+    if let Some(found) = &resolved.jdk {
+        tracing::info!(
+            "JDK {} (from {:?}): {}",
+            found.home.display(),
+            found.source,
+            found.java.display()
+        );
+    }
+    args.args = resolved.args;
+    Ok(args)
 }
 
 /// The built-in gateway's exports from `--mount` options (or the defaults),
