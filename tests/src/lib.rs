@@ -178,3 +178,90 @@ pub fn field(text: &str, key: &str) -> Option<u64> {
         .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
         .and_then(|v| v.parse().ok())
 }
+
+/// Runs `cmd` (stdin from /dev/null) and collects its output, killing it
+/// after `timeout`: a hung program then fails its test instead of hanging the
+/// suite. A run that timed out has code 128 + 9 and says so on stderr.
+pub fn run_with_timeout(cmd: &mut Command, timeout: std::time::Duration) -> Run {
+    use std::io::Read;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cannot spawn");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("piped stderr")));
+    let deadline = std::time::Instant::now() + timeout;
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("cannot wait") {
+            break st;
+        }
+        if std::time::Instant::now() >= deadline {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().expect("cannot wait");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut run = Run::from(Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    });
+    if timed_out {
+        run.stderr
+            .push_str(&format!("\n*** TIMED OUT after {timeout:?}; killed ***\n"));
+    }
+    run
+}
+
+/// Runs `astraea run -- ARGS` from the directory `cwd` in the default
+/// namespace (the host's `/` read-only, `cwd` read-write at its own path),
+/// with extra environment variables, killed after `timeout`.
+pub fn astraea_in(
+    cwd: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    timeout: std::time::Duration,
+) -> Run {
+    let mut c = Command::new(astraea());
+    c.arg("run").arg("--").args(args).current_dir(cwd);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    run_with_timeout(&mut c, timeout)
+}
+
+/// Runs `args` directly on the host from `cwd`, with extra environment
+/// variables, killed after `timeout`: the reference a partition's run of the
+/// same program is compared with.
+pub fn host_in(
+    cwd: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    timeout: std::time::Duration,
+) -> Run {
+    let (prog, rest) = args.split_first().expect("a program to run");
+    // A relative path with a slash is taken relative to `cwd`, as the
+    // partition takes it.
+    let prog = if prog.contains('/') {
+        cwd.join(prog)
+    } else {
+        PathBuf::from(prog)
+    };
+    let mut c = Command::new(prog);
+    c.args(rest).current_dir(cwd);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    run_with_timeout(&mut c, timeout)
+}

@@ -1,0 +1,545 @@
+//! The Linux personality against a corpus of real programs: the C programs in
+//! `tests/progs/` (threads, signals from faults, every mmap rule, files and
+//! directories, ENOSYS), each built with glibc (dynamic) and with musl
+//! (static, both a non-PIE `ET_EXEC` at 0x400000 and a static PIE), and
+//! Debian's static busybox. Every program runs on the host first, where its
+//! output must be the expected one, and then in a partition, where its
+//! stdout and exit status must be the host's.
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+    use std::time::Duration;
+
+    use astraea_tests::*;
+
+    /// How long one run of one program may take before it counts as hung.
+    const TIMEOUT: Duration = Duration::from_secs(180);
+
+    /// The same environment on the host and in the partition.
+    const ENV: &[(&str, &str)] = &[("TZ", "UTC"), ("LC_ALL", "C")];
+
+    #[derive(Clone, Copy, Debug)]
+    enum Build {
+        /// `gcc -O2 -pthread`: a PIE run by the host's ld.so with its libc.
+        GlibcDynamic,
+        /// `musl-gcc -static -O2`: a non-PIE `ET_EXEC` linked at 0x400000.
+        MuslStatic,
+        /// musl as a static PIE (`rcrt1.o`; musl-gcc's specs do not know
+        /// `-static-pie`, so the link line is spelled out).
+        MuslStaticPie,
+    }
+
+    impl Build {
+        fn tag(self) -> &'static str {
+            match self {
+                Build::GlibcDynamic => "glibc-dynamic",
+                Build::MuslStatic => "musl-static",
+                Build::MuslStaticPie => "musl-static-pie",
+            }
+        }
+    }
+
+    fn progs() -> PathBuf {
+        workspace().join("tests").join("progs")
+    }
+
+    fn have(tool: &str) -> bool {
+        Command::new(tool).arg("--version").output().is_ok()
+    }
+
+    /// The directory holding musl's crt files and libc: where musl-gcc's
+    /// wrapper script finds its specs file.
+    fn musl_lib_dir() -> PathBuf {
+        let wrapper = Command::new("sh")
+            .args(["-c", "command -v musl-gcc"])
+            .output()
+            .expect("sh");
+        let path = String::from_utf8_lossy(&wrapper.stdout).trim().to_string();
+        let script = std::fs::read_to_string(&path).unwrap_or_default();
+        script
+            .split('"')
+            .find(|s| s.ends_with("musl-gcc.specs"))
+            .and_then(|s| Path::new(s).parent().map(Path::to_path_buf))
+            .unwrap_or_else(|| PathBuf::from("/usr/lib/x86_64-linux-musl"))
+    }
+
+    fn gcc_file(name: &str) -> String {
+        let o = Command::new("gcc")
+            .arg(format!("-print-file-name={name}"))
+            .output()
+            .expect("gcc");
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+
+    /// Builds `tests/progs/{prog}.c` as `build` into a fresh directory and
+    /// returns it (the binary is `{dir}/{prog}`); `None`, loudly, when the
+    /// compiler is not installed.
+    fn build(prog: &str, build: Build) -> Option<PathBuf> {
+        let compiler = match build {
+            Build::GlibcDynamic => "gcc",
+            Build::MuslStatic | Build::MuslStaticPie => "musl-gcc",
+        };
+        if !have(compiler) {
+            eprintln!(
+                "\n*** SKIPPED: {compiler} is not installed (./x test installs it); \
+                 {prog} ({}) did not run. ***\n",
+                build.tag()
+            );
+            return None;
+        }
+        let dir = std::env::temp_dir().join(format!(
+            "astraea-linux-{prog}-{}-{}",
+            build.tag(),
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = progs().join(format!("{prog}.c"));
+        let out = dir.join(prog);
+        let mut c = Command::new(compiler);
+        c.args(["-O2", "-Wall", "-o"]).arg(&out);
+        match build {
+            Build::GlibcDynamic => {
+                c.arg("-pthread").arg(&src);
+            }
+            Build::MuslStatic => {
+                c.arg("-static").arg(&src);
+            }
+            Build::MuslStaticPie => {
+                let m = musl_lib_dir();
+                c.args([
+                    "-fPIE",
+                    "-nostartfiles",
+                    "-Wl,-static",
+                    "-Wl,-pie",
+                    "-Wl,--no-dynamic-linker",
+                    "-Wl,-z,text",
+                ])
+                .arg(m.join("rcrt1.o"))
+                .arg(m.join("crti.o"))
+                .arg(gcc_file("crtbeginS.o"))
+                .arg(&src)
+                .arg(gcc_file("crtendS.o"))
+                .arg(m.join("crtn.o"));
+            }
+        }
+        let o = c.output().expect("cannot run the compiler");
+        assert!(
+            o.status.success(),
+            "{compiler} failed for {prog} ({}): {}",
+            build.tag(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        // The ELF type is the point of the musl variants: check it.
+        let bin = std::fs::read(&out).unwrap();
+        let e_type = u16::from_le_bytes([bin[16], bin[17]]);
+        let want = match build {
+            Build::MuslStatic => 2, // ET_EXEC
+            Build::GlibcDynamic | Build::MuslStaticPie => 3,
+        };
+        assert_eq!(
+            e_type,
+            want,
+            "{prog} ({}) has ELF type {e_type}",
+            build.tag()
+        );
+        Some(dir)
+    }
+
+    fn expected(prog: &str) -> String {
+        std::fs::read_to_string(progs().join(format!("{prog}.stdout"))).unwrap()
+    }
+
+    /// Runs `./{prog} ARGS` on the host and in a partition from `dir`;
+    /// `args` may name `{data}`, a fresh writable directory for each run.
+    fn host_and_partition(dir: &Path, prog: &str, args: &[&str]) -> (Run, Run) {
+        let run = |which: &str, f: &dyn Fn(&Path, &[&str]) -> Run| {
+            let data = dir.join(format!("data-{which}"));
+            std::fs::create_dir_all(&data).unwrap();
+            let data = data.to_str().unwrap().to_string();
+            let exe = format!("./{prog}");
+            let mut a = vec![exe.as_str()];
+            a.extend(
+                args.iter()
+                    .map(|s| if *s == "{data}" { data.as_str() } else { *s }),
+            );
+            f(dir, &a)
+        };
+        let host = run("host", &|d, a| host_in(d, a, ENV, TIMEOUT));
+        assert_eq!(host.code, 0, "{prog} fails on the host: {host:?}");
+        let part = run("partition", &|d, a| astraea_in(d, a, ENV, TIMEOUT));
+        (host, part)
+    }
+
+    /// The whole check for one program whose output is the same on the
+    /// host and in a partition.
+    fn same_as_host(prog: &str, b: Build, args: &[&str]) -> Option<(PathBuf, Run)> {
+        if !kvm_available() {
+            return None;
+        }
+        let dir = build(prog, b)?;
+        let (host, part) = host_and_partition(&dir, prog, args);
+        assert_eq!(host.stdout, expected(prog), "{prog} on the host: {host:?}");
+        assert_eq!(
+            (part.code, part.stdout.as_str()),
+            (host.code, host.stdout.as_str()),
+            "{prog} ({}) in a partition differs from the host; stderr:\n{}",
+            b.tag(),
+            part.stderr
+        );
+        Some((dir, part))
+    }
+
+    fn threads(b: Build) {
+        if let Some((dir, _)) = same_as_host("threads", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
+    fn sigsegv(b: Build) {
+        if let Some((dir, _)) = same_as_host("sigsegv", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
+    fn sigfpe(b: Build) {
+        if let Some((dir, _)) = same_as_host("sigfpe", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
+    fn mmap(b: Build) {
+        if let Some((dir, _)) = same_as_host("mmap", b, &["{data}"]) {
+            // The program removes its data file again.
+            for which in ["host", "partition"] {
+                let data = dir.join(format!("data-{which}"));
+                assert!(
+                    std::fs::read_dir(&data).unwrap().next().is_none(),
+                    "{which}: {data:?} is not empty"
+                );
+            }
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
+    fn files(b: Build) {
+        if let Some((dir, _)) = same_as_host("files", b, &["{data}"]) {
+            // What the program left behind, seen from the host, is the same
+            // after either run.
+            for which in ["host", "partition"] {
+                let data = dir.join(format!("data-{which}"));
+                let summary = std::fs::read_to_string(data.join("result/summary.txt"))
+                    .unwrap_or_else(|e| panic!("{which}: result/summary.txt: {e}"));
+                assert_eq!(
+                    summary,
+                    "summary: files ok\nlisting: ../ ./ Mid alpha b.txt \
+                     long-name-of-a-file.txt num10 num2\n",
+                    "{which}"
+                );
+                let mut names: Vec<String> = std::fs::read_dir(data.join("work"))
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect();
+                names.sort();
+                assert_eq!(
+                    names,
+                    [
+                        "Mid",
+                        "alpha",
+                        "b.txt",
+                        "long-name-of-a-file.txt",
+                        "num10",
+                        "num2"
+                    ],
+                    "{which}"
+                );
+                let b_txt = std::fs::read_to_string(data.join("work/b.txt")).unwrap();
+                assert_eq!(b_txt, "hello+one+two\n", "{which}");
+                let num2 = std::fs::read_to_string(data.join("work/num2")).unwrap();
+                assert_eq!(num2, "num2".repeat(5), "{which}");
+            }
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
+    /// syscall(999) and fork() fail with ENOSYS in a partition (on the host
+    /// fork works), and the partition names the unknown call on stderr.
+    fn enosys(b: Build) {
+        if !kvm_available() {
+            return;
+        }
+        let Some(dir) = build("enosys", b) else {
+            return;
+        };
+        let (host, part) = host_and_partition(&dir, "enosys", &[]);
+        assert_eq!(
+            host.stdout,
+            "syscall(999) = -1 errno=ENOSYS\n\
+             fork() = child, exit status 7\n\
+             still running after fork\n",
+            "on the host: {host:?}"
+        );
+        assert_eq!(part.code, 0, "{part:?}");
+        assert_eq!(
+            part.stdout,
+            "syscall(999) = -1 errno=ENOSYS\n\
+             fork() = -1 errno=ENOSYS\n\
+             still running after fork\n",
+            "{part:?}"
+        );
+        assert!(
+            part.stderr.contains("ENOSYS")
+                && (part.stderr.contains("999") || part.stderr.contains("0x3e7")),
+            "the unknown system call is not logged on stderr: {part:?}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    macro_rules! corpus {
+        ($($prog:ident: $glibc:ident, $musl:ident, $musl_pie:ident;)*) => {$(
+            #[test]
+            fn $glibc() {
+                $prog(Build::GlibcDynamic);
+            }
+            #[test]
+            fn $musl() {
+                $prog(Build::MuslStatic);
+            }
+            #[test]
+            fn $musl_pie() {
+                $prog(Build::MuslStaticPie);
+            }
+        )*};
+    }
+
+    corpus! {
+        threads: threads_glibc_dynamic, threads_musl_static, threads_musl_static_pie;
+        sigsegv: sigsegv_glibc_dynamic, sigsegv_musl_static, sigsegv_musl_static_pie;
+        sigfpe: sigfpe_glibc_dynamic, sigfpe_musl_static, sigfpe_musl_static_pie;
+        mmap: mmap_glibc_dynamic, mmap_musl_static, mmap_musl_static_pie;
+        files: files_glibc_dynamic, files_musl_static, files_musl_static_pie;
+        enosys: enosys_glibc_dynamic, enosys_musl_static, enosys_musl_static_pie;
+    }
+
+    // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---
+
+    const BUSYBOX: &str = "/bin/busybox";
+
+    /// A directory of files with fixed contents and fixed times, for the
+    /// busybox applets to look at.
+    fn fixture(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("astraea-busybox-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("sub/deep")).unwrap();
+        std::fs::create_dir_all(dir.join("empty-dir")).unwrap();
+        std::fs::write(dir.join("a.txt"), "alpha\nbeta\ngamma\ndelta\n").unwrap();
+        std::fs::write(
+            dir.join("words.txt"),
+            "pear\napple\nfig\nbanana\ncherry\napple\nkiwi\ndate\nbeta\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("numbers.txt"), "10\n9\n100\n-3\n42\n7\n0\n").unwrap();
+        std::fs::write(dir.join("empty"), "").unwrap();
+        std::fs::write(
+            dir.join("sub/c.txt"),
+            "the quick brown fox\njumps over the lazy dog\nbeta again\n",
+        )
+        .unwrap();
+        let bin: Vec<u8> = (0..10_000u32).map(|i| (i * 31 % 256) as u8).collect();
+        std::fs::write(dir.join("sub/deep/d.bin"), bin).unwrap();
+        // A megabyte of pseudo-random bytes: reads of many 9P messages.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let big: Vec<u8> = (0..1 << 20)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        std::fs::write(dir.join("big.bin"), big).unwrap();
+        // Fixed times, directories last (creating entries touched them).
+        let all = [
+            "a.txt",
+            "words.txt",
+            "numbers.txt",
+            "empty",
+            "big.bin",
+            "sub/c.txt",
+            "sub/deep/d.bin",
+            "sub/deep",
+            "sub",
+            "empty-dir",
+            ".",
+        ];
+        let st = Command::new("touch")
+            .args(["-d", "2024-01-02 03:04:05 UTC"])
+            .args(all)
+            .current_dir(&dir)
+            .status()
+            .expect("touch");
+        assert!(st.success());
+        dir
+    }
+
+    fn sorted_lines(s: &str) -> Vec<&str> {
+        let mut v: Vec<&str> = s.lines().collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Runs each busybox command line on the host and in a partition from
+    /// a fresh fixture directory and compares stdout and exit status.
+    /// `normalize` turns stdout into what is compared (e.g. sorts lines
+    /// whose order follows the directory's, which Linux does not fix).
+    fn busybox(name: &str, cmds: &[&[&str]], normalize: fn(&str) -> Vec<&str>) {
+        if !kvm_available() {
+            return;
+        }
+        if !Path::new(BUSYBOX).exists() {
+            eprintln!(
+                "\n*** SKIPPED: {BUSYBOX} is missing (Debian: busybox-static; ./x test \
+                 installs it); this test did not run. ***\n"
+            );
+            return;
+        }
+        let dir = fixture(name);
+        for cmd in cmds {
+            let mut args = vec![BUSYBOX];
+            args.extend_from_slice(cmd);
+            let host = host_in(&dir, &args, ENV, TIMEOUT);
+            assert_eq!(host.code, 0, "busybox {cmd:?} fails on the host: {host:?}");
+            assert!(!host.stdout.is_empty(), "{cmd:?}: {host:?}");
+            let part = astraea_in(&dir, &args, ENV, TIMEOUT);
+            assert_eq!(
+                (part.code, normalize(&part.stdout)),
+                (host.code, normalize(&host.stdout)),
+                "busybox {cmd:?} in a partition differs from the host; \
+                 host stdout:\n{}\npartition stdout:\n{}\npartition stderr:\n{}",
+                host.stdout,
+                part.stdout,
+                part.stderr
+            );
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    fn exact(s: &str) -> Vec<&str> {
+        s.lines().collect()
+    }
+
+    #[test]
+    fn busybox_ls() {
+        // The "total" lines count st_blocks, which a file server may round
+        // differently (as in programs.rs); every entry line must match.
+        fn entries(s: &str) -> Vec<&str> {
+            s.lines().filter(|l| !l.starts_with("total")).collect()
+        }
+        busybox(
+            "ls",
+            &[
+                &["ls"],
+                &["ls", "-l"],
+                &["ls", "-lR"],
+                &["ls", "-ln", "--full-time", "sub", "sub/deep"],
+                &["ls", "-ld", "empty-dir", "big.bin", "empty"],
+            ],
+            entries,
+        );
+    }
+
+    #[test]
+    fn busybox_cat() {
+        busybox(
+            "cat",
+            &[&["cat", "a.txt", "sub/c.txt", "empty", "words.txt"]],
+            exact,
+        );
+    }
+
+    #[test]
+    fn busybox_wc() {
+        busybox(
+            "wc",
+            &[
+                &["wc", "a.txt", "words.txt", "sub/c.txt", "sub/deep/d.bin"],
+                &["wc", "-c", "big.bin"],
+            ],
+            exact,
+        );
+    }
+
+    #[test]
+    fn busybox_sha256sum() {
+        busybox(
+            "sha256sum",
+            &[&["sha256sum", "a.txt", "empty", "sub/deep/d.bin", "big.bin"]],
+            exact,
+        );
+    }
+
+    #[test]
+    fn busybox_md5sum() {
+        busybox(
+            "md5sum",
+            &[&["md5sum", "a.txt", "empty", "sub/deep/d.bin", "big.bin"]],
+            exact,
+        );
+    }
+
+    #[test]
+    fn busybox_find() {
+        // find lists entries in directory order: compared sorted.
+        busybox(
+            "find",
+            &[
+                &["find", "."],
+                &["find", ".", "-type", "f", "-name", "*.txt"],
+                &["find", "sub", "-type", "d"],
+                &["find", ".", "-size", "+100k"],
+            ],
+            sorted_lines,
+        );
+    }
+
+    #[test]
+    fn busybox_grep() {
+        busybox(
+            "grep",
+            &[
+                &["grep", "-n", "a", "a.txt", "words.txt"],
+                &["grep", "-c", "-v", "e", "words.txt"],
+                &["grep", "-i", "THE", "sub/c.txt"],
+            ],
+            exact,
+        );
+        // -r walks directories in their order: compared sorted.
+        busybox("grep-r", &[&["grep", "-rn", "beta", "."]], sorted_lines);
+    }
+
+    #[test]
+    fn busybox_sort() {
+        busybox(
+            "sort",
+            &[
+                &["sort", "words.txt"],
+                &["sort", "-u", "words.txt", "a.txt"],
+                &["sort", "-n", "-r", "numbers.txt"],
+            ],
+            exact,
+        );
+    }
+
+    #[test]
+    fn busybox_du() {
+        // du prints entries in directory order: compared sorted.
+        busybox(
+            "du",
+            &[&["du", "-k", "."], &["du", "-a", "-k", "sub"]],
+            sorted_lines,
+        );
+    }
+}
