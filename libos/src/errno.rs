@@ -9,6 +9,8 @@ pub struct Errno(pub u32);
 #[allow(missing_docs)]
 impl Errno {
     pub const EPERM: Errno = Errno(1);
+    pub const ESRCH: Errno = Errno(3);
+    pub const ETIMEDOUT: Errno = Errno(110);
     pub const ENOENT: Errno = Errno(2);
     pub const EIO: Errno = Errno(5);
     pub const EBADF: Errno = Errno(9);
@@ -35,6 +37,11 @@ impl Errno {
     pub const ELOOP: Errno = Errno(40);
     pub const EAGAIN: Errno = Errno(11);
     pub const EDEADLK: Errno = Errno(35);
+    pub const EINTR: Errno = Errno(4);
+    pub const ENXIO: Errno = Errno(6);
+    pub const ENOSPC: Errno = Errno(28);
+    pub const EPIPE: Errno = Errno(32);
+    pub const ENOLCK: Errno = Errno(37);
 }
 
 impl Errno {
@@ -43,7 +50,9 @@ impl Errno {
         match self.0 {
             1 => "EPERM",
             2 => "ENOENT",
+            4 => "EINTR",
             5 => "EIO",
+            6 => "ENXIO",
             7 => "E2BIG",
             8 => "ENOEXEC",
             9 => "EBADF",
@@ -58,6 +67,12 @@ impl Errno {
             22 => "EINVAL",
             24 => "EMFILE",
             25 => "ENOTTY",
+            28 => "ENOSPC",
+            29 => "ESPIPE",
+            32 => "EPIPE",
+            34 => "ERANGE",
+            35 => "EDEADLK",
+            37 => "ENOLCK",
             30 => "EROFS",
             36 => "ENAMETOOLONG",
             38 => "ENOSYS",

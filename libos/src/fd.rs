@@ -1,15 +1,32 @@
-//! The process's file descriptors: the console, and files of the 9P
-//! namespace (each an open fid with its own offset).
+//! The process's file descriptors. A descriptor refers to an open file
+//! description ([`Object`]): the console or a file of the 9P namespace
+//! ([`File`]), or one the library OS serves itself (a generated `/proc` file,
+//! a device, a pipe end, an eventfd). `dup` shares the description (and its
+//! offset and status flags); close-on-exec belongs to the descriptor.
 
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::errno::Errno;
 use crate::p9::Fid;
 use crate::sync::IrqLock;
+use crate::vfs::dev::Device;
+use crate::vfs::eventfd::EventFd;
+use crate::vfs::pipe::{ReadEnd, WriteEnd};
+use crate::vfs::synthetic::Synthetic;
 
-/// What a descriptor refers to.
+/// `O_NONBLOCK`.
+pub const O_NONBLOCK: u32 = 0o4000;
+/// `O_APPEND`.
+pub const O_APPEND: u32 = 0o2000;
+/// The access mode bits of the `O_*` flags.
+pub const O_ACCMODE: u32 = 3;
+/// `O_CLOEXEC`.
+pub const O_CLOEXEC: u32 = 0o2000000;
+
+/// The console or a file of the namespace.
 pub enum File {
     /// The user's console: reads come from stdin, writes go to stdout/stderr.
     Console {
@@ -24,8 +41,8 @@ pub enum File {
         offset: IrqLock<u64>,
         /// The path it was opened by.
         path: String,
-        /// `O_*` flags it was opened with.
-        flags: u32,
+        /// `O_*` status flags (access mode, `O_APPEND`, `O_NONBLOCK`).
+        flags: AtomicU32,
     },
 }
 
@@ -37,42 +54,163 @@ impl Drop for File {
     }
 }
 
+/// An open file description.
+#[derive(Clone)]
+pub enum Object {
+    /// The console or a file of the namespace.
+    File(Arc<File>),
+    /// A generated file or directory (`/proc`, `/sys`).
+    Synthetic(Arc<Synthetic>),
+    /// A device node (`/dev/null`, …).
+    Device(Arc<Device>),
+    /// The read end of a pipe.
+    PipeRead(Arc<ReadEnd>),
+    /// The write end of a pipe.
+    PipeWrite(Arc<WriteEnd>),
+    /// An eventfd.
+    EventFd(Arc<EventFd>),
+}
+
+impl Object {
+    /// The `O_*` status flags (`F_GETFL`).
+    pub fn status_flags(&self) -> u32 {
+        match self {
+            Object::File(f) => match &**f {
+                File::Console { fd: 0 } => 0,
+                File::Console { .. } => 1,
+                File::P9 { flags, .. } => flags.load(Ordering::Relaxed),
+            },
+            Object::Synthetic(s) => s.flags.load(Ordering::Relaxed),
+            Object::Device(d) => d.flags.load(Ordering::Relaxed),
+            Object::PipeRead(p) => p.flags.load(Ordering::Relaxed),
+            Object::PipeWrite(p) => p.flags.load(Ordering::Relaxed),
+            Object::EventFd(e) => e.flags.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Sets the changeable status flags (`O_APPEND`, `O_NONBLOCK`;
+    /// `F_SETFL`); the access mode stays.
+    pub fn set_status_flags(&self, new: u32) {
+        const CHANGEABLE: u32 = O_APPEND | O_NONBLOCK;
+        let cell = match self {
+            Object::File(f) => match &**f {
+                File::P9 { flags, .. } => flags,
+                File::Console { .. } => return,
+            },
+            Object::Synthetic(s) => &s.flags,
+            Object::Device(d) => &d.flags,
+            Object::PipeRead(p) => &p.flags,
+            Object::PipeWrite(p) => &p.flags,
+            Object::EventFd(e) => &e.flags,
+        };
+        let old = cell.load(Ordering::Relaxed);
+        cell.store((old & !CHANGEABLE) | (new & CHANGEABLE), Ordering::Relaxed);
+    }
+
+    /// Whether reads and writes fail with `EAGAIN` rather than wait.
+    pub fn nonblocking(&self) -> bool {
+        self.status_flags() & O_NONBLOCK != 0
+    }
+}
+
+/// One descriptor: its open file description and its own flags.
+#[derive(Clone)]
+pub struct Slot {
+    /// What it refers to.
+    pub object: Object,
+    /// `FD_CLOEXEC` (kept for `F_GETFD`; there is no exec to act on it).
+    pub cloexec: bool,
+}
+
 /// The descriptor table (one process).
-pub static TABLE: IrqLock<Vec<Option<Arc<File>>>> = IrqLock::new(Vec::new());
+pub static TABLE: IrqLock<Vec<Option<Slot>>> = IrqLock::new(Vec::new());
 
 /// Most descriptors open at once.
 pub const MAX_FDS: usize = 4096;
 
 /// Puts the console on 0, 1 and 2.
 pub fn init_stdio() {
-    let mut t = TABLE.lock();
-    t.clear();
-    for fd in 0..3u8 {
-        t.push(Some(Arc::new(File::Console { fd })));
-    }
+    let old = {
+        let mut t = TABLE.lock();
+        let old = core::mem::take(&mut *t);
+        for fd in 0..3u8 {
+            t.push(Some(Slot {
+                object: Object::File(Arc::new(File::Console { fd })),
+                cloexec: false,
+            }));
+        }
+        old
+    };
+    // Closing 9P files talks to the gateway: not with the table locked.
+    drop(old);
 }
 
-/// The file behind `fd`.
-pub fn get(fd: u64) -> Result<Arc<File>, Errno> {
+/// The open file description behind `fd`.
+pub fn object(fd: u64) -> Result<Object, Errno> {
     let t = TABLE.lock();
     t.get(fd as usize)
-        .and_then(|f| f.clone())
+        .and_then(|s| s.as_ref())
+        .map(|s| s.object.clone())
         .ok_or(Errno::EBADF)
 }
 
-/// Installs `f` at the lowest free descriptor.
-pub fn install(f: File) -> Result<u64, Errno> {
+/// The console or 9P file behind `fd`; `ENODEV` for the library OS's own
+/// files (pipes, eventfds, generated files), which have no fid.
+pub fn get(fd: u64) -> Result<Arc<File>, Errno> {
+    match object(fd)? {
+        Object::File(f) => Ok(f),
+        _ => Err(Errno::ENODEV),
+    }
+}
+
+/// Installs `object` at the lowest free descriptor at or above `min`.
+pub fn install_from(object: Object, cloexec: bool, min: usize) -> Result<u64, Errno> {
+    if min >= MAX_FDS {
+        return Err(Errno::EINVAL);
+    }
     let mut t = TABLE.lock();
-    let f = Some(Arc::new(f));
-    if let Some(i) = t.iter().position(Option::is_none) {
-        t[i] = f;
+    let slot = Some(Slot { object, cloexec });
+    if let Some(i) = (min..t.len()).find(|&i| t[i].is_none()) {
+        t[i] = slot;
         return Ok(i as u64);
     }
-    if t.len() >= MAX_FDS {
+    let at = t.len().max(min);
+    if at >= MAX_FDS {
         return Err(Errno::EMFILE);
     }
-    t.push(f);
-    Ok(t.len() as u64 - 1)
+    t.resize(at + 1, None);
+    t[at] = slot;
+    Ok(at as u64)
+}
+
+/// Installs `object` at the lowest free descriptor.
+pub fn install_object(object: Object, cloexec: bool) -> Result<u64, Errno> {
+    install_from(object, cloexec, 0)
+}
+
+/// Installs a console or 9P file at the lowest free descriptor.
+pub fn install(f: File) -> Result<u64, Errno> {
+    install_object(Object::File(Arc::new(f)), false)
+}
+
+/// Sets or clears `FD_CLOEXEC` on `fd`.
+pub fn set_cloexec(fd: u64, on: bool) -> Result<(), Errno> {
+    let mut t = TABLE.lock();
+    let s = t
+        .get_mut(fd as usize)
+        .and_then(Option::as_mut)
+        .ok_or(Errno::EBADF)?;
+    s.cloexec = on;
+    Ok(())
+}
+
+/// Whether `fd` has `FD_CLOEXEC`.
+pub fn cloexec(fd: u64) -> Result<bool, Errno> {
+    let t = TABLE.lock();
+    t.get(fd as usize)
+        .and_then(|s| s.as_ref())
+        .map(|s| s.cloexec)
+        .ok_or(Errno::EBADF)
 }
 
 /// Closes `fd` (the fid is clunked when the last reference goes).

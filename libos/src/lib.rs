@@ -11,6 +11,7 @@ extern crate alloc;
 pub mod errno;
 pub mod linux;
 pub mod mm;
+pub mod vfs;
 
 #[cfg(target_os = "none")]
 pub mod arch;
@@ -28,6 +29,8 @@ pub mod p9;
 pub mod process;
 #[cfg(target_os = "none")]
 pub mod sched;
+#[cfg(target_os = "none")]
+pub mod signal;
 #[cfg(target_os = "none")]
 pub mod sync;
 #[cfg(target_os = "none")]

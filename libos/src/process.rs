@@ -27,6 +27,36 @@ pub static MEMORY: crate::sync::IrqLock<Memory> = crate::sync::IrqLock::new(Memo
     brk: 0,
 });
 
+/// Program threads alive; the last one's `exit` ends the partition.
+pub static LIVE_THREADS: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
+/// The process id: the first program thread's id.
+static PID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+
+/// The program's threads by id.
+static THREADS: crate::sync::IrqLock<alloc::collections::BTreeMap<u64, crate::sched::ThreadRef>> =
+    crate::sync::IrqLock::new(alloc::collections::BTreeMap::new());
+
+/// The process id.
+pub fn pid() -> u64 {
+    PID.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+/// The program thread `tid`, if it is alive.
+pub fn thread(tid: u64) -> Option<crate::sched::ThreadRef> {
+    THREADS.lock().get(&tid).cloned()
+}
+
+/// Records a new program thread.
+pub fn register(t: &crate::sched::ThreadRef) {
+    THREADS.lock().insert(t.id(), t.clone());
+}
+
+/// Forgets a program thread that is exiting.
+pub fn unregister(tid: u64) {
+    THREADS.lock().remove(&tid);
+}
+
 /// The program's absolute path, for `/proc/self/exe`.
 pub static EXE: crate::sync::IrqLock<String> = crate::sync::IrqLock::new(String::new());
 
@@ -173,6 +203,15 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
         .map_err(|_| Errno::E2BIG)?;
     user::copy_in(stack.sp, &stack.bytes)?;
     log::debug!("{path}: entry {:#x}, stack {:#x}", plan.entry, stack.sp);
+    let me = crate::sched::current();
+    PID.store(me.id(), core::sync::atomic::Ordering::Relaxed);
+    LIVE_THREADS.store(1, core::sync::atomic::Ordering::Relaxed);
+    register(&me);
+    me.user
+        .active
+        .store(true, core::sync::atomic::Ordering::Release);
+    crate::arch::fpu::claim(&me);
+    drop(me);
     // SAFETY: the segments and the stack were just mapped as user memory.
     unsafe { crate::arch::user::enter_user(start, stack.sp) }
 }

@@ -497,6 +497,27 @@ impl Client {
         }
     }
 
+    /// Sets attributes of a fid (`attr.valid` says which, `P9_SETATTR_*`).
+    pub fn setattr(&self, fid: Fid, attr: astraea_9p::SetAttr) -> Result<(), Errno> {
+        let mut buf = self.buffer();
+        match self.rpc(&TMessage::Setattr { fid, attr }, &mut buf)? {
+            RMessage::Setattr => Ok(()),
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
+    /// Sets a file's size (`truncate`).
+    pub fn truncate(&self, fid: Fid, size: u64) -> Result<(), Errno> {
+        self.setattr(
+            fid,
+            astraea_9p::SetAttr {
+                valid: astraea_9p::consts::P9_SETATTR_SIZE,
+                size,
+                ..astraea_9p::SetAttr::default()
+            },
+        )
+    }
+
     /// Flushes a file to stable storage.
     pub fn fsync(&self, fid: Fid) -> Result<(), Errno> {
         let mut buf = self.buffer();

@@ -121,6 +121,11 @@ where
 
 /// Puts a runnable thread at the back of its CPU's run queue.
 pub(crate) fn make_ready(t: ThreadRef) {
+    // Only a blocked (or new) thread joins the run queue: a thread woken by
+    // one source (a futex) may still be due from another (its timeout).
+    if t.state() != State::Blocked {
+        return;
+    }
     t.set_state(State::Ready);
     let mut c = this_cpu().lock();
     c.run_queue.push_back(t);
@@ -171,6 +176,11 @@ pub fn sleep_until_ns(deadline: u64) {
 }
 
 /// Ends the current thread.
+/// Ends the calling thread (a program thread's `exit`).
+pub fn exit_thread() -> ! {
+    exit_current()
+}
+
 pub(crate) fn exit_current() -> ! {
     cpu::irq_save();
     let me = current();
@@ -183,6 +193,32 @@ pub(crate) fn exit_current() -> ! {
 
 /// Switches to the next thread. Interrupts must be off; the caller has set
 /// the current thread's state (and queued it if it stays runnable).
+/// Wakes `t` at `deadline` (monotonic ns) unless cancelled; returns the
+/// key for [`cancel_timer`].
+pub fn add_timer(deadline: u64, t: ThreadRef) -> (u64, u64) {
+    let key = (deadline, TIMER_SEQ.fetch_add(1, Ordering::Relaxed));
+    TIMERS.lock().insert(key, t);
+    let c = this_cpu().lock();
+    program_timer(&c);
+    key
+}
+
+/// Removes a timer from [`add_timer`] if it has not fired.
+pub fn cancel_timer(key: (u64, u64)) {
+    TIMERS.lock().remove(&key);
+}
+
+/// Makes a blocked thread runnable (no effect on a ready or running one).
+pub fn make_ready_pub(t: ThreadRef) {
+    make_ready(t);
+}
+
+/// Blocks the current thread until another makes it ready (interrupts
+/// must be off; the caller re-checks why it woke).
+pub fn block() {
+    block_current();
+}
+
 fn schedule() {
     let (save, next_rsp) = {
         let mut c = this_cpu().lock();
@@ -203,6 +239,7 @@ fn schedule() {
             gdt::set_kernel_stack(top);
             crate::arch::user::set_syscall_stack(top);
         }
+        crate::arch::fpu::switch_user_state(&prev, &next);
         let save = prev.context_ptr();
         let next_rsp = next.saved_rsp();
         c.current = Some(next);

@@ -44,6 +44,41 @@ pub struct Thread {
     entry: IrqLock<Option<Entry>>,
     done: AtomicBool,
     exited: WaitQueue,
+    /// What a thread of the program has besides its kernel context.
+    pub user: UserCtx,
+}
+
+/// A program thread's state: its thread pointer, the address cleared on
+/// exit, its FPU/SSE/AVX registers while off the CPU, its signal mask.
+pub struct UserCtx {
+    /// Whether the thread runs program code (its FPU state is switched).
+    pub active: AtomicBool,
+    /// The FS base (`arch_prctl(ARCH_SET_FS)`, `CLONE_SETTLS`).
+    pub fs_base: AtomicU64,
+    /// `set_tid_address` / `CLONE_CHILD_CLEARTID`: zeroed and woken at exit.
+    pub clear_child_tid: AtomicU64,
+    /// Blocked signals (bit n-1 for signal n).
+    pub sigmask: AtomicU64,
+    /// Signals sent to this thread and not yet delivered.
+    pub pending: AtomicU64,
+    /// `sigaltstack`: (base, size, flags).
+    pub altstack: IrqLock<(u64, u64, u32)>,
+    /// The saved extended state (XSAVE area), while another thread owns the FPU.
+    pub fpu: IrqLock<Option<crate::arch::fpu::FpuArea>>,
+}
+
+impl UserCtx {
+    const fn new() -> Self {
+        Self {
+            active: AtomicBool::new(false),
+            fs_base: AtomicU64::new(0),
+            clear_child_tid: AtomicU64::new(0),
+            sigmask: AtomicU64::new(0),
+            pending: AtomicU64::new(0),
+            altstack: IrqLock::new((0, 0, 2)),
+            fpu: IrqLock::new(None),
+        }
+    }
 }
 
 // SAFETY: `rsp` is only touched by the scheduler with interrupts off, while the
@@ -60,12 +95,14 @@ impl Thread {
         Arc::new(Thread {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             name: String::from(name),
-            state: AtomicU8::new(State::Ready as u8),
+            // Not yet in a run queue: `make_ready` puts it there.
+            state: AtomicU8::new(State::Blocked as u8),
             rsp: UnsafeCell::new(0),
             stack,
             entry: IrqLock::new(entry),
             done: AtomicBool::new(false),
             exited: WaitQueue::new(),
+            user: UserCtx::new(),
         })
     }
 

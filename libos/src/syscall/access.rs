@@ -1,21 +1,34 @@
-//! `access(2)` and `faccessat(2)`: existence checks through a walk (the
-//! gateway enforces the real permissions when the file is used).
+//! `access(2)` and `faccessat(2)`: existence checks (the gateway enforces
+//! the real permissions when the file is used; generated files are
+//! read-only).
 
 use crate::errno::Errno;
+use crate::vfs::route::Route;
 
-fn exists(path: &str) -> Result<u64, Errno> {
-    let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
-    let fid = c.walk_path(path)?;
-    c.clunk(fid);
-    Ok(0)
+const W_OK: u64 = 2;
+
+fn check(path: &str, mode: u64) -> Result<u64, Errno> {
+    match super::open::route_path(path) {
+        Route::File(_) | Route::Dir(_) if mode & W_OK != 0 => Err(Errno::EACCES),
+        Route::Namespace => {
+            let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+            let fid = c.walk_path(path)?;
+            c.clunk(fid);
+            Ok(0)
+        }
+        _ => super::stat::path_stat(path).map(|_| 0),
+    }
 }
 
 /// `access(path, mode)`.
 pub fn access(a: &[u64; 6]) -> Result<u64, Errno> {
-    exists(&crate::fd::absolute(&super::open::user_path(a[0])?))
+    check(&crate::fd::absolute(&super::open::user_path(a[0])?), a[1])
 }
 
 /// `faccessat(dirfd, path, mode)` and `faccessat2`.
 pub fn faccessat(a: &[u64; 6]) -> Result<u64, Errno> {
-    exists(&super::open::resolve(a[0], &super::open::user_path(a[1])?)?)
+    check(
+        &super::open::resolve(a[0], &super::open::user_path(a[1])?)?,
+        a[2],
+    )
 }

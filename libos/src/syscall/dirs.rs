@@ -18,6 +18,13 @@ fn with_dir<T>(
     path: &str,
     f: impl FnOnce(crate::p9::Fid, &str) -> Result<T, Errno>,
 ) -> Result<T, Errno> {
+    if !matches!(
+        super::open::route_path(path),
+        crate::vfs::route::Route::Namespace
+    ) {
+        // Generated files and devices cannot be created, removed or renamed.
+        return Err(Errno::EPERM);
+    }
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
     let (dir, name) = split(path)?;
     let d = c.walk_path(dir)?;
@@ -29,13 +36,29 @@ fn with_dir<T>(
 fn mkdir_at(path: &str, mode: u64) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
     with_dir(path, |d, name| {
-        c.mkdir(d, name, (mode & 0o7777) as u32).map(|_| 0)
+        c.mkdir(
+            d,
+            name,
+            (mode & 0o7777) as u32 & !crate::vfs::identity::umask(),
+        )
+        .map(|_| 0)
     })
 }
 
 fn unlink_at(path: &str, flags: u64) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
     with_dir(path, |d, name| {
+        if flags & AT_REMOVEDIR == 0 {
+            // Servers may remove a directory without AT_REMOVEDIR (the
+            // gateway does, for peers that rely on it); Linux's VFS refuses
+            // unlink(2) of a directory before asking, and so does this.
+            let fid = c.walk(d, &[name])?;
+            let st = c.getattr(fid);
+            c.clunk(fid);
+            if st?.mode & 0o170000 == 0o040000 {
+                return Err(Errno::EISDIR);
+            }
+        }
         c.unlinkat(d, name, (flags & AT_REMOVEDIR) as u32)
             .map(|_| 0)
     })

@@ -1,29 +1,246 @@
-//! `futex(2)`, for one thread: wake-ups find nobody to wake, and a wait
-//! whose value still matches could never end, so it is refused with EDEADLK
-//! rather than hanging the partition. Real waiting comes with threads.
+//! `futex(2)`: threads wait on a 32-bit word of the program's memory until
+//! another thread wakes them or a deadline passes. One process, so private
+//! and shared futexes are the same: the key is the word's address.
 
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use crate::arch::cpu;
 use crate::errno::Errno;
 use crate::mm::user;
+use crate::sched::{self, ThreadRef};
+use crate::sync::IrqLock;
 
 const FUTEX_WAIT: u64 = 0;
 const FUTEX_WAKE: u64 = 1;
+const FUTEX_REQUEUE: u64 = 3;
+const FUTEX_CMP_REQUEUE: u64 = 4;
+const FUTEX_WAKE_OP: u64 = 5;
 const FUTEX_WAIT_BITSET: u64 = 9;
 const FUTEX_WAKE_BITSET: u64 = 10;
+const FUTEX_CLOCK_REALTIME: u64 = 256;
 const FUTEX_CMD_MASK: u64 = 0x7f;
+const BITSET_ANY: u32 = u32::MAX;
+
+struct Waiter {
+    thread: ThreadRef,
+    bitset: u32,
+    woken: AtomicBool,
+}
+
+/// Waiters by word address, in arrival order.
+static WAITERS: IrqLock<BTreeMap<u64, VecDeque<Arc<Waiter>>>> = IrqLock::new(BTreeMap::new());
+
+fn read_word(addr: u64) -> Result<u32, Errno> {
+    if !addr.is_multiple_of(4) {
+        return Err(Errno::EINVAL);
+    }
+    let w = user::slice(addr, 4)?;
+    Ok(u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+}
+
+/// Reads a `struct timespec` as nanoseconds.
+fn timespec_ns(addr: u64) -> Result<u64, Errno> {
+    let b = user::slice(addr, 16)?;
+    let sec = i64::from_le_bytes(b[..8].try_into().map_err(|_| Errno::EFAULT)?);
+    let nsec = i64::from_le_bytes(b[8..].try_into().map_err(|_| Errno::EFAULT)?);
+    if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+        return Err(Errno::EINVAL);
+    }
+    Ok((sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(nsec as u64))
+}
+
+/// Waits while the word at `addr` holds `val`, until woken or until the
+/// monotonic clock reaches `deadline`.
+pub fn wait(addr: u64, val: u32, bitset: u32, deadline: Option<u64>) -> Result<u64, Errno> {
+    if bitset == 0 {
+        return Err(Errno::EINVAL);
+    }
+    // Fault the word in before interrupts go off.
+    read_word(addr)?;
+    let me = Arc::new(Waiter {
+        thread: sched::current(),
+        bitset,
+        woken: AtomicBool::new(false),
+    });
+    let irq = cpu::irq_save();
+    // With interrupts off nothing else runs on this CPU: the check and the
+    // enqueue are atomic with respect to wakers.
+    if read_word(addr)? != val {
+        cpu::irq_restore(irq);
+        return Err(Errno::EAGAIN);
+    }
+    WAITERS
+        .lock()
+        .entry(addr)
+        .or_default()
+        .push_back(me.clone());
+    let timer = match deadline {
+        Some(d) if d <= crate::time::monotonic_ns() => None,
+        Some(d) => Some(sched::add_timer(d, me.thread.clone())),
+        None => None,
+    };
+    if deadline.is_none() || timer.is_some() {
+        sched::block();
+    }
+    if let Some(k) = timer {
+        sched::cancel_timer(k);
+    }
+    let woken = me.woken.load(Ordering::Acquire);
+    if !woken {
+        remove(addr, &me);
+    }
+    cpu::irq_restore(irq);
+    if woken {
+        Ok(0)
+    } else if crate::signal::has_deliverable() {
+        Err(Errno::EINTR)
+    } else {
+        Err(Errno::ETIMEDOUT)
+    }
+}
+
+fn remove(addr: u64, w: &Arc<Waiter>) {
+    let mut all = WAITERS.lock();
+    if let Some(q) = all.get_mut(&addr) {
+        q.retain(|x| !Arc::ptr_eq(x, w));
+        if q.is_empty() {
+            all.remove(&addr);
+        }
+    }
+}
+
+/// Wakes up to `n` waiters on `addr` whose bitset meets `bitset`.
+pub fn wake(addr: u64, n: u32, bitset: u32) -> u64 {
+    let mut woken = alloc::vec::Vec::new();
+    {
+        let mut all = WAITERS.lock();
+        if let Some(q) = all.get_mut(&addr) {
+            q.retain(|w| {
+                if woken.len() < n as usize && w.bitset & bitset != 0 {
+                    woken.push(w.clone());
+                    false
+                } else {
+                    true
+                }
+            });
+            if q.is_empty() {
+                all.remove(&addr);
+            }
+        }
+    }
+    for w in &woken {
+        w.woken.store(true, Ordering::Release);
+        sched::make_ready_pub(w.thread.clone());
+    }
+    woken.len() as u64
+}
+
+/// Wakes `n` waiters on `from` and moves up to `m` others to wait on `to`.
+fn requeue(from: u64, n: u32, to: u64, m: u32) -> u64 {
+    let woke = wake(from, n, BITSET_ANY);
+    let mut all = WAITERS.lock();
+    let mut moved = alloc::vec::Vec::new();
+    if let Some(q) = all.get_mut(&from) {
+        while moved.len() < m as usize {
+            match q.pop_front() {
+                Some(w) => moved.push(w),
+                None => break,
+            }
+        }
+        if q.is_empty() {
+            all.remove(&from);
+        }
+    }
+    let count = moved.len() as u64;
+    all.entry(to).or_default().extend(moved);
+    woke + count
+}
+
+/// `FUTEX_WAKE_OP`: changes the word at `addr2`, wakes on `addr`, and on
+/// `addr2` too if the old value passes the comparison.
+fn wake_op(addr: u64, n: u32, addr2: u64, n2: u32, op: u32) -> Result<u64, Errno> {
+    let irq = cpu::irq_save();
+    let r = (|| {
+        let old = read_word(addr2)?;
+        let mut arg = (op >> 12) & 0xfff;
+        if op & (8 << 28) != 0 {
+            arg = 1u32.checked_shl(arg).unwrap_or(0);
+        }
+        let new = match (op >> 28) & 7 {
+            0 => arg,
+            1 => old.wrapping_add(arg),
+            2 => old | arg,
+            3 => old & !arg,
+            4 => old ^ arg,
+            _ => return Err(Errno::ENOSYS),
+        };
+        user::copy_in(addr2, &new.to_le_bytes())?;
+        let cmparg = op & 0xfff;
+        let hit = match (op >> 24) & 0xf {
+            0 => old == cmparg,
+            1 => old != cmparg,
+            2 => old < cmparg,
+            3 => old <= cmparg,
+            4 => old > cmparg,
+            5 => old >= cmparg,
+            _ => return Err(Errno::ENOSYS),
+        };
+        let mut woke = wake(addr, n, BITSET_ANY);
+        if hit {
+            woke += wake(addr2, n2, BITSET_ANY);
+        }
+        Ok(woke)
+    })();
+    cpu::irq_restore(irq);
+    r
+}
 
 /// `futex(uaddr, op, val, timeout, uaddr2, val3)`.
 pub fn futex(a: &[u64; 6]) -> Result<u64, Errno> {
-    match a[1] & FUTEX_CMD_MASK {
-        FUTEX_WAKE | FUTEX_WAKE_BITSET => Ok(0),
-        FUTEX_WAIT | FUTEX_WAIT_BITSET => {
-            let word = user::slice(a[0], 4)?;
-            let v = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
-            if v != a[2] as u32 {
-                Err(Errno::EAGAIN)
-            } else {
-                Err(Errno::EDEADLK)
-            }
+    let (addr, op, val) = (a[0], a[1], a[2] as u32);
+    match op & FUTEX_CMD_MASK {
+        FUTEX_WAIT => {
+            let deadline = match a[3] {
+                0 => None,
+                t => Some(crate::time::monotonic_ns().saturating_add(timespec_ns(t)?)),
+            };
+            wait(addr, val, BITSET_ANY, deadline)
         }
+        FUTEX_WAIT_BITSET => {
+            let deadline = match a[3] {
+                0 => None,
+                t => {
+                    let abs = timespec_ns(t)?;
+                    Some(if op & FUTEX_CLOCK_REALTIME != 0 {
+                        // Convert the wall-clock deadline to the monotonic clock.
+                        let now_rt = crate::time::realtime_ns();
+                        crate::time::monotonic_ns().saturating_add(abs.saturating_sub(now_rt))
+                    } else {
+                        abs
+                    })
+                }
+            };
+            wait(addr, val, a[5] as u32, deadline)
+        }
+        FUTEX_WAKE => Ok(wake(addr, val, BITSET_ANY)),
+        FUTEX_WAKE_BITSET => {
+            if a[5] as u32 == 0 {
+                return Err(Errno::EINVAL);
+            }
+            Ok(wake(addr, val, a[5] as u32))
+        }
+        FUTEX_REQUEUE => Ok(requeue(addr, val, a[4], a[3] as u32)),
+        FUTEX_CMP_REQUEUE => {
+            if read_word(addr)? != a[5] as u32 {
+                return Err(Errno::EAGAIN);
+            }
+            Ok(requeue(addr, val, a[4], a[3] as u32))
+        }
+        FUTEX_WAKE_OP => wake_op(addr, val, a[4], a[3] as u32, a[5] as u32),
         _ => Err(Errno::ENOSYS),
     }
 }

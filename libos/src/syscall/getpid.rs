@@ -1,13 +1,13 @@
-//! `getpid(2)` and `gettid(2)`: the one process is pid 1.
+//! `getpid(2)`, `gettid(2)`: the process is its first thread.
 
 use crate::errno::Errno;
 
 /// `getpid()`.
 pub fn getpid(_: &[u64; 6]) -> Result<u64, Errno> {
-    Ok(1)
+    Ok(crate::process::pid())
 }
 
-/// `gettid()`: the kernel thread's id.
+/// `gettid()`.
 pub fn gettid(_: &[u64; 6]) -> Result<u64, Errno> {
     Ok(crate::sched::current().id())
 }

@@ -1,17 +1,44 @@
-//! `ioctl(2)`: the console is a terminal (enough for `isatty`); other files
-//! are not.
+//! `ioctl(2)`: the console is a terminal (enough for `isatty`); the
+//! generic descriptor requests work on everything; other files are not
+//! terminals.
 
 use crate::errno::Errno;
-use crate::fd::{self, File};
+use crate::fd::{self, File, O_NONBLOCK, Object};
 use crate::mm::user;
 
 const TCGETS: u64 = 0x5401;
 const TIOCGWINSZ: u64 = 0x5413;
+const FIONREAD: u64 = 0x541b;
+const FIONBIO: u64 = 0x5421;
+const FIONCLEX: u64 = 0x5450;
+const FIOCLEX: u64 = 0x5451;
+const FIOASYNC: u64 = 0x5452;
 
 /// `ioctl(fd, request, arg)`.
 pub fn ioctl(a: &[u64; 6]) -> Result<u64, Errno> {
-    match (&*fd::get(a[0])?, a[1]) {
-        (File::Console { .. }, TCGETS) => {
+    let o = fd::object(a[0])?;
+    match a[1] {
+        FIOCLEX | FIONCLEX => return fd::set_cloexec(a[0], a[1] == FIOCLEX).map(|_| 0),
+        FIONBIO => {
+            let on = u32::from_le_bytes(
+                user::slice(a[2], 4)?
+                    .try_into()
+                    .map_err(|_| Errno::EFAULT)?,
+            );
+            let flags = o.status_flags();
+            o.set_status_flags(if on != 0 {
+                flags | O_NONBLOCK
+            } else {
+                flags & !O_NONBLOCK
+            });
+            return Ok(0);
+        }
+        FIOASYNC => return Err(Errno::EINVAL),
+        _ => {}
+    }
+    let console = matches!(&o, Object::File(f) if matches!(**f, File::Console { .. }));
+    match (a[1], &o) {
+        (TCGETS, _) if console => {
             // A cooked terminal: ICRNL|IXON, OPOST|ONLCR, B38400|CS8|CREAD, ISIG|ICANON|ECHO…
             // The kernel's struct termios: four flag words, c_line, c_cc[19].
             let mut t = [0u8; 36];
@@ -22,13 +49,21 @@ pub fn ioctl(a: &[u64; 6]) -> Result<u64, Errno> {
             user::copy_in(a[2], &t)?;
             Ok(0)
         }
-        (File::Console { .. }, TIOCGWINSZ) => {
+        (TIOCGWINSZ, _) if console => {
             let ws: [u16; 4] = [24, 80, 0, 0];
             let mut b = [0u8; 8];
             for (i, v) in ws.iter().enumerate() {
                 b[i * 2..i * 2 + 2].copy_from_slice(&v.to_le_bytes());
             }
             user::copy_in(a[2], &b)?;
+            Ok(0)
+        }
+        (FIONREAD, Object::PipeRead(p)) => {
+            user::copy_in(a[2], &(p.available() as u32).to_le_bytes())?;
+            Ok(0)
+        }
+        (FIONREAD, _) if console => {
+            user::copy_in(a[2], &0u32.to_le_bytes())?;
             Ok(0)
         }
         _ => Err(Errno::ENOTTY),

@@ -6,26 +6,34 @@ mod access;
 mod arch_prctl;
 mod brk;
 mod clock_gettime;
+mod clone;
 mod cwd;
 mod dirs;
 mod dup;
 mod exit;
+mod fsync;
 mod futex;
 mod getdents64;
 mod getpid;
 mod getrandom;
+mod identity;
 mod ioctl;
 mod mmap;
 mod open;
+mod pipe;
+mod poll;
 mod prlimit64;
 mod read;
 mod readlink;
 mod set_tid_address;
 mod signal;
+mod sleep;
 mod stat;
 mod stubs;
 mod sysinfo;
+mod truncate;
 mod uname;
+mod unsupported;
 mod write;
 
 use crate::arch::user::SyscallFrame;
@@ -51,6 +59,12 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (28, "madvise", mmap::madvise),
     (13, "rt_sigaction", signal::rt_sigaction),
     (14, "rt_sigprocmask", signal::rt_sigprocmask),
+    (15, "rt_sigreturn", signal::rt_sigreturn),
+    (56, "clone", clone::clone),
+    (62, "kill", signal::kill),
+    (200, "tkill", signal::tkill),
+    (234, "tgkill", signal::tgkill),
+    (435, "clone3", clone::clone3),
     (16, "ioctl", ioctl::ioctl),
     (17, "pread64", read::pread64),
     (18, "pwrite64", write::pwrite64),
@@ -97,6 +111,55 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (332, "statx", stat::statx),
     (334, "rseq", stubs::rseq),
     (439, "faccessat2", access::faccessat),
+    (7, "poll", poll::poll),
+    (19, "readv", read::readv),
+    (22, "pipe", pipe::pipe),
+    (23, "select", poll::select),
+    (24, "sched_yield", sleep::sched_yield),
+    (35, "nanosleep", sleep::nanosleep),
+    (57, "fork", unsupported::fork),
+    (58, "vfork", unsupported::vfork),
+    (59, "execve", unsupported::execve),
+    (73, "flock", fsync::flock),
+    (74, "fsync", fsync::fsync),
+    (75, "fdatasync", fsync::fdatasync),
+    (76, "truncate", truncate::truncate),
+    (77, "ftruncate", truncate::ftruncate),
+    (81, "fchdir", cwd::fchdir),
+    (85, "creat", open::creat),
+    (95, "umask", identity::umask),
+    (97, "getrlimit", prlimit64::getrlimit),
+    (98, "getrusage", identity::getrusage),
+    (100, "times", identity::times),
+    (102, "getuid", identity::getuid),
+    (104, "getgid", identity::getgid),
+    (107, "geteuid", identity::getuid),
+    (108, "getegid", identity::getgid),
+    (110, "getppid", identity::getppid),
+    (111, "getpgrp", identity::getpgrp),
+    (112, "setsid", identity::setsid),
+    (115, "getgroups", identity::getgroups),
+    (118, "getresuid", identity::getresuid),
+    (120, "getresgid", identity::getresgid),
+    (121, "getpgid", identity::getpgid),
+    (124, "getsid", identity::getpgid),
+    (157, "prctl", identity::prctl),
+    (160, "setrlimit", prlimit64::setrlimit),
+    (162, "sync", fsync::sync),
+    (201, "time", sleep::time),
+    (230, "clock_nanosleep", sleep::clock_nanosleep),
+    (270, "pselect6", poll::pselect6),
+    (271, "ppoll", poll::ppoll),
+    (284, "eventfd", pipe::eventfd),
+    (290, "eventfd2", pipe::eventfd2),
+    (293, "pipe2", pipe::pipe2),
+    (295, "preadv", read::preadv),
+    (296, "pwritev", write::pwritev),
+    (306, "syncfs", fsync::sync),
+    (322, "execveat", unsupported::execveat),
+    (324, "membarrier", unsupported::membarrier),
+    (436, "close_range", open::close_range),
+    (221, "fadvise64", fsync::fadvise64),
 ];
 
 static STRACE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);

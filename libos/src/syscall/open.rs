@@ -1,16 +1,20 @@
-//! `open(2)` and `openat(2)`: files of the 9P namespace.
+//! `open(2)`, `openat(2)`, `close(2)`, `close_range(2)`: files of the 9P
+//! namespace, and the ones the library OS serves itself (`/proc`, `/sys`,
+//! `/dev` nodes; see `vfs::route`).
 
 use alloc::string::String;
+use alloc::sync::Arc;
+use core::sync::atomic::AtomicU32;
 
 use crate::errno::Errno;
-use crate::fd::{self, File};
+use crate::fd::{self, File, O_ACCMODE, O_APPEND, O_CLOEXEC, O_NONBLOCK, Object};
 use crate::mm::user;
+use crate::vfs::route::{Route, route};
+use crate::vfs::synthetic::Synthetic;
 
 const AT_FDCWD: i64 = -100;
-const O_ACCMODE: u32 = 3;
 const O_CREAT: u32 = 0o100;
 const O_DIRECTORY: u32 = 0o200000;
-const O_CLOEXEC: u32 = 0o2000000;
 
 /// Reads a NUL-terminated path from user memory (at most 4096 bytes).
 pub fn user_path(addr: u64) -> Result<String, Errno> {
@@ -25,21 +29,75 @@ pub fn user_path(addr: u64) -> Result<String, Errno> {
     Err(Errno::ENAMETOOLONG)
 }
 
-/// Resolves a path relative to a directory descriptor (only `AT_FDCWD` and
-/// absolute paths for now).
+/// Resolves a path relative to a directory descriptor.
 pub fn resolve(dirfd: u64, path: &str) -> Result<String, Errno> {
     // dirfd is a C int: only its low 32 bits count.
     if !path.starts_with('/') && i64::from(dirfd as i32) != AT_FDCWD {
-        let dir = fd::get(dirfd)?;
-        return match &*dir {
-            File::P9 { path: base, .. } => Ok(fd::absolute(&alloc::format!("{base}/{path}"))),
-            File::Console { .. } => Err(Errno::ENOTDIR),
+        let base = match fd::object(dirfd)? {
+            Object::File(f) => match &*f {
+                File::P9 { path: base, .. } => base.clone(),
+                File::Console { .. } => return Err(Errno::ENOTDIR),
+            },
+            Object::Synthetic(s) => s.path.clone(),
+            _ => return Err(Errno::ENOTDIR),
         };
+        return Ok(fd::absolute(&alloc::format!("{base}/{path}")));
     }
     Ok(fd::absolute(path))
 }
 
+/// Where `path` is served: the library OS's own files, or 9P (with
+/// `/proc/self/exe` turned into the program's path).
+pub fn route_path(path: &str) -> Route {
+    route(path, crate::vfs::PID, crate::vfs::cpus())
+}
+
 fn open_path(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
+    let cloexec = flags & O_CLOEXEC != 0;
+    let status = flags & (O_ACCMODE | O_APPEND | O_NONBLOCK);
+    let object = match route_path(&path) {
+        Route::Namespace => return open_namespace(path, flags, mode),
+        Route::Exe => {
+            let exe = crate::process::EXE.lock().clone();
+            return open_namespace(exe, flags, mode);
+        }
+        Route::Missing => {
+            return Err(if flags & O_CREAT != 0 {
+                Errno::EACCES
+            } else {
+                Errno::ENOENT
+            });
+        }
+        Route::NoDevice => return Err(Errno::ENXIO),
+        Route::File(f) => {
+            if flags & O_DIRECTORY != 0 {
+                return Err(Errno::ENOTDIR);
+            }
+            if flags & O_ACCMODE != 0 {
+                return Err(Errno::EACCES);
+            }
+            Object::Synthetic(Arc::new(Synthetic::file(path, f, status)))
+        }
+        Route::Dir(d) => {
+            if flags & O_ACCMODE != 0 {
+                return Err(Errno::EISDIR);
+            }
+            Object::Synthetic(Arc::new(Synthetic::dir(path, d, status)))
+        }
+        Route::Dev(kind) => {
+            if flags & O_DIRECTORY != 0 {
+                return Err(Errno::ENOTDIR);
+            }
+            Object::Device(Arc::new(crate::vfs::dev::Device {
+                kind,
+                flags: AtomicU32::new(status),
+            }))
+        }
+    };
+    fd::install_object(object, cloexec)
+}
+
+fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
     let lflags = flags & !(O_CLOEXEC);
     let fid = match c.walk_path(&path) {
@@ -53,7 +111,8 @@ fn open_path(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
         Err(Errno::ENOENT) if flags & O_CREAT != 0 => {
             let (dir, name) = path.rsplit_once('/').ok_or(Errno::EINVAL)?;
             let dfid = c.walk_path(if dir.is_empty() { "/" } else { dir })?;
-            if let Err(e) = c.create(dfid, name, lflags & !O_CREAT & !O_DIRECTORY, mode & 0o7777) {
+            let mode = mode & 0o7777 & !crate::vfs::identity::umask();
+            if let Err(e) = c.create(dfid, name, lflags & !O_CREAT & !O_DIRECTORY, mode) {
                 c.clunk(dfid);
                 return Err(e);
             }
@@ -61,12 +120,15 @@ fn open_path(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
         }
         Err(e) => return Err(e),
     };
-    fd::install(File::P9 {
-        fid,
-        offset: crate::sync::IrqLock::new(0),
-        path,
-        flags: flags & (O_ACCMODE | 0o2000),
-    })
+    fd::install_object(
+        Object::File(Arc::new(File::P9 {
+            fid,
+            offset: crate::sync::IrqLock::new(0),
+            path,
+            flags: AtomicU32::new(flags & (O_ACCMODE | O_APPEND | O_NONBLOCK)),
+        })),
+        flags & O_CLOEXEC != 0,
+    )
 }
 
 /// `open(path, flags, mode)`.
@@ -81,8 +143,36 @@ pub fn openat(a: &[u64; 6]) -> Result<u64, Errno> {
     open_path(resolve(a[0], &p)?, a[2] as u32, a[3] as u32)
 }
 
+/// `creat(path, mode)`.
+pub fn creat(a: &[u64; 6]) -> Result<u64, Errno> {
+    let p = user_path(a[0])?;
+    // O_CREAT | O_WRONLY | O_TRUNC
+    open_path(fd::absolute(&p), 0o1101, a[1] as u32)
+}
+
 /// `close(fd)`.
 pub fn close(a: &[u64; 6]) -> Result<u64, Errno> {
     fd::close(a[0])?;
+    Ok(0)
+}
+
+/// `close_range(first, last, flags)`: closes (or, with
+/// `CLOSE_RANGE_CLOEXEC`, marks close-on-exec) every open descriptor in
+/// the range.
+pub fn close_range(a: &[u64; 6]) -> Result<u64, Errno> {
+    const CLOSE_RANGE_UNSHARE: u64 = 2;
+    const CLOSE_RANGE_CLOEXEC: u64 = 4;
+    let (first, last) = (a[0] as u32 as u64, a[1] as u32 as u64);
+    if first > last || a[2] & !(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let top = last.min(fd::MAX_FDS as u64 - 1);
+    for n in first..=top {
+        let _ = if a[2] & CLOSE_RANGE_CLOEXEC != 0 {
+            fd::set_cloexec(n, true)
+        } else {
+            fd::close(n)
+        };
+    }
     Ok(0)
 }

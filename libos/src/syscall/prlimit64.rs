@@ -1,4 +1,4 @@
-//! `prlimit64(2)`: reports the partition's limits; setting them is accepted.
+//! `prlimit64(2)`, `getrlimit(2)`, `setrlimit(2)`: reports the partition's limits; setting them is accepted.
 
 use crate::errno::Errno;
 use crate::mm::user;
@@ -23,5 +23,16 @@ pub fn prlimit64(a: &[u64; 6]) -> Result<u64, Errno> {
         out[8..].copy_from_slice(&max.to_le_bytes());
         user::copy_in(a[3], &out)?;
     }
+    Ok(0)
+}
+
+/// `getrlimit(resource, rlim)`.
+pub fn getrlimit(a: &[u64; 6]) -> Result<u64, Errno> {
+    prlimit64(&[0, a[0], 0, a[1], 0, 0])
+}
+
+/// `setrlimit(resource, rlim)`: accepted.
+pub fn setrlimit(a: &[u64; 6]) -> Result<u64, Errno> {
+    user::slice(a[1], 16)?;
     Ok(0)
 }

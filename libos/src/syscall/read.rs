@@ -1,13 +1,17 @@
-//! `read(2)`, `pread64(2)`, `lseek(2)`: files of the namespace and the console.
+//! `read(2)`, `pread64(2)`, `readv(2)`, `preadv(2)`, `lseek(2)`: every kind
+//! of descriptor.
 
 use alloc::vec;
+use alloc::vec::Vec;
 
 use crate::errno::Errno;
-use crate::fd::{self, File};
+use crate::fd::{self, File, Object};
 use crate::mm::user;
 
-fn read_at(f: &File, offset: Option<u64>, addr: u64, len: u64) -> Result<u64, Errno> {
-    user::check_range(addr, len)?;
+/// At most this much is read per call from the library OS's own files.
+const CHUNK: u64 = 1 << 20;
+
+fn read_file(f: &File, offset: Option<u64>, addr: u64, len: u64) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
     let (fid, pos) = match f {
         File::P9 {
@@ -38,35 +42,140 @@ fn read_at(f: &File, offset: Option<u64>, addr: u64, len: u64) -> Result<u64, Er
     Ok(n as u64)
 }
 
+/// Reads into `[addr, addr+len)` from `o` at `offset` (or the position).
+pub fn read_object(o: &Object, offset: Option<u64>, addr: u64, len: u64) -> Result<u64, Errno> {
+    user::check_range(addr, len)?;
+    if o.status_flags() & fd::O_ACCMODE == 1 {
+        return Err(Errno::EBADF);
+    }
+    let nonblock = o.nonblocking();
+    let positional = |bytes: &[u8]| -> Result<u64, Errno> {
+        user::copy_in(addr, bytes)?;
+        Ok(bytes.len() as u64)
+    };
+    match o {
+        Object::File(f) => read_file(f, offset, addr, len),
+        Object::Synthetic(s) => {
+            let mut buf = vec![0u8; len.min(CHUNK) as usize];
+            let n = s.read(offset, &mut buf)?;
+            positional(&buf[..n])
+        }
+        Object::Device(d) => {
+            let mut buf = vec![0u8; len.min(CHUNK) as usize];
+            let n = d.read(&mut buf);
+            positional(&buf[..n])
+        }
+        Object::PipeRead(p) => {
+            if offset.is_some() {
+                return Err(Errno::ESPIPE);
+            }
+            positional(&p.read(len.min(CHUNK) as usize, nonblock)?)
+        }
+        Object::PipeWrite(_) => Err(Errno::EBADF),
+        Object::EventFd(e) => {
+            if len < 8 {
+                return Err(Errno::EINVAL);
+            }
+            positional(&e.read(nonblock)?.to_le_bytes())
+        }
+    }
+}
+
 /// `read(fd, buf, count)`.
 pub fn read(a: &[u64; 6]) -> Result<u64, Errno> {
-    read_at(&*fd::get(a[0])?, None, a[1], a[2])
+    read_object(&fd::object(a[0])?, None, a[1], a[2])
 }
 
 /// `pread64(fd, buf, count, offset)`.
 pub fn pread64(a: &[u64; 6]) -> Result<u64, Errno> {
-    read_at(&*fd::get(a[0])?, Some(a[3]), a[1], a[2])
+    if (a[3] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    read_object(&fd::object(a[0])?, Some(a[3]), a[1], a[2])
+}
+
+/// The (base, length) pairs of a user `iovec` array.
+pub fn iovecs(addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
+    if count > 1024 {
+        return Err(Errno::EINVAL);
+    }
+    let iov = user::slice(addr, count * 16)?;
+    iov.chunks_exact(16)
+        .map(|v| {
+            let base = u64::from_le_bytes(v[..8].try_into().map_err(|_| Errno::EFAULT)?);
+            let len = u64::from_le_bytes(v[8..].try_into().map_err(|_| Errno::EFAULT)?);
+            Ok((base, len))
+        })
+        .collect()
+}
+
+fn readv_at(o: &Object, mut offset: Option<u64>, iov: &[(u64, u64)]) -> Result<u64, Errno> {
+    let mut total = 0u64;
+    for &(base, len) in iov {
+        if len == 0 {
+            continue;
+        }
+        let n = match read_object(o, offset, base, len) {
+            Ok(n) => n,
+            // What was read so far counts; the error shows on the next call.
+            Err(_) if total > 0 => break,
+            Err(e) => return Err(e),
+        };
+        total += n;
+        offset = offset.map(|p| p + n);
+        if n < len {
+            break;
+        }
+    }
+    Ok(total)
+}
+
+/// `readv(fd, iov, iovcnt)`.
+pub fn readv(a: &[u64; 6]) -> Result<u64, Errno> {
+    let o = fd::object(a[0])?;
+    readv_at(&o, None, &iovecs(a[1], a[2])?)
+}
+
+/// `preadv(fd, iov, iovcnt, offset)`.
+pub fn preadv(a: &[u64; 6]) -> Result<u64, Errno> {
+    let o = fd::object(a[0])?;
+    if (a[3] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    readv_at(&o, Some(a[3]), &iovecs(a[1], a[2])?)
 }
 
 /// `lseek(fd, offset, whence)`.
 pub fn lseek(a: &[u64; 6]) -> Result<u64, Errno> {
-    let f = fd::get(a[0])?;
-    let File::P9 { fid, offset, .. } = &*f else {
-        return Err(Errno::ESPIPE);
+    let o = fd::object(a[0])?;
+    let (cell, size) = match &o {
+        Object::File(f) => match &**f {
+            File::P9 { fid, offset, .. } => {
+                let size = if a[2] == 2 {
+                    let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
+                    c.getattr(*fid)?.size
+                } else {
+                    0
+                };
+                (offset, size)
+            }
+            File::Console { .. } => return Err(Errno::ESPIPE),
+        },
+        Object::Synthetic(s) => (&s.offset, s.len()),
+        // Seeking a device succeeds and means nothing.
+        Object::Device(_) => return Ok(0),
+        _ => return Err(Errno::ESPIPE),
     };
     let base = match a[2] {
         0 => 0,
-        1 => *offset.lock() as i64,
-        2 => {
-            let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
-            c.getattr(*fid)?.size as i64
-        }
+        1 => *cell.lock() as i64,
+        2 => size as i64,
         _ => return Err(Errno::EINVAL),
     };
     let pos = base
         .checked_add(a[1] as i64)
         .filter(|p| *p >= 0)
         .ok_or(Errno::EINVAL)?;
-    *offset.lock() = pos as u64;
+    *cell.lock() = pos as u64;
     Ok(pos as u64)
 }

@@ -3,17 +3,26 @@
 
 use crate::errno::Errno;
 use crate::mm::user;
+use crate::vfs::route::{Route, SynDir};
 
 fn read_link(path: &str, buf: u64, size: u64) -> Result<u64, Errno> {
-    let target = if path == "/proc/self/exe" {
-        crate::process::EXE.lock().clone()
-    } else {
-        let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
-        let names: alloc::vec::Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        let fid = c.walk(c.root(), &names)?;
-        let t = c.readlink(fid);
-        c.clunk(fid);
-        t.map_err(|e| if e == Errno::EINVAL { Errno::EINVAL } else { e })?
+    let target = match super::open::route_path(path) {
+        Route::Exe => crate::process::EXE.lock().clone(),
+        // /proc/self is a link to /proc/<pid>.
+        Route::Dir(SynDir::ProcSelf) if path.ends_with("/self") => {
+            alloc::format!("{}", crate::vfs::PID)
+        }
+        Route::Missing => return Err(Errno::ENOENT),
+        Route::NoDevice => return Err(Errno::ENXIO),
+        Route::File(_) | Route::Dir(_) | Route::Dev(_) => return Err(Errno::EINVAL),
+        Route::Namespace => {
+            let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+            let names: alloc::vec::Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+            let fid = c.walk(c.root(), &names)?;
+            let t = c.readlink(fid);
+            c.clunk(fid);
+            t?
+        }
     };
     let n = target.len().min(size as usize);
     user::copy_in(buf, &target.as_bytes()[..n])?;

@@ -1,52 +1,43 @@
-//! `rt_sigaction(2)`, `rt_sigprocmask(2)`, `sigaltstack(2)`: the process's
-//! signal dispositions and mask are recorded; delivery (signal frames with
-//! the full register state) comes with the Linux personality's signal work.
-//! Until then a fault ends the program as an unhandled signal would.
+//! `rt_sigaction(2)`, `rt_sigprocmask(2)`, `sigaltstack(2)`,
+//! `rt_sigreturn(2)`, `kill(2)`, `tgkill(2)`, `tkill(2)`: the system calls
+//! over the signal machinery in `crate::signal`.
 
 use crate::errno::Errno;
 use crate::mm::user;
-use crate::sync::IrqLock;
+use crate::signal::{self, Action};
 
-/// `struct kernel_sigaction`: handler, flags, restorer, mask (32 bytes).
-const SIGACTION_SIZE: usize = 32;
-
-struct Signals {
-    actions: [[u8; SIGACTION_SIZE]; 64],
-    mask: u64,
-    altstack: [u8; 24],
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[off..off + 8]);
+    u64::from_le_bytes(w)
 }
 
-static SIGNALS: IrqLock<Signals> = IrqLock::new(Signals {
-    actions: [[0; SIGACTION_SIZE]; 64],
-    mask: 0,
-    altstack: [
-        0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    ],
-});
-
-/// `rt_sigaction(sig, act, oldact, sigsetsize)`.
+/// `rt_sigaction(sig, act, oact, sigsetsize)`.
 pub fn rt_sigaction(a: &[u64; 6]) -> Result<u64, Errno> {
-    let sig = a[0] as usize;
-    if !(1..=64).contains(&sig) || a[3] != 8 || sig == 9 || sig == 19 {
+    if a[3] != 8 {
         return Err(Errno::EINVAL);
     }
     let new = if a[1] != 0 {
-        let mut act = [0u8; SIGACTION_SIZE];
-        act.copy_from_slice(user::slice(a[1], SIGACTION_SIZE as u64)?);
-        Some(act)
+        let b = user::slice(a[1], 32)?;
+        Some(Action {
+            handler: u64_at(b, 0),
+            flags: u64_at(b, 8),
+            restorer: u64_at(b, 16),
+            mask: u64_at(b, 24),
+        })
     } else {
         None
     };
-    let old = {
-        let mut s = SIGNALS.lock();
-        let old = s.actions[sig - 1];
-        if let Some(act) = new {
-            s.actions[sig - 1] = act;
-        }
-        old
-    };
+    let old = signal::set_action(a[0] as u32, new)?;
     if a[2] != 0 {
-        user::copy_in(a[2], &old)?;
+        let mut b = [0u8; 32];
+        for (i, v) in [old.handler, old.flags, old.restorer, old.mask]
+            .into_iter()
+            .enumerate()
+        {
+            b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        user::copy_in(a[2], &b)?;
     }
     Ok(0)
 }
@@ -57,24 +48,11 @@ pub fn rt_sigprocmask(a: &[u64; 6]) -> Result<u64, Errno> {
         return Err(Errno::EINVAL);
     }
     let set = if a[1] != 0 {
-        let b = user::slice(a[1], 8)?;
-        Some(u64::from_le_bytes(b.try_into().map_err(|_| Errno::EFAULT)?))
+        Some(u64_at(user::slice(a[1], 8)?, 0))
     } else {
         None
     };
-    let old = {
-        let mut s = SIGNALS.lock();
-        let old = s.mask;
-        if let Some(set) = set {
-            s.mask = match a[0] {
-                0 => old | set,
-                1 => old & !set,
-                2 => set,
-                _ => return Err(Errno::EINVAL),
-            } & !((1 << 8) | (1 << 18)); // SIGKILL, SIGSTOP cannot be blocked
-        }
-        old
-    };
+    let old = signal::set_mask(a[0], set)?;
     if a[2] != 0 {
         user::copy_in(a[2], &old.to_le_bytes())?;
     }
@@ -84,22 +62,78 @@ pub fn rt_sigprocmask(a: &[u64; 6]) -> Result<u64, Errno> {
 /// `sigaltstack(ss, old_ss)`.
 pub fn sigaltstack(a: &[u64; 6]) -> Result<u64, Errno> {
     let new = if a[0] != 0 {
-        let mut ss = [0u8; 24];
-        ss.copy_from_slice(user::slice(a[0], 24)?);
-        Some(ss)
+        let b = user::slice(a[0], 24)?;
+        Some((u64_at(b, 0), u64_at(b, 16), u64_at(b, 8) as u32))
     } else {
         None
     };
-    let old = {
-        let mut s = SIGNALS.lock();
-        let old = s.altstack;
-        if let Some(ss) = new {
-            s.altstack = ss;
-        }
-        old
-    };
+    let (sp, size, flags) = signal::altstack(new)?;
     if a[1] != 0 {
-        user::copy_in(a[1], &old)?;
+        let mut b = [0u8; 24];
+        b[0..8].copy_from_slice(&sp.to_le_bytes());
+        b[8..12].copy_from_slice(&flags.to_le_bytes());
+        b[16..24].copy_from_slice(&size.to_le_bytes());
+        user::copy_in(a[1], &b)?;
     }
+    Ok(0)
+}
+
+/// `rt_sigreturn()`: back to where the signal interrupted the program.
+pub fn rt_sigreturn(_: &[u64; 6]) -> Result<u64, Errno> {
+    let frame = crate::arch::user::current_syscall_frame();
+    // SAFETY: the current thread's system-call frame, at the top of its
+    // kernel stack for the duration of the call; nothing else touches it.
+    let f = unsafe { &mut *frame };
+    let regs = match signal::sigreturn(f.user_rsp) {
+        Ok(r) => r,
+        Err(_) => {
+            let info = signal::Info {
+                signo: signal::nr::SIGSEGV,
+                code: 0,
+                addr: f.user_rsp,
+                trap: (0, 0),
+            };
+            signal::die(&info, &f.user_regs())
+        }
+    };
+    if !f.set_user_regs(&regs) {
+        let info = signal::Info {
+            signo: signal::nr::SIGSEGV,
+            code: 0,
+            addr: regs.rsp,
+            trap: (0, 0),
+        };
+        signal::die(&info, &regs);
+    }
+    Ok(regs.rax)
+}
+
+/// `kill(pid, sig)`: only this process exists.
+pub fn kill(a: &[u64; 6]) -> Result<u64, Errno> {
+    let pid = a[0] as i64;
+    if pid != crate::process::pid() as i64 && pid != 0 && pid != -1 {
+        return Err(Errno::ESRCH);
+    }
+    if a[1] == 0 {
+        return Ok(0);
+    }
+    signal::send(crate::sched::current().id(), a[1] as u32)?;
+    Ok(0)
+}
+
+/// `tgkill(tgid, tid, sig)`.
+pub fn tgkill(a: &[u64; 6]) -> Result<u64, Errno> {
+    if a[0] != crate::process::pid() {
+        return Err(Errno::ESRCH);
+    }
+    tkill(&[a[1], a[2], 0, 0, 0, 0])
+}
+
+/// `tkill(tid, sig)`.
+pub fn tkill(a: &[u64; 6]) -> Result<u64, Errno> {
+    if a[1] == 0 {
+        return crate::process::thread(a[0]).map(|_| 0).ok_or(Errno::ESRCH);
+    }
+    signal::send(a[0], a[1] as u32)?;
     Ok(0)
 }

@@ -1,18 +1,23 @@
-//! `fstat(2)`, `newfstatat(2)`, `stat(2)`, `lstat(2)`: attributes from
-//! `Tgetattr`, in the x86-64 `struct stat` layout.
+//! `fstat(2)`, `newfstatat(2)`, `stat(2)`, `lstat(2)`, `statx(2)`:
+//! attributes from `Tgetattr`, or made up for the library OS's own files,
+//! in the x86-64 `struct stat` layout.
+
+use astraea_9p::Stat;
 
 use crate::errno::Errno;
-use crate::fd::{self, File};
+use crate::fd::{self, File, Object};
 use crate::mm::user;
+use crate::vfs::route::Route;
 
 const AT_EMPTY_PATH: u64 = 0x1000;
 const S_IFCHR: u32 = 0o020000;
+const S_IFIFO: u32 = 0o010000;
 
 fn put(buf: &mut [u8; 144], off: usize, v: u64) {
     buf[off..off + 8].copy_from_slice(&v.to_le_bytes());
 }
 
-fn encode(st: &astraea_9p::Stat) -> [u8; 144] {
+fn encode(st: &Stat) -> [u8; 144] {
     let mut b = [0u8; 144];
     put(&mut b, 0, 0x39); // st_dev: "9"
     put(&mut b, 8, st.qid.path);
@@ -33,106 +38,113 @@ fn encode(st: &astraea_9p::Stat) -> [u8; 144] {
     b
 }
 
-fn console_stat() -> [u8; 144] {
-    let mut b = [0u8; 144];
-    put(&mut b, 0, 0x3a);
-    put(&mut b, 8, 1);
-    put(&mut b, 16, 1);
-    b[24..28].copy_from_slice(&(S_IFCHR | 0o620).to_le_bytes());
-    put(&mut b, 40, 0x8800); // like /dev/pts/0
-    put(&mut b, 56, 1024);
-    b
+/// The console: a terminal like `/dev/pts/0`.
+fn console_stat() -> Stat {
+    let mut st = crate::vfs::synthetic::base_stat(S_IFCHR | 0o620, 0);
+    st.rdev = 0x8800;
+    st.qid.path = 1;
+    st
 }
 
-fn stat_fd(fd: u64, out: u64) -> Result<u64, Errno> {
-    let f = fd::get(fd)?;
-    let buf = match &*f {
-        File::Console { .. } => console_stat(),
-        File::P9 { fid, .. } => encode(&crate::p9::mounted().ok_or(Errno::EBADF)?.getattr(*fid)?),
+/// Pipes and eventfds: a FIFO, and an anonymous inode (mode 0) like Linux's.
+fn anon_stat(mode: u32, ino: u64) -> Stat {
+    let mut st = crate::vfs::synthetic::base_stat(mode, 0);
+    st.qid.path = ino;
+    st.blksize = 4096;
+    st
+}
+
+/// The attributes of an open descriptor.
+fn object_stat(fd: u64) -> Result<Stat, Errno> {
+    Ok(match fd::object(fd)? {
+        Object::File(f) => match &*f {
+            File::Console { .. } => console_stat(),
+            File::P9 { fid, .. } => crate::p9::mounted().ok_or(Errno::EBADF)?.getattr(*fid)?,
+        },
+        Object::Synthetic(s) => s.stat(),
+        Object::Device(d) => d.stat(),
+        Object::PipeRead(p) => anon_stat(S_IFIFO | 0o600, alloc::sync::Arc::as_ptr(&p) as u64),
+        Object::PipeWrite(p) => anon_stat(S_IFIFO | 0o600, alloc::sync::Arc::as_ptr(&p) as u64),
+        Object::EventFd(e) => anon_stat(0o600, alloc::sync::Arc::as_ptr(&e) as u64),
+    })
+}
+
+/// The attributes of a path (symbolic links are not followed by walks).
+pub fn path_stat(path: &str) -> Result<Stat, Errno> {
+    let ns = match super::open::route_path(path) {
+        Route::Namespace => alloc::string::String::from(path),
+        Route::Exe => crate::process::EXE.lock().clone(),
+        Route::File(_) => return Ok(crate::vfs::synthetic::stat_file()),
+        Route::Dir(_) => return Ok(crate::vfs::synthetic::stat_dir()),
+        Route::Dev(kind) => return Ok(crate::vfs::dev::stat_of(kind)),
+        Route::Missing => return Err(Errno::ENOENT),
+        Route::NoDevice => return Err(Errno::ENXIO),
     };
-    user::copy_in(out, &buf)?;
-    Ok(0)
-}
-
-fn stat_path(path: &str, out: u64) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
-    let fid = c.walk_path(path)?;
+    let fid = c.walk_path(&ns)?;
     let st = c.getattr(fid);
     c.clunk(fid);
-    user::copy_in(out, &encode(&st?))?;
-    Ok(0)
+    st
 }
 
 /// `fstat(fd, statbuf)`.
 pub fn fstat(a: &[u64; 6]) -> Result<u64, Errno> {
-    stat_fd(a[0], a[1])
+    user::copy_in(a[1], &encode(&object_stat(a[0])?))?;
+    Ok(0)
 }
 
 /// `stat(path, statbuf)` (and `lstat`: symlinks are not followed by walks).
 pub fn stat(a: &[u64; 6]) -> Result<u64, Errno> {
-    stat_path(&fd::absolute(&super::open::user_path(a[0])?), a[1])
+    let st = path_stat(&fd::absolute(&super::open::user_path(a[0])?))?;
+    user::copy_in(a[1], &encode(&st))?;
+    Ok(0)
 }
 
 /// `newfstatat(dirfd, path, statbuf, flags)`.
 pub fn newfstatat(a: &[u64; 6]) -> Result<u64, Errno> {
     let p = super::open::user_path(a[1])?;
-    if p.is_empty() && a[3] & AT_EMPTY_PATH != 0 {
-        return stat_fd(a[0], a[2]);
-    }
-    stat_path(&super::open::resolve(a[0], &p)?, a[2])
+    let st = if p.is_empty() && a[3] & AT_EMPTY_PATH != 0 {
+        object_stat(a[0])?
+    } else {
+        path_stat(&super::open::resolve(a[0], &p)?)?
+    };
+    user::copy_in(a[2], &encode(&st))?;
+    Ok(0)
 }
 
 /// `statx(dirfd, path, flags, mask, statxbuf)`: the basic fields.
 pub fn statx(a: &[u64; 6]) -> Result<u64, Errno> {
     let p = super::open::user_path(a[1])?;
     let st = if p.is_empty() && a[2] & AT_EMPTY_PATH != 0 {
-        match &*fd::get(a[0])? {
-            File::Console { .. } => None,
-            File::P9 { fid, .. } => Some(crate::p9::mounted().ok_or(Errno::EBADF)?.getattr(*fid)?),
-        }
+        object_stat(a[0])?
     } else {
-        let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
-        let fid = c.walk_path(&super::open::resolve(a[0], &p)?)?;
-        let st = c.getattr(fid);
-        c.clunk(fid);
-        Some(st?)
+        path_stat(&super::open::resolve(a[0], &p)?)?
     };
     let mut b = [0u8; 256];
     let put32 =
         |b: &mut [u8; 256], off: usize, v: u32| b[off..off + 4].copy_from_slice(&v.to_le_bytes());
     let put64 =
         |b: &mut [u8; 256], off: usize, v: u64| b[off..off + 8].copy_from_slice(&v.to_le_bytes());
-    match st {
-        None => {
-            put32(&mut b, 0, 0x7ff); // STATX_BASIC_STATS
-            put32(&mut b, 4, 1024);
-            put32(&mut b, 16, 1);
-            b[28..30].copy_from_slice(&((S_IFCHR | 0o620) as u16).to_le_bytes());
-            put64(&mut b, 32, 1);
-        }
-        Some(st) => {
-            put32(&mut b, 0, 0x7ff);
-            put32(&mut b, 4, st.blksize as u32);
-            put32(&mut b, 16, st.nlink as u32);
-            put32(&mut b, 20, st.uid);
-            put32(&mut b, 24, st.gid);
-            b[28..30].copy_from_slice(&(st.mode as u16).to_le_bytes());
-            put64(&mut b, 32, st.qid.path);
-            put64(&mut b, 40, st.size);
-            put64(&mut b, 48, st.blocks);
-            for (off, sec, nsec) in [
-                (64, st.atime_sec, st.atime_nsec),
-                (80, st.btime_sec, st.btime_nsec),
-                (96, st.ctime_sec, st.ctime_nsec),
-                (112, st.mtime_sec, st.mtime_nsec),
-            ] {
-                put64(&mut b, off, sec);
-                put32(&mut b, off + 8, nsec as u32);
-            }
-            put32(&mut b, 128, (st.rdev >> 8) as u32 & 0xfff);
-            put32(&mut b, 132, st.rdev as u32 & 0xff);
-        }
+    put32(&mut b, 0, 0x7ff); // STATX_BASIC_STATS
+    put32(&mut b, 4, st.blksize as u32);
+    put32(&mut b, 16, st.nlink as u32);
+    put32(&mut b, 20, st.uid);
+    put32(&mut b, 24, st.gid);
+    b[28..30].copy_from_slice(&(st.mode as u16).to_le_bytes());
+    put64(&mut b, 32, st.qid.path);
+    put64(&mut b, 40, st.size);
+    put64(&mut b, 48, st.blocks);
+    for (off, sec, nsec) in [
+        (64, st.atime_sec, st.atime_nsec),
+        (80, st.btime_sec, st.btime_nsec),
+        (96, st.ctime_sec, st.ctime_nsec),
+        (112, st.mtime_sec, st.mtime_nsec),
+    ] {
+        put64(&mut b, off, sec);
+        put32(&mut b, off + 8, nsec as u32);
     }
+    put32(&mut b, 128, (st.rdev >> 8) as u32 & 0xfff);
+    put32(&mut b, 132, st.rdev as u32 & 0xff);
     user::copy_in(a[4], &b)?;
     Ok(0)
 }

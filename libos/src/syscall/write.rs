@@ -1,17 +1,14 @@
-//! `write(2)`, `pwrite64(2)`, `writev(2)`: the console, and files of the 9P
-//! namespace.
+//! `write(2)`, `pwrite64(2)`, `writev(2)`, `pwritev(2)`: the console, files
+//! of the 9P namespace, and the library OS's own files.
 
 use crate::console::{self, Stream};
 use crate::errno::Errno;
-use crate::fd::{self, File};
+use crate::fd::{self, File, O_ACCMODE, O_APPEND, Object};
 use crate::mm::user;
-
-const O_APPEND: u32 = 0o2000;
 
 /// Writes user bytes at `[addr, addr+len)` to `f` (at `at`, or at and past
 /// the file position); returns how many were written.
-fn write_to(f: &File, at: Option<u64>, addr: u64, len: u64) -> Result<u64, Errno> {
-    let bytes = user::slice(addr, len)?;
+fn write_file(f: &File, at: Option<u64>, bytes: &[u8]) -> Result<u64, Errno> {
     match f {
         File::Console { fd } => {
             // The VMM reads console buffers by guest-physical address, and
@@ -27,13 +24,14 @@ fn write_to(f: &File, at: Option<u64>, addr: u64, len: u64) -> Result<u64, Errno
                 kernel_copy.extend_from_slice(chunk);
                 console::write(s, &kernel_copy);
             }
-            Ok(len)
+            Ok(bytes.len() as u64)
         }
         File::P9 {
             fid, offset, flags, ..
         } => {
             let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
-            if flags & 3 == 0 {
+            let flags = flags.load(core::sync::atomic::Ordering::Relaxed);
+            if flags & O_ACCMODE == 0 {
                 return Err(Errno::EBADF);
             }
             let mut pos = match at {
@@ -58,32 +56,72 @@ fn write_to(f: &File, at: Option<u64>, addr: u64, len: u64) -> Result<u64, Errno
     }
 }
 
+/// Writes `[addr, addr+len)` to `o` at `at` (or the position).
+pub fn write_object(o: &Object, at: Option<u64>, addr: u64, len: u64) -> Result<u64, Errno> {
+    let bytes = user::slice(addr, len)?;
+    match o {
+        Object::File(f) => write_file(f, at, bytes),
+        Object::Synthetic(_) | Object::PipeRead(_) => Err(Errno::EBADF),
+        Object::Device(d) => d.write(len),
+        Object::PipeWrite(p) => {
+            if at.is_some() {
+                return Err(Errno::ESPIPE);
+            }
+            p.write(bytes, o.nonblocking()).map(|n| n as u64)
+        }
+        Object::EventFd(e) => {
+            if len < 8 {
+                return Err(Errno::EINVAL);
+            }
+            let v = u64::from_le_bytes(bytes[..8].try_into().map_err(|_| Errno::EFAULT)?);
+            e.write(v, o.nonblocking())?;
+            Ok(8)
+        }
+    }
+}
+
 /// `write(fd, buf, count)`.
 pub fn write(a: &[u64; 6]) -> Result<u64, Errno> {
-    write_to(&*fd::get(a[0])?, None, a[1], a[2])
+    write_object(&fd::object(a[0])?, None, a[1], a[2])
 }
 
 /// `pwrite64(fd, buf, count, offset)`.
 pub fn pwrite64(a: &[u64; 6]) -> Result<u64, Errno> {
-    write_to(&*fd::get(a[0])?, Some(a[3]), a[1], a[2])
-}
-
-/// `writev(fd, iov, iovcnt)`.
-pub fn writev(a: &[u64; 6]) -> Result<u64, Errno> {
-    let f = fd::get(a[0])?;
-    if a[2] > 1024 {
+    if (a[3] as i64) < 0 {
         return Err(Errno::EINVAL);
     }
-    let iov = user::slice(a[1], a[2] * 16)?;
+    write_object(&fd::object(a[0])?, Some(a[3]), a[1], a[2])
+}
+
+fn writev_at(o: &Object, mut at: Option<u64>, iov: u64, count: u64) -> Result<u64, Errno> {
     let mut total = 0u64;
-    for v in iov.chunks_exact(16) {
-        let base = u64::from_le_bytes(v[..8].try_into().map_err(|_| Errno::EFAULT)?);
-        let len = u64::from_le_bytes(v[8..].try_into().map_err(|_| Errno::EFAULT)?);
-        let n = write_to(&f, None, base, len)?;
+    for (base, len) in super::read::iovecs(iov, count)? {
+        if len == 0 {
+            continue;
+        }
+        let n = match write_object(o, at, base, len) {
+            Ok(n) => n,
+            Err(_) if total > 0 => break,
+            Err(e) => return Err(e),
+        };
         total += n;
+        at = at.map(|p| p + n);
         if n < len {
             break;
         }
     }
     Ok(total)
+}
+
+/// `writev(fd, iov, iovcnt)`.
+pub fn writev(a: &[u64; 6]) -> Result<u64, Errno> {
+    writev_at(&fd::object(a[0])?, None, a[1], a[2])
+}
+
+/// `pwritev(fd, iov, iovcnt, offset)`.
+pub fn pwritev(a: &[u64; 6]) -> Result<u64, Errno> {
+    if (a[3] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    writev_at(&fd::object(a[0])?, Some(a[3]), a[1], a[2])
 }

@@ -194,6 +194,12 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
         super::cpu::irq_save();
     }
     dispatch(frame);
+    if frame.cs & 3 == 3 {
+        let mut regs = frame.user_regs();
+        if crate::signal::deliver_pending(&mut regs) {
+            frame.set_user_regs(&regs);
+        }
+    }
     if pvm && frame.cs & 3 == 3 {
         // Back to the program: `iretq` would leave the host believing the
         // vCPU is still in supervisor mode; `sysretq` through the stub does
@@ -272,18 +278,108 @@ fn signal_of(vector: u64) -> (u32, &'static str) {
 /// An exception in the program: a page fault the memory areas allow is
 /// served (demand paging) and the program goes on.
 fn user_fault(f: &mut TrapFrame) {
-    if f.vector == 14 {
-        let cr2 = super::cpu::cr2();
-        // Populating may wait for 9P I/O: run it with interrupts on, as the
-        // program ran.
-        super::cpu::irq_restore(true);
-        let r = crate::mm::vma::fault(cr2, f.error & 2 != 0, f.error & 0x10 != 0);
-        super::cpu::irq_save();
-        if r.is_ok() {
-            return;
+    use crate::mm::vma::Fault;
+    use crate::signal::{Info, code, nr};
+    let mut info = Info {
+        signo: nr::SIGSEGV,
+        code: code::SEGV_MAPERR,
+        addr: f.rip,
+        trap: (f.vector, f.error),
+    };
+    match f.vector {
+        14 => {
+            let cr2 = super::cpu::cr2();
+            // Populating may wait for 9P I/O: run it with interrupts on, as
+            // the program ran.
+            super::cpu::irq_restore(true);
+            let r = crate::mm::vma::fault(cr2, f.error & 2 != 0, f.error & 0x10 != 0);
+            super::cpu::irq_save();
+            info.addr = cr2;
+            match r {
+                Ok(()) => return,
+                Err(Fault::MapErr) => {}
+                Err(Fault::AccErr) => info.code = code::SEGV_ACCERR,
+                Err(Fault::Bus) => {
+                    info.signo = nr::SIGBUS;
+                    info.code = code::BUS_ADRERR;
+                }
+                Err(Fault::Oom) => user_fatal(f),
+            }
+        }
+        0 => {
+            info.signo = nr::SIGFPE;
+            info.code = code::FPE_INTDIV;
+        }
+        16 | 19 => {
+            info.signo = nr::SIGFPE;
+            info.code = code::FPE_FLTDIV;
+        }
+        6 => {
+            info.signo = nr::SIGILL;
+            info.code = code::ILL_ILLOPN;
+        }
+        1 | 3 => {
+            info.signo = nr::SIGTRAP;
+            info.code = code::TRAP_BRKPT;
+        }
+        // #GP and the rest: SIGSEGV with si_addr 0, as Linux reports them.
+        _ => {
+            info.code = 0x80; // SI_KERNEL
+            info.addr = 0;
         }
     }
-    user_fatal(f)
+    let mut regs = f.user_regs();
+    crate::signal::fault(&info, &mut regs);
+    f.set_user_regs(&regs);
+}
+
+impl TrapFrame {
+    /// The program's registers at the trap.
+    pub fn user_regs(&self) -> crate::arch::user::UserRegs {
+        crate::arch::user::UserRegs {
+            r8: self.r8,
+            r9: self.r9,
+            r10: self.r10,
+            r11: self.r11,
+            r12: self.r12,
+            r13: self.r13,
+            r14: self.r14,
+            r15: self.r15,
+            rdi: self.rdi,
+            rsi: self.rsi,
+            rbp: self.rbp,
+            rbx: self.rbx,
+            rdx: self.rdx,
+            rax: self.rax,
+            rcx: self.rcx,
+            rsp: self.rsp,
+            rip: self.rip,
+            rflags: self.rflags,
+        }
+    }
+
+    /// Makes the trap return to the program with `r`.
+    pub fn set_user_regs(&mut self, r: &crate::arch::user::UserRegs) {
+        self.r8 = r.r8;
+        self.r9 = r.r9;
+        self.r10 = r.r10;
+        self.r11 = r.r11;
+        self.r12 = r.r12;
+        self.r13 = r.r13;
+        self.r14 = r.r14;
+        self.r15 = r.r15;
+        self.rdi = r.rdi;
+        self.rsi = r.rsi;
+        self.rbp = r.rbp;
+        self.rbx = r.rbx;
+        self.rdx = r.rdx;
+        self.rax = r.rax;
+        self.rcx = r.rcx;
+        self.rsp = r.rsp;
+        self.rip = r.rip;
+        // The program's arithmetic flags, DF, TF and AC; IF stays set.
+        self.rflags = (r.rflags & 0x4_0dd5) | 0x202;
+    }
 }
 
 /// A fault the program does not survive. Until signal delivery exists, the

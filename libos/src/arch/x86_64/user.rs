@@ -99,10 +99,133 @@ pub fn init() {
     }
 }
 
-/// Sets the user thread pointer (`arch_prctl(ARCH_SET_FS)`).
+/// The FS base in the CPU now (an MSR write traps on PVM hosts, so it is
+/// written only when it changes).
+static FS_NOW: AtomicU64 = AtomicU64::new(0);
+
+/// Sets the current thread's user thread pointer (`arch_prctl(ARCH_SET_FS)`).
 pub fn set_fs_base(base: u64) {
-    // SAFETY: FS is used only by user code; the kernel never reads it.
-    unsafe { wrmsr(MSR_FS_BASE, base) };
+    crate::sched::current()
+        .user
+        .fs_base
+        .store(base, Ordering::Relaxed);
+    set_fs_base_cached(base);
+}
+
+/// Loads `base` into FS unless it is there already.
+pub fn set_fs_base_cached(base: u64) {
+    if FS_NOW.swap(base, Ordering::Relaxed) != base {
+        // SAFETY: FS is used only by user code; the kernel never reads it.
+        unsafe { wrmsr(MSR_FS_BASE, base) };
+    }
+}
+
+/// The system-call frame of the current thread's system call in progress:
+/// the entry pushes it at the very top of the thread's kernel stack.
+pub fn current_syscall_frame() -> *mut SyscallFrame {
+    (KERNEL_RSP.load(Ordering::Relaxed) - core::mem::size_of::<SyscallFrame>() as u64)
+        as *mut SyscallFrame
+}
+
+/// Every register of the program, as a signal frame holds them.
+#[derive(Debug, Clone, Copy, Default)]
+#[allow(missing_docs)]
+pub struct UserRegs {
+    pub r8: u64,
+    pub r9: u64,
+    pub r10: u64,
+    pub r11: u64,
+    pub r12: u64,
+    pub r13: u64,
+    pub r14: u64,
+    pub r15: u64,
+    pub rdi: u64,
+    pub rsi: u64,
+    pub rbp: u64,
+    pub rbx: u64,
+    pub rdx: u64,
+    pub rax: u64,
+    pub rcx: u64,
+    pub rsp: u64,
+    pub rip: u64,
+    pub rflags: u64,
+}
+
+impl SyscallFrame {
+    /// The program's registers as they were at the system call.
+    pub fn user_regs(&self) -> UserRegs {
+        UserRegs {
+            r8: self.r8,
+            r9: self.r9,
+            r10: self.r10,
+            r11: self.r11,
+            r12: self.r12,
+            r13: self.r13,
+            r14: self.r14,
+            r15: self.r15,
+            rdi: self.rdi,
+            rsi: self.rsi,
+            rbp: self.rbp,
+            rbx: self.rbx,
+            rdx: self.rdx,
+            rax: self.rax,
+            rcx: self.rcx,
+            rsp: self.user_rsp,
+            rip: self.rcx,
+            rflags: self.r11,
+        }
+    }
+
+    /// Makes this frame's return land in the program with exactly `r`
+    /// (through the resume stub); `false` if the program's stack at `r.rsp`
+    /// cannot take the stub's words.
+    pub fn set_user_regs(&mut self, r: &UserRegs) -> bool {
+        // Only the arithmetic flags, DF, TF and AC come from the program;
+        // IF is always set.
+        let rflags = (r.rflags & 0x4_0dd5) | 0x202;
+        let Some((stub, slot)) = resume_via_stub(r.rip, r.rsp, r.rcx, r.r11) else {
+            return false;
+        };
+        self.r8 = r.r8;
+        self.r9 = r.r9;
+        self.r10 = r.r10;
+        self.r12 = r.r12;
+        self.r13 = r.r13;
+        self.r14 = r.r14;
+        self.r15 = r.r15;
+        self.rdi = r.rdi;
+        self.rsi = r.rsi;
+        self.rbp = r.rbp;
+        self.rbx = r.rbx;
+        self.rdx = r.rdx;
+        self.rax = r.rax;
+        self.rcx = stub;
+        self.r11 = rflags;
+        self.user_rsp = slot;
+        self.cs = u64::from(USER_CS);
+        self.ss = u64::from(USER_DS);
+        true
+    }
+}
+
+/// Enters the program with every register from `r` on the current kernel
+/// stack (a new thread's first return to user mode); never returns.
+pub fn resume_user(r: &UserRegs) -> ! {
+    super::cpu::irq_save();
+    let mut f = SyscallFrame::default();
+    if !f.set_user_regs(r) {
+        crate::syscall::fatal_user_state("a new thread's stack cannot be written", r.rsp);
+    }
+    // SAFETY: `f` is a complete frame on this stack; the exit path pops it
+    // and leaves by `sysretq` to the stub mapped in the program.
+    unsafe {
+        asm!(
+            "mov rsp, {f}",
+            "jmp astraea_syscall_exit",
+            f = in(reg) &raw const f,
+            options(noreturn),
+        )
+    }
 }
 
 #[unsafe(naked)]
@@ -162,6 +285,14 @@ extern "C" fn syscall_dispatch(frame: &mut SyscallFrame) {
     // System calls run with interrupts on, like Linux's.
     super::cpu::irq_restore(true);
     crate::syscall::dispatch(frame);
+    // A signal for this thread enters its handler now (not after a full
+    // restore such as rt_sigreturn's, which the next return handles).
+    if frame.rcx != RESUME_AT {
+        let mut regs = frame.user_regs();
+        if crate::signal::deliver_pending(&mut regs) && !frame.set_user_regs(&regs) {
+            crate::syscall::fatal_user_state("no room for a signal frame", regs.rsp);
+        }
+    }
     super::cpu::irq_save();
     // SYSRET to a non-canonical address would fault in ring 0.
     if (frame.rcx as i64) << 16 >> 16 != frame.rcx as i64 {

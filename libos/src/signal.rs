@@ -1,0 +1,422 @@
+//! Signals: the process's dispositions, per-thread masks and pending sets,
+//! and delivery on a Linux x86-64 `rt_sigframe` with the full XSAVE state.
+//!
+//! A signal is delivered when its thread returns to the program (the end
+//! of a system call or of a trap). Synchronous faults (page faults, #DE,
+//! #UD) are delivered at once, or end the partition if the program neither
+//! catches them nor can (blocked or ignored), as Linux does.
+
+use core::sync::atomic::Ordering;
+
+use crate::arch::user::UserRegs;
+use crate::errno::Errno;
+use crate::mm::user;
+use crate::sync::IrqLock;
+
+/// `SIGSEGV` and friends.
+#[allow(missing_docs)]
+pub mod nr {
+    pub const SIGILL: u32 = 4;
+    pub const SIGTRAP: u32 = 5;
+    pub const SIGABRT: u32 = 6;
+    pub const SIGBUS: u32 = 7;
+    pub const SIGFPE: u32 = 8;
+    pub const SIGKILL: u32 = 9;
+    pub const SIGSEGV: u32 = 11;
+    pub const SIGPIPE: u32 = 13;
+    pub const SIGCHLD: u32 = 17;
+    pub const SIGCONT: u32 = 18;
+    pub const SIGSTOP: u32 = 19;
+    pub const SIGURG: u32 = 23;
+    pub const SIGWINCH: u32 = 28;
+}
+
+/// `SEGV_MAPERR`, `SEGV_ACCERR`, `FPE_INTDIV`, `ILL_ILLOPN`, `BUS_ADRERR`,
+/// `SI_USER`, `SI_TKILL`.
+#[allow(missing_docs)]
+pub mod code {
+    pub const SI_USER: i32 = 0;
+    pub const SI_TKILL: i32 = -6;
+    pub const SEGV_MAPERR: i32 = 1;
+    pub const SEGV_ACCERR: i32 = 2;
+    pub const BUS_ADRERR: i32 = 2;
+    pub const FPE_INTDIV: i32 = 1;
+    pub const FPE_FLTDIV: i32 = 3;
+    pub const ILL_ILLOPN: i32 = 2;
+    pub const TRAP_BRKPT: i32 = 1;
+}
+
+const SIG_DFL: u64 = 0;
+const SIG_IGN: u64 = 1;
+const SA_SIGINFO: u64 = 0x4;
+const SA_ONSTACK: u64 = 0x0800_0000;
+const SA_RESTORER: u64 = 0x0400_0000;
+const SA_NODEFER: u64 = 0x4000_0000;
+const SA_RESETHAND: u64 = 0x8000_0000;
+const SS_ONSTACK: u32 = 1;
+const SS_DISABLE: u32 = 2;
+
+/// A `struct sigaction` as the kernel ABI has it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Action {
+    /// Handler address, `SIG_DFL` or `SIG_IGN`.
+    pub handler: u64,
+    /// `SA_*`.
+    pub flags: u64,
+    /// Where the handler returns (calls `rt_sigreturn`).
+    pub restorer: u64,
+    /// Blocked while the handler runs.
+    pub mask: u64,
+}
+
+static ACTIONS: IrqLock<[Action; 64]> = IrqLock::new(
+    [Action {
+        handler: 0,
+        flags: 0,
+        restorer: 0,
+        mask: 0,
+    }; 64],
+);
+
+/// Signals that cannot be caught, blocked or ignored.
+const UNBLOCKABLE: u64 = (1 << (nr::SIGKILL - 1)) | (1 << (nr::SIGSTOP - 1));
+
+fn bit(sig: u32) -> u64 {
+    1u64 << (sig - 1)
+}
+
+/// Replaces the action for `sig`; returns the old one.
+pub fn set_action(sig: u32, new: Option<Action>) -> Result<Action, Errno> {
+    if !(1..=64).contains(&sig) || (new.is_some() && bit(sig) & UNBLOCKABLE != 0) {
+        return Err(Errno::EINVAL);
+    }
+    let mut all = ACTIONS.lock();
+    let old = all[sig as usize - 1];
+    if let Some(a) = new {
+        all[sig as usize - 1] = a;
+    }
+    Ok(old)
+}
+
+/// Changes the calling thread's mask (`how` as `rt_sigprocmask`); returns
+/// the old mask.
+pub fn set_mask(how: u64, set: Option<u64>) -> Result<u64, Errno> {
+    let me = crate::sched::current();
+    let old = me.user.sigmask.load(Ordering::Relaxed);
+    if let Some(set) = set {
+        let new = match how {
+            0 => old | set,
+            1 => old & !set,
+            2 => set,
+            _ => return Err(Errno::EINVAL),
+        } & !UNBLOCKABLE;
+        me.user.sigmask.store(new, Ordering::Relaxed);
+    }
+    Ok(old)
+}
+
+/// Whether the calling thread has a signal it would take now (a blocking
+/// call returns EINTR for it).
+pub fn has_deliverable() -> bool {
+    let me = crate::sched::current();
+    me.user.pending.load(Ordering::Relaxed) & !me.user.sigmask.load(Ordering::Relaxed) != 0
+}
+
+/// Marks `sig` pending for the thread `tid` and wakes it if it waits.
+pub fn send(tid: u64, sig: u32) -> Result<(), Errno> {
+    if !(1..=64).contains(&sig) {
+        return Err(Errno::EINVAL);
+    }
+    let t = crate::process::thread(tid).ok_or(Errno::ESRCH)?;
+    t.user.pending.fetch_or(bit(sig), Ordering::AcqRel);
+    crate::sched::make_ready_pub(t);
+    Ok(())
+}
+
+/// What a signal carries into its handler.
+#[derive(Debug, Clone, Copy)]
+pub struct Info {
+    /// The signal.
+    pub signo: u32,
+    /// `si_code`.
+    pub code: i32,
+    /// `si_addr` for faults.
+    pub addr: u64,
+    /// The trap number and error code (the sigcontext's `trapno`/`err`).
+    pub trap: (u64, u64),
+}
+
+impl Info {
+    fn bytes(&self) -> [u8; 128] {
+        let mut b = [0u8; 128];
+        b[0..4].copy_from_slice(&(self.signo as i32).to_le_bytes());
+        b[8..12].copy_from_slice(&self.code.to_le_bytes());
+        if self.code > 0 {
+            b[16..24].copy_from_slice(&self.addr.to_le_bytes());
+        } else {
+            // si_pid, si_uid: the process itself.
+            b[16..20].copy_from_slice(&(crate::process::pid() as u32).to_le_bytes());
+        }
+        b
+    }
+}
+
+/// Ends the partition as Linux ends a process killed by `info.signo`.
+pub fn die(info: &Info, regs: &UserRegs) -> ! {
+    crate::eprintln!(
+        "astraea: the program was killed by signal {} ({}) at rip={:#x}, address {:#x}",
+        info.signo,
+        name(info.signo),
+        regs.rip,
+        info.addr
+    );
+    crate::boot::exit(128 + info.signo as i32)
+}
+
+/// The signal's name.
+pub fn name(sig: u32) -> &'static str {
+    match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        nr::SIGILL => "SIGILL",
+        nr::SIGTRAP => "SIGTRAP",
+        nr::SIGABRT => "SIGABRT",
+        nr::SIGBUS => "SIGBUS",
+        nr::SIGFPE => "SIGFPE",
+        nr::SIGKILL => "SIGKILL",
+        10 => "SIGUSR1",
+        nr::SIGSEGV => "SIGSEGV",
+        12 => "SIGUSR2",
+        nr::SIGPIPE => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+fn ignored_by_default(sig: u32) -> bool {
+    matches!(sig, nr::SIGCHLD | nr::SIGCONT | nr::SIGURG | nr::SIGWINCH)
+}
+
+/// A synchronous fault: delivered now into `regs` (which then enter the
+/// handler), or the end of the partition.
+pub fn fault(info: &Info, regs: &mut UserRegs) {
+    let me = crate::sched::current();
+    let action = ACTIONS.lock()[info.signo as usize - 1];
+    let blocked = me.user.sigmask.load(Ordering::Relaxed) & bit(info.signo) != 0;
+    if action.handler == SIG_DFL || action.handler == SIG_IGN || blocked {
+        die(info, regs);
+    }
+    if enter_handler(info, &action, regs).is_err() {
+        // No room for the frame: Linux forces SIGSEGV; we end here.
+        die(info, regs);
+    }
+}
+
+/// Delivers one pending, unblocked signal of the calling thread into
+/// `regs`, if there is one; `true` if `regs` changed.
+pub fn deliver_pending(regs: &mut UserRegs) -> bool {
+    let me = crate::sched::current();
+    let ready = me.user.pending.load(Ordering::Acquire) & !me.user.sigmask.load(Ordering::Relaxed);
+    if ready == 0 {
+        return false;
+    }
+    let sig = ready.trailing_zeros() + 1;
+    me.user.pending.fetch_and(!bit(sig), Ordering::AcqRel);
+    let action = ACTIONS.lock()[sig as usize - 1];
+    let info = Info {
+        signo: sig,
+        code: code::SI_TKILL,
+        addr: 0,
+        trap: (0, 0),
+    };
+    match action.handler {
+        SIG_IGN => false,
+        SIG_DFL if ignored_by_default(sig) => false,
+        SIG_DFL => die(&info, regs),
+        _ => {
+            if enter_handler(&info, &action, regs).is_err() {
+                die(&info, regs);
+            }
+            true
+        }
+    }
+}
+
+/// Offsets in the frame (Linux's `struct rt_sigframe`): the return
+/// address, then `ucontext` (flags, link, stack, sigcontext, mask), then
+/// `siginfo`; the XSAVE area lies above, 64-byte aligned.
+const UC: u64 = 8;
+const UC_MCONTEXT: u64 = 40;
+const UC_SIGMASK: u64 = 296;
+const UC_SIZE: u64 = 304;
+const INFO: u64 = UC + UC_SIZE;
+const FRAME_SIZE: u64 = INFO + 128;
+const UC_FP_XSTATE: u64 = 1;
+const FP_XSTATE_MAGIC1: u32 = 0x4650_5853;
+const FP_XSTATE_MAGIC2: u32 = 0x4650_5845;
+
+fn enter_handler(info: &Info, action: &Action, regs: &mut UserRegs) -> Result<(), Errno> {
+    let me = crate::sched::current();
+    let (ss_sp, ss_size, ss_flags) = *me.user.altstack.lock();
+    let on_alt = ss_flags & SS_DISABLE == 0 && regs.rsp > ss_sp && regs.rsp <= ss_sp + ss_size;
+    let mut sp = if action.flags & SA_ONSTACK != 0 && ss_flags & SS_DISABLE == 0 && !on_alt {
+        ss_sp + ss_size
+    } else {
+        regs.rsp.wrapping_sub(128)
+    };
+    let xsize = crate::arch::fpu::area_size() as u64;
+    // The XSAVE area plus the 4-byte trailing magic.
+    sp = sp.wrapping_sub(xsize + 4) & !63;
+    let fpstate = sp;
+    sp = (sp.wrapping_sub(FRAME_SIZE) & !15).wrapping_sub(8);
+    let frame = sp;
+    user::check_range(frame, fpstate + xsize + 4 - frame)?;
+    crate::mm::vma::ensure(frame, fpstate + xsize + 4 - frame, true)?;
+
+    // The extended state goes straight from the registers to the frame.
+    crate::arch::fpu::save_to_user(fpstate);
+    let xfeatures = crate::arch::fpu::enabled();
+    let mut sw = [0u8; 48];
+    sw[0..4].copy_from_slice(&FP_XSTATE_MAGIC1.to_le_bytes());
+    sw[4..8].copy_from_slice(&((xsize + 4) as u32).to_le_bytes());
+    sw[8..16].copy_from_slice(&xfeatures.to_le_bytes());
+    sw[16..20].copy_from_slice(&(xsize as u32).to_le_bytes());
+    user::copy_in(fpstate + 464, &sw)?;
+    user::copy_in(fpstate + xsize, &FP_XSTATE_MAGIC2.to_le_bytes())?;
+
+    let old_mask = me.user.sigmask.load(Ordering::Relaxed);
+    let mut f = [0u8; FRAME_SIZE as usize];
+    let put = |f: &mut [u8], off: u64, v: u64| {
+        f[off as usize..off as usize + 8].copy_from_slice(&v.to_le_bytes());
+    };
+    put(&mut f, 0, action.restorer);
+    put(&mut f, UC, UC_FP_XSTATE);
+    put(&mut f, UC + 16, ss_sp);
+    put(
+        &mut f,
+        UC + 24,
+        u64::from(if on_alt { SS_ONSTACK } else { ss_flags }),
+    );
+    put(&mut f, UC + 32, ss_size);
+    let m = UC + UC_MCONTEXT;
+    for (i, v) in [
+        regs.r8,
+        regs.r9,
+        regs.r10,
+        regs.r11,
+        regs.r12,
+        regs.r13,
+        regs.r14,
+        regs.r15,
+        regs.rdi,
+        regs.rsi,
+        regs.rbp,
+        regs.rbx,
+        regs.rdx,
+        regs.rax,
+        regs.rcx,
+        regs.rsp,
+        regs.rip,
+        regs.rflags,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        put(&mut f, m + 8 * i as u64, v);
+    }
+    // cs, gs, fs, ss as 16-bit fields.
+    let segs: u64 = 0x33 | (0x2b << 48);
+    put(&mut f, m + 144, segs);
+    put(&mut f, m + 152, info.trap.1);
+    put(&mut f, m + 160, info.trap.0);
+    put(&mut f, m + 168, old_mask);
+    put(&mut f, m + 176, if info.code > 0 { info.addr } else { 0 });
+    put(&mut f, m + 184, fpstate);
+    put(&mut f, UC + UC_SIGMASK, old_mask);
+    f[INFO as usize..].copy_from_slice(&info.bytes());
+    user::copy_in(frame, &f)?;
+
+    let mut mask = old_mask | action.mask;
+    if action.flags & SA_NODEFER == 0 {
+        mask |= bit(info.signo);
+    }
+    me.user
+        .sigmask
+        .store(mask & !UNBLOCKABLE, Ordering::Relaxed);
+    if action.flags & SA_RESETHAND != 0 {
+        ACTIONS.lock()[info.signo as usize - 1] = Action::default();
+    }
+    regs.rsp = frame;
+    regs.rip = action.handler;
+    regs.rdi = u64::from(info.signo);
+    regs.rsi = frame + INFO;
+    regs.rdx = frame + UC;
+    regs.rax = 0;
+    // DF, TF and RF clear in the handler, as Linux does.
+    regs.rflags &= !(0x400 | 0x100 | 0x1_0000);
+    let _ = SA_SIGINFO | SA_RESTORER;
+    Ok(())
+}
+
+/// `rt_sigreturn`: the registers, mask and extended state saved in the
+/// frame at `uc` (the program's stack pointer after the handler's `ret`).
+pub fn sigreturn(uc: u64) -> Result<UserRegs, Errno> {
+    let b = user::slice(uc, UC_SIZE)?;
+    let get = |off: u64| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[off as usize..off as usize + 8]);
+        u64::from_le_bytes(w)
+    };
+    let m = UC_MCONTEXT;
+    let g: [u64; 18] = core::array::from_fn(|i| get(m + 8 * i as u64));
+    let regs = UserRegs {
+        r8: g[0],
+        r9: g[1],
+        r10: g[2],
+        r11: g[3],
+        r12: g[4],
+        r13: g[5],
+        r14: g[6],
+        r15: g[7],
+        rdi: g[8],
+        rsi: g[9],
+        rbp: g[10],
+        rbx: g[11],
+        rdx: g[12],
+        rax: g[13],
+        rcx: g[14],
+        rsp: g[15],
+        rip: g[16],
+        rflags: g[17],
+    };
+    let mask = get(UC_SIGMASK);
+    let fpstate = get(m + 184);
+    if fpstate != 0 {
+        crate::arch::fpu::restore_from_user(fpstate)?;
+    }
+    crate::sched::current()
+        .user
+        .sigmask
+        .store(mask & !UNBLOCKABLE, Ordering::Relaxed);
+    Ok(regs)
+}
+
+/// `sigaltstack`: sets and/or returns the calling thread's alternate stack.
+pub fn altstack(new: Option<(u64, u64, u32)>) -> Result<(u64, u64, u32), Errno> {
+    let me = crate::sched::current();
+    let mut a = me.user.altstack.lock();
+    let old = *a;
+    if let Some((sp, size, flags)) = new {
+        if flags & SS_DISABLE != 0 {
+            *a = (0, 0, SS_DISABLE);
+        } else {
+            if size < 2048 {
+                return Err(Errno::ENOMEM);
+            }
+            *a = (sp, size, 0);
+        }
+    }
+    Ok(old)
+}

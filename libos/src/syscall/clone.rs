@@ -1,0 +1,79 @@
+//! `clone(2)` for threads: the flags glibc's and musl's `pthread_create`
+//! use. A new process (no `CLONE_VM`) answers ENOSYS: one process per
+//! partition. `clone3` answers ENOSYS too; both libcs fall back to `clone`.
+
+use core::sync::atomic::Ordering;
+
+use crate::errno::Errno;
+use crate::mm::user;
+
+const CLONE_VM: u64 = 0x100;
+const CLONE_THREAD: u64 = 0x10000;
+const CLONE_SETTLS: u64 = 0x80000;
+const CLONE_PARENT_SETTID: u64 = 0x100000;
+const CLONE_CHILD_CLEARTID: u64 = 0x200000;
+const CLONE_CHILD_SETTID: u64 = 0x1000000;
+
+/// `clone(flags, stack, parent_tid, child_tid, tls)`.
+pub fn clone(a: &[u64; 6]) -> Result<u64, Errno> {
+    let (flags, stack, ptid, ctid, tls) = (a[0], a[1], a[2], a[3], a[4]);
+    if flags & (CLONE_VM | CLONE_THREAD) != CLONE_VM | CLONE_THREAD {
+        static SAID: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+        if !SAID.swap(true, Ordering::Relaxed) {
+            crate::eprintln!(
+                "astraea: clone of a new process (fork) is not supported in a partition (one process per partition)"
+            );
+        }
+        return Err(Errno::ENOSYS);
+    }
+    // SAFETY: we are inside this thread's system call; its frame sits at
+    // the top of its kernel stack until the call returns.
+    let parent = unsafe { *crate::arch::user::current_syscall_frame() };
+    let mut regs = parent.user_regs();
+    regs.rax = 0;
+    if stack != 0 {
+        regs.rsp = stack;
+    }
+    let me = crate::sched::current();
+    let sigmask = me.user.sigmask.load(Ordering::Relaxed);
+    let fs = if flags & CLONE_SETTLS != 0 {
+        tls
+    } else {
+        me.user.fs_base.load(Ordering::Relaxed)
+    };
+    crate::process::LIVE_THREADS.fetch_add(1, Ordering::AcqRel);
+    let spawned = crate::sched::spawn("program", move || {
+        let t = crate::sched::current();
+        t.user.sigmask.store(sigmask, Ordering::Relaxed);
+        t.user.fs_base.store(fs, Ordering::Relaxed);
+        crate::arch::user::set_fs_base_cached(fs);
+        if flags & CLONE_CHILD_CLEARTID != 0 {
+            t.user.clear_child_tid.store(ctid, Ordering::Relaxed);
+        }
+        if flags & CLONE_CHILD_SETTID != 0 {
+            let _ = user::copy_in(ctid, &(t.id() as u32).to_le_bytes());
+        }
+        t.user.active.store(true, Ordering::Release);
+        crate::process::register(&t);
+        crate::arch::user::resume_user(&regs)
+    });
+    let Some(h) = spawned else {
+        crate::process::LIVE_THREADS.fetch_sub(1, Ordering::AcqRel);
+        return Err(Errno::EAGAIN);
+    };
+    let tid = h.thread().id();
+    if flags & CLONE_PARENT_SETTID != 0 {
+        user::copy_in(ptid, &(tid as u32).to_le_bytes())?;
+    }
+    if flags & CLONE_CHILD_SETTID != 0 {
+        // Linux writes it in the child's memory before either runs; the
+        // memory is shared, so this is the same word.
+        let _ = user::copy_in(ctid, &(tid as u32).to_le_bytes());
+    }
+    Ok(tid)
+}
+
+/// `clone3(args, size)`: ENOSYS, so the libc uses `clone`.
+pub fn clone3(_: &[u64; 6]) -> Result<u64, Errno> {
+    Err(Errno::ENOSYS)
+}

@@ -1,0 +1,74 @@
+//! `nanosleep(2)`, `clock_nanosleep(2)`, `sched_yield(2)`, `time(2)`.
+
+use crate::errno::Errno;
+use crate::mm::user;
+
+const CLOCK_REALTIME: u64 = 0;
+const CLOCK_MONOTONIC: u64 = 1;
+const CLOCK_BOOTTIME: u64 = 7;
+const CLOCK_REALTIME_ALARM: u64 = 8;
+const CLOCK_BOOTTIME_ALARM: u64 = 9;
+const CLOCK_TAI: u64 = 11;
+const TIMER_ABSTIME: u64 = 1;
+
+/// A `struct timespec` in nanoseconds.
+fn timespec_ns(addr: u64) -> Result<u64, Errno> {
+    let b = user::slice(addr, 16)?;
+    let sec = i64::from_le_bytes(b[..8].try_into().map_err(|_| Errno::EFAULT)?);
+    let nsec = i64::from_le_bytes(b[8..].try_into().map_err(|_| Errno::EFAULT)?);
+    if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+        return Err(Errno::EINVAL);
+    }
+    Ok((sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(nsec as u64))
+}
+
+/// `nanosleep(req, rem)`: sleeps the whole time (no signal cuts it short
+/// yet, so `rem` is never written).
+pub fn nanosleep(a: &[u64; 6]) -> Result<u64, Errno> {
+    let ns = timespec_ns(a[0])?;
+    crate::sched::sleep_ns(ns);
+    Ok(0)
+}
+
+/// `clock_nanosleep(clock, flags, req, rem)`: relative or, with
+/// `TIMER_ABSTIME`, until a time of the realtime or monotonic clock.
+pub fn clock_nanosleep(a: &[u64; 6]) -> Result<u64, Errno> {
+    let realtime = match a[0] {
+        CLOCK_REALTIME | CLOCK_REALTIME_ALARM | CLOCK_TAI => true,
+        CLOCK_MONOTONIC | CLOCK_BOOTTIME | CLOCK_BOOTTIME_ALARM => false,
+        // CPU-time clocks and others.
+        _ => return Err(Errno::EINVAL),
+    };
+    let ns = timespec_ns(a[2])?;
+    if a[1] & TIMER_ABSTIME == 0 {
+        crate::sched::sleep_ns(ns);
+        return Ok(0);
+    }
+    let now_mono = crate::time::monotonic_ns();
+    let deadline = if realtime {
+        // The realtime clock is the monotonic one plus the boot time.
+        let now_real = crate::time::realtime_ns();
+        now_mono.saturating_add(ns.saturating_sub(now_real))
+    } else {
+        ns
+    };
+    crate::sched::sleep_until_ns(deadline);
+    Ok(0)
+}
+
+/// `sched_yield()`.
+pub fn sched_yield(_: &[u64; 6]) -> Result<u64, Errno> {
+    crate::sched::yield_now();
+    Ok(0)
+}
+
+/// `time(tloc)`: seconds since the epoch.
+pub fn time(a: &[u64; 6]) -> Result<u64, Errno> {
+    let s = crate::time::realtime_ns() / 1_000_000_000;
+    if a[0] != 0 {
+        user::copy_in(a[0], &s.to_le_bytes())?;
+    }
+    Ok(s)
+}

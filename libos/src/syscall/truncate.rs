@@ -1,0 +1,45 @@
+//! `ftruncate(2)` and `truncate(2)`: a size change through `Tsetattr`.
+
+use crate::errno::Errno;
+use crate::fd::{self, File, O_ACCMODE, Object};
+use crate::vfs::route::Route;
+
+/// `ftruncate(fd, length)`: the file must be open for writing.
+pub fn ftruncate(a: &[u64; 6]) -> Result<u64, Errno> {
+    let len = a[1] as i64;
+    if len < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let o = fd::object(a[0])?;
+    let Object::File(f) = &o else {
+        return Err(Errno::EINVAL);
+    };
+    let File::P9 { fid, .. } = &**f else {
+        return Err(Errno::EINVAL);
+    };
+    if o.status_flags() & O_ACCMODE == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
+    c.truncate(*fid, len as u64)?;
+    Ok(0)
+}
+
+/// `truncate(path, length)`.
+pub fn truncate(a: &[u64; 6]) -> Result<u64, Errno> {
+    let len = a[1] as i64;
+    if len < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = fd::absolute(&super::open::user_path(a[0])?);
+    match super::open::route_path(&path) {
+        Route::Namespace => {}
+        Route::Missing => return Err(Errno::ENOENT),
+        _ => return Err(Errno::EACCES),
+    }
+    let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+    let fid = c.walk_path(&path)?;
+    let r = c.truncate(fid, len as u64);
+    c.clunk(fid);
+    r.map(|_| 0)
+}

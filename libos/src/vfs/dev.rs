@@ -1,0 +1,86 @@
+//! `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/random`, `/dev/urandom`.
+
+use core::sync::atomic::AtomicU32;
+
+use super::route::DevKind;
+use crate::errno::Errno;
+
+/// An open device node.
+pub struct Device {
+    /// Which device.
+    pub kind: DevKind,
+    /// `O_*` status flags.
+    pub flags: AtomicU32,
+}
+
+impl Device {
+    /// Fills `out` as a read does; returns how many bytes it produced.
+    pub fn read(&self, out: &mut [u8]) -> usize {
+        match self.kind {
+            DevKind::Null => 0,
+            DevKind::Zero | DevKind::Full => {
+                out.fill(0);
+                out.len()
+            }
+            DevKind::Random { .. } => {
+                random_fill(out);
+                out.len()
+            }
+        }
+    }
+
+    /// A write of `len` bytes: they are consumed (or refused by `/dev/full`).
+    pub fn write(&self, len: u64) -> Result<u64, Errno> {
+        match self.kind {
+            DevKind::Full => Err(Errno::ENOSPC),
+            _ => Ok(len),
+        }
+    }
+
+    /// Its attributes.
+    pub fn stat(&self) -> astraea_9p::Stat {
+        stat_of(self.kind)
+    }
+}
+
+/// The attributes of a device node: a character device, read-write for all.
+pub fn stat_of(kind: DevKind) -> astraea_9p::Stat {
+    let (major, minor) = kind.rdev();
+    let mut st = super::synthetic::base_stat(0o020666, 0);
+    st.rdev = u64::from((major << 8) | minor);
+    st.qid.path = 0x1000 + u64::from(minor);
+    st
+}
+
+fn rdrand() -> Option<u64> {
+    if core::arch::x86_64::__cpuid(1).ecx & (1 << 30) == 0 {
+        return None;
+    }
+    for _ in 0..10 {
+        let v: u64;
+        let ok: u8;
+        // SAFETY: RDRAND only writes the register and the carry flag.
+        unsafe {
+            core::arch::asm!("rdrand {}", "setc {}", out(reg) v, out(reg_byte) ok, options(nomem, nostack))
+        };
+        if ok != 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Fills `out` with random bytes: RDRAND when the CPU has it, else a
+/// TSC-seeded xorshift (not for cryptography, but never blocking).
+pub fn random_fill(out: &mut [u8]) {
+    let mut x = crate::arch::cpu::rdtsc() | 1;
+    for chunk in out.chunks_mut(8) {
+        let v = rdrand().unwrap_or_else(|| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        });
+        chunk.copy_from_slice(&v.to_le_bytes()[..chunk.len()]);
+    }
+}

@@ -1,0 +1,81 @@
+//! eventfd: a 64-bit counter that reads take and writes add to.
+
+use core::sync::atomic::AtomicU32;
+
+use super::poll_bits::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use super::readiness_changed;
+use super::ring::Counter;
+use crate::errno::Errno;
+use crate::sched::WaitQueue;
+use crate::sync::IrqLock;
+
+/// An eventfd.
+pub struct EventFd {
+    counter: IrqLock<Counter>,
+    readable: WaitQueue,
+    writable: WaitQueue,
+    /// `O_*` status flags.
+    pub flags: AtomicU32,
+}
+
+impl EventFd {
+    /// A counter starting at `initval`; `semaphore` for `EFD_SEMAPHORE`.
+    pub fn new(initval: u64, semaphore: bool, flags: u32) -> Self {
+        Self {
+            counter: IrqLock::new(Counter {
+                value: initval,
+                semaphore,
+            }),
+            readable: WaitQueue::new(),
+            writable: WaitQueue::new(),
+            flags: AtomicU32::new(flags | 2),
+        }
+    }
+
+    /// Takes the value (or 1 in semaphore mode), waiting for a non-zero
+    /// counter unless `nonblock`.
+    pub fn read(&self, nonblock: bool) -> Result<u64, Errno> {
+        loop {
+            if let Some(v) = self.counter.lock().try_read() {
+                self.writable.wake_all();
+                readiness_changed();
+                return Ok(v);
+            }
+            if nonblock {
+                return Err(Errno::EAGAIN);
+            }
+            self.readable.wait_while(|| !self.counter.lock().readable());
+        }
+    }
+
+    /// Adds `v`, waiting for room unless `nonblock`.
+    pub fn write(&self, v: u64, nonblock: bool) -> Result<(), Errno> {
+        loop {
+            if self.counter.lock().try_write(v)? {
+                self.readable.wake_all();
+                readiness_changed();
+                return Ok(());
+            }
+            if nonblock {
+                return Err(Errno::EAGAIN);
+            }
+            self.writable.wait_while(|| {
+                let c = self.counter.lock();
+                super::ring::EVENTFD_MAX - c.value < v
+            });
+        }
+    }
+
+    /// `poll` events.
+    pub fn poll(&self) -> u16 {
+        let c = self.counter.lock();
+        let mut ev = 0;
+        if c.readable() {
+            ev |= POLLIN | POLLRDNORM;
+        }
+        if c.writable() {
+            ev |= POLLOUT | POLLWRNORM;
+        }
+        ev
+    }
+}

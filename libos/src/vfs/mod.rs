@@ -1,0 +1,62 @@
+//! The files the library OS serves itself, beside the 9P namespace:
+//! generated `/proc` and `/sys` files, `/dev` nodes, pipes and eventfds.
+//!
+//! [`route`] decides which paths are served here; [`proc`] formats the
+//! generated text and [`ring`] holds the pipe and eventfd state machines
+//! (pure, tested on the host). The rest touches the scheduler.
+
+pub mod proc;
+pub mod ring;
+pub mod route;
+
+#[cfg(target_os = "none")]
+pub mod dev;
+#[cfg(target_os = "none")]
+pub mod eventfd;
+#[cfg(target_os = "none")]
+pub mod identity;
+#[cfg(target_os = "none")]
+pub mod pipe;
+#[cfg(target_os = "none")]
+pub mod synthetic;
+
+/// The process id `getpid` answers (one process per partition).
+pub const PID: u64 = 1;
+
+/// The number of CPUs programs are told about (`/proc/cpuinfo`, `/sys`):
+/// the scheduler runs on one vCPU today.
+pub fn cpus() -> usize {
+    1
+}
+
+/// `poll(2)` event bits.
+pub mod poll_bits {
+    /// Data to read.
+    pub const POLLIN: u16 = 0x001;
+    /// Urgent data.
+    pub const POLLPRI: u16 = 0x002;
+    /// Room to write.
+    pub const POLLOUT: u16 = 0x004;
+    /// An error (the read end of a pipe is gone).
+    pub const POLLERR: u16 = 0x008;
+    /// Hang-up (the write end of a pipe is gone).
+    pub const POLLHUP: u16 = 0x010;
+    /// Not an open descriptor.
+    pub const POLLNVAL: u16 = 0x020;
+    /// Same as `POLLIN` for most files.
+    pub const POLLRDNORM: u16 = 0x040;
+    /// Same as `POLLOUT` for most files.
+    pub const POLLWRNORM: u16 = 0x100;
+}
+
+/// Woken whenever a pipe or eventfd changes state, so that `poll` and
+/// `select` over many descriptors can wait in one place.
+#[cfg(target_os = "none")]
+pub static READINESS: crate::sched::WaitQueue = crate::sched::WaitQueue::new();
+
+/// Tells waiting `poll`/`select` calls that some descriptor's readiness
+/// may have changed.
+#[cfg(target_os = "none")]
+pub fn readiness_changed() {
+    READINESS.wake_all();
+}

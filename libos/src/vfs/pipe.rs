@@ -1,0 +1,200 @@
+//! Pipes: a 64 KiB ring between a read end and a write end. Readers wait
+//! for data or for the last writer to go; writers wait for room, and get
+//! `EPIPE` once no reader is left.
+
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::sync::atomic::AtomicU32;
+
+use super::poll_bits::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use super::readiness_changed;
+use super::ring::{PIPE_SIZE, Ring, WriteStep, write_step};
+use crate::errno::Errno;
+use crate::sched::WaitQueue;
+use crate::sync::IrqLock;
+
+struct State {
+    ring: Ring,
+    readers: usize,
+    writers: usize,
+}
+
+/// The shared part of a pipe.
+pub struct Pipe {
+    state: IrqLock<State>,
+    /// Readers waiting for data.
+    readable: WaitQueue,
+    /// Writers waiting for room.
+    writable: WaitQueue,
+}
+
+/// The read end (one open file description; `dup` shares it).
+pub struct ReadEnd {
+    pipe: Arc<Pipe>,
+    /// `O_*` status flags.
+    pub flags: AtomicU32,
+}
+
+/// The write end.
+pub struct WriteEnd {
+    pipe: Arc<Pipe>,
+    /// `O_*` status flags.
+    pub flags: AtomicU32,
+}
+
+/// A new pipe; both ends get the status flags `flags` (`O_NONBLOCK`).
+pub fn new(flags: u32) -> (ReadEnd, WriteEnd) {
+    let pipe = Arc::new(Pipe {
+        state: IrqLock::new(State {
+            ring: Ring::new(PIPE_SIZE),
+            readers: 1,
+            writers: 1,
+        }),
+        readable: WaitQueue::new(),
+        writable: WaitQueue::new(),
+    });
+    (
+        ReadEnd {
+            pipe: pipe.clone(),
+            flags: AtomicU32::new(flags),
+        },
+        WriteEnd {
+            pipe,
+            flags: AtomicU32::new(flags | 1),
+        },
+    )
+}
+
+impl ReadEnd {
+    /// Reads up to `max` bytes: waits for data unless `nonblock`; an empty
+    /// vector means end of file (no writer left).
+    pub fn read(&self, max: usize, nonblock: bool) -> Result<Vec<u8>, Errno> {
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let p = &*self.pipe;
+        loop {
+            {
+                let mut st = p.state.lock();
+                if !st.ring.is_empty() {
+                    let mut out = vec![0u8; max.min(st.ring.len())];
+                    let n = st.ring.pop(&mut out);
+                    out.truncate(n);
+                    drop(st);
+                    p.writable.wake_all();
+                    readiness_changed();
+                    return Ok(out);
+                }
+                if st.writers == 0 {
+                    return Ok(Vec::new());
+                }
+                if nonblock {
+                    return Err(Errno::EAGAIN);
+                }
+            }
+            p.readable.wait_while(|| {
+                let st = p.state.lock();
+                st.ring.is_empty() && st.writers > 0
+            });
+        }
+    }
+
+    /// Bytes ready to read (`FIONREAD`).
+    pub fn available(&self) -> usize {
+        self.pipe.state.lock().ring.len()
+    }
+
+    /// `poll` events.
+    pub fn poll(&self) -> u16 {
+        let st = self.pipe.state.lock();
+        let mut ev = 0;
+        if !st.ring.is_empty() {
+            ev |= POLLIN | POLLRDNORM;
+        }
+        if st.writers == 0 {
+            ev |= POLLHUP;
+        }
+        ev
+    }
+}
+
+impl Drop for ReadEnd {
+    fn drop(&mut self) {
+        self.pipe.state.lock().readers -= 1;
+        self.pipe.writable.wake_all();
+        readiness_changed();
+    }
+}
+
+impl WriteEnd {
+    /// Writes `data` (a whole write of at most `PIPE_BUF` bytes at once):
+    /// waits for room unless `nonblock`. Returns how much went in; `EPIPE`
+    /// if no reader is left, `EAGAIN` if nothing could go in without waiting.
+    pub fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        let p = &*self.pipe;
+        let total = data.len();
+        let mut done = 0;
+        loop {
+            // Copy the bytes out of the caller's memory before taking the
+            // lock: touching user memory with interrupts off is not allowed.
+            let chunk: Vec<u8> = data[done..total.min(done + PIPE_SIZE)].to_vec();
+            let step = {
+                let mut st = p.state.lock();
+                if st.readers == 0 {
+                    return if done > 0 {
+                        Ok(done)
+                    } else {
+                        Err(Errno::EPIPE)
+                    };
+                }
+                let step = write_step(total, total - done, st.ring.space());
+                if let WriteStep::Copy(n) = step {
+                    done += st.ring.push(&chunk[..n.min(chunk.len())]);
+                }
+                step
+            };
+            match step {
+                WriteStep::Copy(_) => {
+                    p.readable.wake_all();
+                    readiness_changed();
+                    if done == total {
+                        return Ok(done);
+                    }
+                }
+                WriteStep::Wait if nonblock => {
+                    return if done > 0 {
+                        Ok(done)
+                    } else {
+                        Err(Errno::EAGAIN)
+                    };
+                }
+                WriteStep::Wait => p.writable.wait_while(|| {
+                    let st = p.state.lock();
+                    st.readers > 0
+                        && write_step(total, total - done, st.ring.space()) == WriteStep::Wait
+                }),
+            }
+        }
+    }
+
+    /// `poll` events.
+    pub fn poll(&self) -> u16 {
+        let st = self.pipe.state.lock();
+        if st.readers == 0 {
+            POLLERR | POLLOUT | POLLWRNORM
+        } else if st.ring.space() > 0 {
+            POLLOUT | POLLWRNORM
+        } else {
+            0
+        }
+    }
+}
+
+impl Drop for WriteEnd {
+    fn drop(&mut self) {
+        self.pipe.state.lock().writers -= 1;
+        self.pipe.readable.wake_all();
+        readiness_changed();
+    }
+}
