@@ -11,6 +11,7 @@ impl Errno {
     pub const EPERM: Errno = Errno(1);
     pub const ESRCH: Errno = Errno(3);
     pub const ETIMEDOUT: Errno = Errno(110);
+    pub const EAFNOSUPPORT: Errno = Errno(97);
     pub const ENOENT: Errno = Errno(2);
     pub const EIO: Errno = Errno(5);
     pub const EBADF: Errno = Errno(9);

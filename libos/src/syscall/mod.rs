@@ -7,6 +7,7 @@ mod arch_prctl;
 mod brk;
 mod clock_gettime;
 mod clone;
+mod socket;
 mod cwd;
 mod dirs;
 mod dup;
@@ -60,6 +61,8 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (13, "rt_sigaction", signal::rt_sigaction),
     (14, "rt_sigprocmask", signal::rt_sigprocmask),
     (15, "rt_sigreturn", signal::rt_sigreturn),
+    (41, "socket", socket::socket),
+    (53, "socketpair", socket::socketpair),
     (56, "clone", clone::clone),
     (62, "kill", signal::kill),
     (200, "tkill", signal::tkill),
