@@ -642,7 +642,7 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "JVM in a partition: issue 5"]
+
     fn hello_partition() {
         check(&HELLO, true);
     }
@@ -653,7 +653,7 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "JVM in a partition: issue 5"]
+
     fn filesops_partition() {
         check(&FILES_OPS, true);
     }
@@ -664,7 +664,7 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "JVM in a partition: issue 5"]
+
     fn threads_partition() {
         check(&THREADS, true);
     }
@@ -675,7 +675,7 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "JVM in a partition: issue 5"]
+
     fn signals_partition() {
         check(&SIGNALS, true);
     }
@@ -686,7 +686,7 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "JVM in a partition: issue 5"]
+
     fn memory_partition() {
         check(&MEMORY, true);
     }
@@ -697,7 +697,7 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "JVM in a partition: issue 5"]
+
     fn memory_oom_partition() {
         check(&MEMORY_OOM, true);
     }
@@ -708,7 +708,7 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "JVM in a partition: issue 5"]
+
     fn mapsum_partition() {
         check(&MAP_SUM, true);
     }
@@ -721,7 +721,7 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "JVM in a partition: issue 5"]
+
     fn jni_partition() {
         if fixture().is_some_and(|f| f.jni) {
             check(&JNI, true);
@@ -734,7 +734,7 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "JVM in a partition: issue 5"]
+
     fn proc_partition() {
         check(&PROC, true);
     }
@@ -745,7 +745,7 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "JVM in a partition: issue 5"]
+
     fn exit3_partition() {
         check(&EXIT3, true);
     }
@@ -772,7 +772,7 @@ mod tests {
     /// `astraea run --jdk DIR -- -version`: the JDK chosen by `--jdk`, its
     /// version lines on stderr as on the host.
     #[test]
-    #[ignore = "JVM in a partition: issue 5"]
+
     fn java_version_partition() {
         if !kvm_available() {
             return;

@@ -7,7 +7,6 @@ mod arch_prctl;
 mod brk;
 mod clock_gettime;
 mod clone;
-mod socket;
 mod cwd;
 mod dirs;
 mod dup;
@@ -29,7 +28,9 @@ mod readlink;
 mod set_tid_address;
 mod signal;
 mod sleep;
+mod socket;
 mod stat;
+mod statfs;
 mod stubs;
 mod sysinfo;
 mod truncate;
@@ -64,6 +65,8 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (41, "socket", socket::socket),
     (53, "socketpair", socket::socketpair),
     (56, "clone", clone::clone),
+    (137, "statfs", statfs::statfs),
+    (138, "fstatfs", statfs::fstatfs),
     (62, "kill", signal::kill),
     (200, "tkill", signal::tkill),
     (234, "tgkill", signal::tgkill),

@@ -31,9 +31,25 @@ fn read_file(f: &File, offset: Option<u64>, addr: u64, len: u64) -> Result<u64, 
         }
         File::Console { .. } => return Err(Errno::EBADF),
     };
-    let mut buf = vec![0u8; len.min(u64::from(c.iounit())) as usize];
-    let n = c.read(fid, pos, &mut buf)?;
-    user::copy_in(addr, &buf[..n])?;
+    // A regular file reads in full up to its end, as on Linux (HotSpot
+    // reads its CDS archive's regions with one unchecked read each), one
+    // 9P message (iounit) at a time; a short reply means the end.
+    let chunk = len.min(u64::from(c.iounit())) as usize;
+    let mut buf = vec![0u8; chunk];
+    let mut n = 0usize;
+    while (n as u64) < len {
+        let want = chunk.min((len - n as u64) as usize);
+        let got = match c.read(fid, pos + n as u64, &mut buf[..want]) {
+            Ok(g) => g,
+            Err(e) if n == 0 => return Err(e),
+            Err(_) => break,
+        };
+        user::copy_in(addr + n as u64, &buf[..got])?;
+        n += got;
+        if got < want {
+            break;
+        }
+    }
     if offset.is_none()
         && let File::P9 { offset: off, .. } = f
     {
