@@ -334,7 +334,10 @@ mod tests {
         for (jdk_name, jdk) in &jdks {
             for variant in case.variants {
                 let ctx = format!("{} on JDK {jdk_name} ({})", case.name, variant.0);
-                let dir = workdir(fx, &[case.name, jdk_name, variant.0, "host"]);
+                // The host and partition tests of a case run concurrently:
+                // each host run gets its own directory.
+                let host_tag = if partition { "host-ref" } else { "host" };
+                let dir = workdir(fx, &[case.name, jdk_name, variant.0, host_tag]);
                 let host = on_host(fx, jdk, case, variant, &dir);
                 assert_eq!(host.code, case.code, "{ctx}, host: {host:?}");
                 if let Some(want) = (case.stdout)(fx, jdk_name) {
