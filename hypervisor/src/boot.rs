@@ -51,6 +51,50 @@ pub struct BootParams<'a> {
     pub pvm_native: bool,
     /// The program's working directory.
     pub cwd: Option<&'a str>,
+    /// Which of the user's standard streams are terminals
+    /// ([`astraea_abi::tty`] bits) and the terminal's size.
+    pub terminal: Terminal,
+}
+
+/// What the kernel is told about the user's terminal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Terminal {
+    /// [`astraea_abi::tty`] bits: which of stdin, stdout, stderr are terminals.
+    pub mask: u32,
+    /// (rows, columns) as the first terminal among them reports it.
+    pub size: Option<(u16, u16)>,
+}
+
+impl Terminal {
+    /// Looks at this process's stdin, stdout and stderr.
+    pub fn of_this_process() -> Self {
+        let mut t = Terminal::default();
+        for (fd, bit) in [
+            (libc::STDIN_FILENO, astraea_abi::tty::STDIN),
+            (libc::STDOUT_FILENO, astraea_abi::tty::STDOUT),
+            (libc::STDERR_FILENO, astraea_abi::tty::STDERR),
+        ] {
+            // SAFETY: isatty only inspects the descriptor.
+            if unsafe { libc::isatty(fd) } != 1 {
+                continue;
+            }
+            t.mask |= bit;
+            if t.size.is_none() {
+                let mut ws = libc::winsize {
+                    ws_row: 0,
+                    ws_col: 0,
+                    ws_xpixel: 0,
+                    ws_ypixel: 0,
+                };
+                // SAFETY: TIOCGWINSZ writes one struct winsize, which `ws` is.
+                let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &raw mut ws) } == 0;
+                if ok {
+                    t.size = Some((ws.ws_row, ws.ws_col));
+                }
+            }
+        }
+        t
+    }
 }
 
 /// Smallest partition that can hold `kernel_size` bytes of kernel image.
@@ -287,6 +331,17 @@ fn write_fdt(mem: &GuestMemory, mem_size: u64, p: &BootParams<'_>) -> Result<(),
     if let Some(khz) = p.tsc_khz {
         w.property_u32(astraea_abi::FDT_TSC_KHZ_PROP, khz)
             .map_err(fdt_err)?;
+    }
+    if p.terminal.mask != 0 {
+        w.property_u32(astraea_abi::FDT_TTY_PROP, p.terminal.mask)
+            .map_err(fdt_err)?;
+        if let Some((rows, cols)) = p.terminal.size {
+            w.property_array_u32(
+                astraea_abi::FDT_WINSIZE_PROP,
+                &[u32::from(rows), u32::from(cols)],
+            )
+            .map_err(fdt_err)?;
+        }
     }
     w.end_node(chosen).map_err(fdt_err)?;
     w.end_node(root).map_err(fdt_err)?;

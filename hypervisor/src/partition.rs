@@ -11,7 +11,7 @@ use kvm_bindings::kvm_userspace_memory_region;
 use kvm_ioctls::{Cap, Kvm, VcpuExit, VcpuFd, VmFd};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryRegion};
 
-use crate::boot::{self, BootParams};
+use crate::boot::{self, BootParams, Terminal};
 use crate::devices::vhost_user::VhostUser;
 use crate::devices::virtio9p::{Placement, Virtio9p};
 use crate::error::{VmmError, kvm_err};
@@ -214,6 +214,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         virtio9p: ninep.as_ref().map(|_| (virtio9p::BASE, virtio9p::VECTOR)),
         cwd: cfg.cwd.as_deref(),
         pvm_native: pvm_native(&vcpu),
+        terminal: Terminal::of_this_process(),
     };
     let state = boot::prepare(&mem, cfg.mem, &cfg.kernel, &kernel, &params)?;
     drop(image);

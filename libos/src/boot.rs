@@ -85,6 +85,8 @@ struct FdtInfo<'a> {
     virtio9p: Option<(u64, u64)>,
     pvm_vif: Option<u64>,
     cwd: &'a str,
+    tty: u32,
+    winsize: Option<(u16, u16)>,
 }
 
 fn read_fdt(addr: u64) -> FdtInfo<'static> {
@@ -102,6 +104,8 @@ fn read_fdt(addr: u64) -> FdtInfo<'static> {
         virtio9p: None,
         pvm_vif: None,
         cwd: "/",
+        tty: 0,
+        winsize: None,
     };
     for r in fdt.memory().regions() {
         if info.nram < MAX_RANGES {
@@ -140,6 +144,20 @@ fn read_fdt(addr: u64) -> FdtInfo<'static> {
         }
         if let Some(p) = chosen.property(FDT_TSC_KHZ_PROP) {
             info.tsc_khz = p.as_usize().map(|v| v as u64);
+        }
+        if let Some(p) = chosen.property(astraea_abi::FDT_TTY_PROP) {
+            info.tty = p.as_usize().map_or(0, |v| v as u32);
+        }
+        if let Some(p) = chosen.property(astraea_abi::FDT_WINSIZE_PROP) {
+            // Two big-endian u32 cells: rows, columns.
+            if let [r0, r1, r2, r3, c0, c1, c2, c3] = *p.value {
+                let rows = u32::from_be_bytes([r0, r1, r2, r3]);
+                let cols = u32::from_be_bytes([c0, c1, c2, c3]);
+                info.winsize = Some((
+                    u16::try_from(rows).unwrap_or(u16::MAX),
+                    u16::try_from(cols).unwrap_or(u16::MAX),
+                ));
+            }
         }
     }
     info
@@ -182,6 +200,7 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
         .find_map(|w| w.strip_prefix("log="))
         .unwrap_or("warn");
     console::init_log(level);
+    console::set_terminal(fdt.tty, fdt.winsize);
 
     // Descriptor tables first: once the kernel runs natively on a PVM host,
     // exceptions and interrupts arrive through this IDT.

@@ -55,6 +55,34 @@ fn hypercall(port: u16, stream: Stream, bytes: &[u8]) {
     outl(port, gpa as u32);
 }
 
+/// Which of the user's stdin (bit 0), stdout (bit 1) and stderr (bit 2) are
+/// terminals on the host ([`astraea_abi::tty`]), as the VMM said at boot.
+static TERMINALS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+/// The host terminal's size: rows in the high half, columns in the low.
+static WINSIZE: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(24 << 16 | 80);
+
+/// Records what the VMM said about the user's terminal: the
+/// [`astraea_abi::tty`] mask and, if it knows, the size (rows, columns).
+pub fn set_terminal(mask: u32, size: Option<(u16, u16)>) {
+    use core::sync::atomic::Ordering;
+    TERMINALS.store(mask, Ordering::Relaxed);
+    if let Some((rows, cols)) = size {
+        WINSIZE.store(u32::from(rows) << 16 | u32::from(cols), Ordering::Relaxed);
+    }
+}
+
+/// Whether the user's host stream `fd` (0 stdin, 1 stdout, 2 stderr) is a
+/// terminal.
+pub fn is_terminal(fd: u8) -> bool {
+    fd < 3 && TERMINALS.load(core::sync::atomic::Ordering::Relaxed) & (1 << fd) != 0
+}
+
+/// The terminal's size: (rows, columns).
+pub fn winsize() -> (u16, u16) {
+    let v = WINSIZE.load(core::sync::atomic::Ordering::Relaxed);
+    ((v >> 16) as u16, v as u16)
+}
+
 /// Writes bytes to a host stream.
 pub fn write(stream: Stream, bytes: &[u8]) {
     hypercall(port::CONSOLE, stream, bytes);

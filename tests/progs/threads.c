@@ -1,10 +1,13 @@
 /* 16 pthreads: a mutex-protected counter, a condition-variable handoff in a
- * fixed order, a barrier, thread-local storage and join values. Prints totals
- * that are the same on every run; exits 0 on success. */
+ * fixed order, a barrier, thread-local storage and join values, and the
+ * thread count in /proc/self/status while all of them are alive. Prints
+ * totals that are the same on every run; exits 0 on success. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <fcntl.h>
 
 #define NTHREADS 16
 #define ITERS 100000
@@ -13,12 +16,28 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t turn_cv = PTHREAD_COND_INITIALIZER;
 static pthread_barrier_t barrier;
 static long counter;
-static int turn;
+static int turn = -1; /* the handoff starts once the threads are counted */
+static int proc_threads;
 static int order[NTHREADS];
 static int norder;
 static int seen_after_barrier[NTHREADS];
 static int serial_threads;
 static __thread long tls_value = 7;
+
+/* The Threads: line of /proc/self/status, or -1. */
+static int threads_in_status(void) {
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY);
+    if (fd < 0)
+        return -1;
+    int n = 0, r;
+    while (n < (int)sizeof buf - 1 && (r = read(fd, buf + n, sizeof buf - 1 - n)) > 0)
+        n += r;
+    close(fd);
+    buf[n] = 0;
+    char *p = strstr(buf, "\nThreads:");
+    return p ? atoi(p + 9) : -1;
+}
 
 static void *worker(void *arg) {
     int id = (int)(long)arg;
@@ -35,8 +54,13 @@ static void *worker(void *arg) {
      * 1 is visible to each of them. */
     int r = pthread_barrier_wait(&barrier);
     if (r == PTHREAD_BARRIER_SERIAL_THREAD) {
+        /* No thread can have ended yet: they all wait for turn 0. */
+        int n = threads_in_status();
         pthread_mutex_lock(&lock);
         serial_threads++;
+        proc_threads = n;
+        turn = 0;
+        pthread_cond_broadcast(&turn_cv);
         pthread_mutex_unlock(&lock);
     } else if (r != 0) {
         fprintf(stderr, "barrier_wait: %s\n", strerror(r));
@@ -101,8 +125,10 @@ int main(void) {
         printf(" %d", order[i]);
     printf("\n");
     printf("join_sum=%ld tls_ok=%d main_tls=%ld\n", joined, bad_tls == 0, tls_value);
+    printf("proc_threads=%d\n", proc_threads);
     int ok = counter == (long)NTHREADS * ITERS && serial_threads == 1 && all_seen == NTHREADS &&
-             norder == NTHREADS && bad_tls == 0 && tls_value == 7;
+             norder == NTHREADS && bad_tls == 0 && tls_value == 7 &&
+             proc_threads == NTHREADS + 1;
     for (int i = 0; i < norder; i++)
         ok = ok && order[i] == i;
     if (!ok) {

@@ -120,20 +120,41 @@ mod tests {
                 slurp("/sys/devices/system/cpu/online"); printf("online=%s", buf);
                 slurp("/sys/devices/system/cpu/possible"); printf("possible=%s", buf);
 
+                /* The process id is the first thread's id, whatever that is. */
+                char want[64], path[64];
+                snprintf(want, sizeof want, "\nPid:\t%d\n", getpid());
                 slurp("/proc/self/status");
                 printf("status name=%d pid=%d ppid=%d threads=%d vmrss=%d\n",
-                       strstr(buf, "Name:\tprocfiles\n") != NULL, strstr(buf, "\nPid:\t1\n") != NULL,
+                       strstr(buf, "Name:\tprocfiles\n") != NULL, strstr(buf, want) != NULL,
                        strstr(buf, "\nPPid:\t0\n") != NULL, strstr(buf, "\nThreads:\t1\n") != NULL,
                        strstr(buf, "\nVmRSS:\t") != NULL);
-                slurp("/proc/1/stat");
+                snprintf(path, sizeof path, "/proc/%d/stat", getpid());
+                slurp(path);
                 int fields = 0;
+                snprintf(want, sizeof want, "%d (procfiles) ", getpid());
                 for (p = strrchr(buf, ')') + 1; *p; p++) if (*p == ' ') fields++;
-                printf("stat %.13s fields_after_name=%d\n", buf, fields);
+                printf("stat pid_and_name=%d fields_after_name=%d\n",
+                       strncmp(buf, want, strlen(want)) == 0, fields);
+                /* startstack (field 28) lies in the [stack] area of the maps,
+                   as HotSpot expects when it looks for the main stack. */
+                unsigned long startstack = 0;
+                p = strrchr(buf, ')') + 2;
+                for (int f = 3; f < 28 && p; f++) { p = strchr(p, ' '); if (p) p++; }
+                if (p) startstack = strtoul(p, NULL, 10);
+                slurp("/proc/self/maps");
+                unsigned long lo = 0, hi = 0;
+                for (char *l = strtok(buf, "\n"); l; l = strtok(NULL, "\n"))
+                    if (strstr(l, "[stack]")) sscanf(l, "%lx-%lx", &lo, &hi);
+                int local;
+                printf("stack in_maps=%d startstack_in_stack=%d sp_in_stack=%d\n", lo < hi,
+                       lo <= startstack && startstack < hi,
+                       lo <= (unsigned long)&local && (unsigned long)&local < hi);
                 slurp("/proc/self/comm"); printf("comm=%s", buf);
                 slurp("/proc/stat"); printf("stat_cpu=%d\n", strncmp(buf, "cpu  ", 5) == 0);
 
+                snprintf(path, sizeof path, "/proc/%d/maps", getpid() + 1000);
                 printf("cgroup=%d other_pid=%d sys_other=%d\n", slurp("/proc/self/cgroup"),
-                       slurp("/proc/2/maps"), slurp("/sys/fs/cgroup/cpu.max"));
+                       slurp(path), slurp("/sys/fs/cgroup/cpu.max"));
                 char link[256] = {0};
                 readlink("/proc/self/exe", link, sizeof link - 1);
                 printf("exe=%s\n", link);
@@ -163,7 +184,8 @@ mod tests {
              online=0\n\
              possible=0\n\
              status name=1 pid=1 ppid=1 threads=1 vmrss=1\n\
-             stat 1 (procfiles) fields_after_name=50\n\
+             stat pid_and_name=1 fields_after_name=50\n\
+             stack in_maps=1 startstack_in_stack=1 sp_in_stack=1\n\
              comm=procfiles\n\
              stat_cpu=1\n\
              cgroup=-2 other_pid=-2 sys_other=-2\n\
@@ -472,7 +494,7 @@ mod tests {
                 struct rlimit rl;
                 r = getrlimit(RLIMIT_NOFILE, &rl);
                 printf("getrlimit=%d nofile=%ld\n", r, (long)rl.rlim_cur);
-                printf("getppid=%d getpgrp=%d\n", getppid(), getpgrp());
+                printf("getppid=%d getpgrp_is_pid=%d\n", getppid(), getpgrp() == getpid());
                 errno = 0;
                 long f = syscall(SYS_fork);
                 printf("fork=%ld errno=%d\n", f, errno);
@@ -501,7 +523,7 @@ mod tests {
              name=renamed-program\n\
              getrusage=0\n\
              getrlimit=0 nofile=1024\n\
-             getppid=0 getpgrp=1\n\
+             getppid=0 getpgrp_is_pid=1\n\
              fork=-1 errno=38\n\
              fork again=-1 errno=38\n\
              execve=-1 errno=38\n",

@@ -262,12 +262,13 @@ mod tests {
         assert_eq!(r.code, 139, "{r:?}");
         assert_eq!(r.stdout, "about to crash\n", "{r:?}");
         assert!(
-            r.stderr.contains("killed by SIGSEGV") && r.stderr.contains("address 0x700000000000"),
+            r.stderr.contains("killed by signal 11 (SIGSEGV)")
+                && r.stderr.contains("address 0x700000000000"),
             "{r:?}"
         );
         let r = run_in(&dir, &["/crash", "ill"]);
         assert_eq!(r.code, 132, "{r:?}");
-        assert!(r.stderr.contains("killed by SIGILL"), "{r:?}");
+        assert!(r.stderr.contains("killed by signal 4 (SIGILL)"), "{r:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

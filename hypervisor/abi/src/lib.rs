@@ -210,3 +210,24 @@ pub const FDT_CWD_PROP: &str = "astraea,cwd";
 pub const FDT_ARGS_PROP: &str = "astraea,args";
 /// Device-tree property (under `/chosen`) holding the TSC frequency in kHz.
 pub const FDT_TSC_KHZ_PROP: &str = "astraea,tsc-khz";
+/// Device-tree property (under `/chosen`): which of the user's standard
+/// streams are terminals on the host, as a `u32` bit mask (bit 0 stdin,
+/// bit 1 stdout, bit 2 stderr). Absent means none. The console answers the
+/// terminal `ioctl`s (`TCGETS`, `TIOCGWINSZ`) only for these, so that
+/// programs whose output goes to a pipe or file see `isatty` false as they
+/// would on the host.
+pub const FDT_TTY_PROP: &str = "astraea,tty";
+/// Device-tree property (under `/chosen`): the host terminal's size as two
+/// `u32` cells, rows then columns; present only if one of the streams is a
+/// terminal that reports a size.
+pub const FDT_WINSIZE_PROP: &str = "astraea,winsize";
+
+/// Bits of [`FDT_TTY_PROP`].
+pub mod tty {
+    /// The user's stdin is a terminal.
+    pub const STDIN: u32 = 1 << 0;
+    /// The user's stdout is a terminal.
+    pub const STDOUT: u32 = 1 << 1;
+    /// The user's stderr is a terminal.
+    pub const STDERR: u32 = 1 << 2;
+}

@@ -5,7 +5,7 @@
 
 use crate::errno::Errno;
 use crate::mm::user;
-use crate::vfs::{PID, identity};
+use crate::vfs::{identity, pid};
 
 const PR_SET_NAME: u64 = 15;
 const PR_GET_NAME: u64 = 16;
@@ -50,15 +50,15 @@ pub fn getppid(_: &[u64; 6]) -> Result<u64, Errno> {
 /// `getpgrp()`, and `getpgid(pid)`/`getsid(pid)` for this process: it
 /// leads its own group and session.
 pub fn getpgid(a: &[u64; 6]) -> Result<u64, Errno> {
-    if a[0] != 0 && a[0] != PID {
+    if a[0] != 0 && a[0] != pid() {
         return Err(Errno(3)); // ESRCH
     }
-    Ok(PID)
+    Ok(pid())
 }
 
 /// `getpgrp()`.
 pub fn getpgrp(_: &[u64; 6]) -> Result<u64, Errno> {
-    Ok(PID)
+    Ok(pid())
 }
 
 /// `setsid()`: the process already leads its session.

@@ -1,5 +1,7 @@
-//! `ioctl(2)`: the console is a terminal (enough for `isatty`); the
-//! generic descriptor requests work on everything; other files are not
+//! `ioctl(2)`: the console is a terminal (enough for `isatty`) exactly
+//! where the user's host stream behind it is one (the VMM says which at
+//! boot), so a program writing into a pipe or file behaves as on the host;
+//! the generic descriptor requests work on everything; other files are not
 //! terminals.
 
 use crate::errno::Errno;
@@ -37,8 +39,12 @@ pub fn ioctl(a: &[u64; 6]) -> Result<u64, Errno> {
         _ => {}
     }
     let console = matches!(&o, Object::File(f) if matches!(**f, File::Console { .. }));
+    // The host stream behind a console descriptor, not the descriptor's
+    // number: `dup2(1, 5)` makes 5 a terminal if stdout is one.
+    let tty = matches!(&o, Object::File(f)
+        if matches!(**f, File::Console { fd } if crate::console::is_terminal(fd)));
     match (a[1], &o) {
-        (TCGETS, _) if console => {
+        (TCGETS, _) if tty => {
             // A cooked terminal: ICRNL|IXON, OPOST|ONLCR, B38400|CS8|CREAD, ISIG|ICANON|ECHO…
             // The kernel's struct termios: four flag words, c_line, c_cc[19].
             let mut t = [0u8; 36];
@@ -49,8 +55,9 @@ pub fn ioctl(a: &[u64; 6]) -> Result<u64, Errno> {
             user::copy_in(a[2], &t)?;
             Ok(0)
         }
-        (TIOCGWINSZ, _) if console => {
-            let ws: [u16; 4] = [24, 80, 0, 0];
+        (TIOCGWINSZ, _) if tty => {
+            let (rows, cols) = crate::console::winsize();
+            let ws: [u16; 4] = [rows, cols, 0, 0];
             let mut b = [0u8; 8];
             for (i, v) in ws.iter().enumerate() {
                 b[i * 2..i * 2 + 2].copy_from_slice(&v.to_le_bytes());

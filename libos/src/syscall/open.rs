@@ -49,7 +49,7 @@ pub fn resolve(dirfd: u64, path: &str) -> Result<String, Errno> {
 /// Where `path` is served: the library OS's own files, or 9P (with
 /// `/proc/self/exe` turned into the program's path).
 pub fn route_path(path: &str) -> Route {
-    route(path, crate::vfs::PID, crate::vfs::cpus())
+    route(path, crate::vfs::pid(), crate::vfs::cpus())
 }
 
 fn open_path(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {

@@ -10,7 +10,7 @@ fn read_link(path: &str, buf: u64, size: u64) -> Result<u64, Errno> {
         Route::Exe => crate::process::EXE.lock().clone(),
         // /proc/self is a link to /proc/<pid>.
         Route::Dir(SynDir::ProcSelf) if path.ends_with("/self") => {
-            alloc::format!("{}", crate::vfs::PID)
+            alloc::format!("{}", crate::vfs::pid())
         }
         Route::Missing => return Err(Errno::ENOENT),
         Route::NoDevice => return Err(Errno::ENXIO),

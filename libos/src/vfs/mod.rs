@@ -20,8 +20,18 @@ pub mod pipe;
 #[cfg(target_os = "none")]
 pub mod synthetic;
 
-/// The process id `getpid` answers (one process per partition).
-pub const PID: u64 = 1;
+/// The process id `getpid` answers (one process per partition: the id of
+/// its first thread), which `/proc/self` links to.
+#[cfg(target_os = "none")]
+pub fn pid() -> u64 {
+    crate::process::pid()
+}
+
+/// Program threads alive now (`Threads:` in `/proc/self/status`).
+#[cfg(target_os = "none")]
+pub fn threads() -> u64 {
+    crate::process::LIVE_THREADS.load(core::sync::atomic::Ordering::Relaxed) as u64
+}
 
 /// The number of CPUs programs are told about (`/proc/cpuinfo`, `/sys`):
 /// the scheduler runs on one vCPU today.

@@ -8,7 +8,7 @@ use core::sync::atomic::AtomicU32;
 
 use super::proc::{self, CpuId, ProcessInfo};
 use super::route::{ProcFile, SynDir, dir_entries};
-use super::{PID, cpus};
+use super::{cpus, pid, threads};
 use crate::errno::Errno;
 use crate::sync::IrqLock;
 
@@ -50,7 +50,7 @@ impl Synthetic {
     pub fn dir(path: String, dir: SynDir, flags: u32) -> Self {
         Self {
             path,
-            content: Content::Dir(dir_entries(dir, PID, cpus())),
+            content: Content::Dir(dir_entries(dir, pid(), cpus())),
             offset: IrqLock::new(0),
             flags: AtomicU32::new(flags),
         }
@@ -154,7 +154,7 @@ pub fn generate(file: ProcFile) -> String {
             (crate::time::realtime_ns() - up) / 1_000_000_000,
         ),
         ProcFile::Uptime => proc::uptime(up, 0),
-        ProcFile::Loadavg => proc::loadavg(1, PID),
+        ProcFile::Loadavg => proc::loadavg(threads(), pid()),
         ProcFile::CpuList => proc::cpu_list(cpus()),
     }
 }
@@ -167,13 +167,13 @@ pub fn process_info() -> ProcessInfo {
     let (uid, gid) = super::identity::ids();
     let s = crate::sched::stats();
     ProcessInfo {
-        pid: PID,
+        pid: pid(),
         ppid: 0,
         name: super::identity::name(),
         uid,
         gid,
         umask: super::identity::umask(),
-        threads: 1,
+        threads: threads(),
         vsize: mapped.max(used),
         rss: used,
         utime_ns: crate::time::monotonic_ns(),
