@@ -2,11 +2,13 @@
 //! run, printed as absolute figures and ratios.
 //!
 //! ```text
-//! astraea-bench [boot [RUNS]] [ctxswitch [ROUNDS]] [ninep [N]]   (default: all)
+//! astraea-bench [boot [RUNS]] [ctxswitch [ROUNDS]] [ninep [N]] [linux [ROUNDS]]
+//!               (default: all)
 //! ```
 //!
 //! It runs the `astraea` binary and kernel images that `./x build` produced
-//! (or those named by `ASTRAEA_BIN` and `ASTRAEA_KERNEL_DIR`).
+//! (or those named by `ASTRAEA_BIN` and `ASTRAEA_KERNEL_DIR`); `linux` also
+//! needs `gcc`, with which it builds `bench/progs/lxbench.c`.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -24,8 +26,11 @@ fn main() {
             "boot" => boot(n.unwrap_or(25) as usize),
             "ctxswitch" => ctxswitch(n.unwrap_or(2000)),
             "ninep" => ninep(n.unwrap_or(3000) as usize),
+            "linux" => linux(n.unwrap_or(7) as usize),
             other => {
-                eprintln!("astraea-bench: unknown benchmark {other:?} (boot, ctxswitch, ninep)");
+                eprintln!(
+                    "astraea-bench: unknown benchmark {other:?} (boot, ctxswitch, ninep, linux)"
+                );
                 std::process::exit(2);
             }
         }
@@ -36,6 +41,7 @@ fn main() {
         boot(25);
         ctxswitch(2000);
         ninep(3000);
+        linux(7);
     }
 }
 
@@ -363,4 +369,169 @@ fn host_pread(path: &std::path::Path, n: usize) -> f64 {
         v.push(t.elapsed().as_nanos() as f64);
     }
     stats(v).0
+}
+
+/// What `lxbench` measures, in the order it prints them: its key and a name
+/// for people.
+const LX_ROWS: &[(&str, &str)] = &[
+    ("getpid_ns", "getpid, syscall(SYS_getpid)"),
+    ("fault_page_ns", "first touch, per 4 KiB page"),
+    ("fault_16th_ns", "first touch, every 16th page"),
+    ("futex_rt_ns", "futex ping-pong round trip"),
+    ("thread_ns", "pthread_create + join"),
+    ("pread1k_ns", "pread 1 KiB of a host file"),
+];
+
+/// How long one run of `lxbench` may take before it counts as hung.
+const LX_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The Linux personality: `bench/progs/lxbench.c`, built with glibc, run on
+/// the host and then unmodified in a partition, each measurement the median
+/// of `rounds` rounds.
+fn linux(rounds: usize) {
+    println!(
+        "## linux: lxbench (gcc -O2 -pthread, glibc) on the host and in a partition, \
+         median of {rounds} rounds, ns per operation"
+    );
+    let dir = std::env::temp_dir().join(format!("astraea-bench-linux-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let src = root().join("bench/progs/lxbench.c");
+    let built = Command::new("gcc")
+        .args(["-O2", "-pthread", "-Wall", "-o"])
+        .arg(dir.join("lxbench"))
+        .arg(&src)
+        .output();
+    match built {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => panic!("gcc failed: {}", String::from_utf8_lossy(&o.stderr)),
+        Err(e) => {
+            println!("SKIPPED: cannot run gcc ({e}); install it to run this benchmark\n");
+            let _ = std::fs::remove_dir_all(&dir);
+            return;
+        }
+    }
+    let data: Vec<u8> = (0..1u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    std::fs::write(dir.join("data.bin"), &data).expect("write data");
+    let args = ["./lxbench", "data.bin", &rounds.to_string()];
+    let host = run_timeout(Command::new(dir.join("lxbench")).args(&args[1..]), &dir);
+    let part = run_timeout(
+        Command::new(astraea())
+            .args(["run", "--kernel"])
+            .arg(kernel("astraea-kernel"))
+            .arg("--")
+            .args(args),
+        &dir,
+    );
+    for (which, (ok, _, err)) in [("host", &host), ("partition", &part)] {
+        if !ok {
+            println!("{which}: lxbench failed: {}", err.trim());
+        }
+    }
+    let (h, p) = (lx_parse(&host.1), lx_parse(&part.1));
+    println!(
+        "{:<32} {:>11} {:>11} {:>9}   {:>23}",
+        "operation", "host", "partition", "part/host", "partition min..max"
+    );
+    for (key, name) in LX_ROWS {
+        let get = |m: &[(String, [f64; 3])]| {
+            m.iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| *v)
+                .unwrap_or([f64::NAN; 3])
+        };
+        let (hv, pv) = (get(&h), get(&p));
+        println!(
+            "{name:<32} {:>11} {:>11} {:>8.1}x   {:>23}",
+            ns(hv[0]),
+            ns(pv[0]),
+            pv[0] / hv[0],
+            format!("{}..{}", ns(pv[1]), ns(pv[2]))
+        );
+    }
+    println!(
+        "(first touch: the partition maps up to 16 pages per fault; every 16th page = one fault)"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    println!();
+}
+
+/// `lxbench`'s lines `NAME MEDIAN # min MIN max MAX ...` as (NAME, [MEDIAN,
+/// MIN, MAX]).
+fn lx_parse(out: &str) -> Vec<(String, [f64; 3])> {
+    out.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let name = w.next()?.to_string();
+            let med = w.next()?.parse().ok()?;
+            let rest: Vec<&str> = w.collect();
+            let after = |k: &str| {
+                rest.iter()
+                    .position(|w| *w == k)
+                    .and_then(|i| rest.get(i + 1)?.parse().ok())
+                    .unwrap_or(f64::NAN)
+            };
+            Some((name, [med, after("min"), after("max")]))
+        })
+        .collect()
+}
+
+/// Nanoseconds for people: ns below 10 µs, µs above.
+fn ns(v: f64) -> String {
+    if v.is_nan() {
+        "-".into()
+    } else if v < 10_000.0 {
+        format!("{v:.0} ns")
+    } else {
+        format!("{:.1} us", v / 1000.0)
+    }
+}
+
+/// Runs `cmd` in `cwd`, killed after [`LX_TIMEOUT`]: (success, stdout,
+/// stderr).
+fn run_timeout(cmd: &mut Command, cwd: &std::path::Path) -> (bool, String, String) {
+    use std::io::Read;
+    let mut child = cmd
+        .current_dir(cwd)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cannot run lxbench or astraea (build astraea with ./x build)");
+    let pipe_reader = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = pipe_reader(Box::new(child.stdout.take().expect("stdout")));
+    let err = pipe_reader(Box::new(child.stderr.take().expect("stderr")));
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break Some(st);
+        }
+        if t0.elapsed() > LX_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = out.join().unwrap_or_default();
+    let mut err = err.join().unwrap_or_default();
+    let ok = match status {
+        Some(st) => {
+            if !st.success() {
+                err.push_str(&format!(" ({st})"));
+            }
+            st.success()
+        }
+        None => {
+            err.push_str(&format!(" (killed: no exit after {LX_TIMEOUT:?})"));
+            false
+        }
+    };
+    (ok, out, err)
 }

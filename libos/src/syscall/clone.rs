@@ -55,6 +55,9 @@ pub fn clone(a: &[u64; 6]) -> Result<u64, Errno> {
         }
         t.user.active.store(true, Ordering::Release);
         crate::process::register(&t);
+        // `resume_user` never returns: a reference held on this stack would
+        // keep the thread (and its kernel stack) alive after it exits.
+        drop(t);
         crate::arch::user::resume_user(&regs)
     });
     let Some(h) = spawned else {

@@ -264,17 +264,6 @@ impl core::fmt::Display for PfDetail {
     }
 }
 
-/// The Linux signal an exception from the program raises.
-fn signal_of(vector: u64) -> (u32, &'static str) {
-    match vector {
-        0 | 16 | 19 => (8, "SIGFPE"),
-        6 => (4, "SIGILL"),
-        1 | 3 => (5, "SIGTRAP"),
-        17 => (7, "SIGBUS"),
-        _ => (11, "SIGSEGV"),
-    }
-}
-
 /// An exception in the program: a page fault the memory areas allow is
 /// served (demand paging) and the program goes on.
 fn user_fault(f: &mut TrapFrame) {
@@ -303,7 +292,13 @@ fn user_fault(f: &mut TrapFrame) {
                     info.signo = nr::SIGBUS;
                     info.code = code::BUS_ADRERR;
                 }
-                Err(Fault::Oom) => user_fatal(f),
+                Err(Fault::Oom) => {
+                    let mb = crate::mm::stats().total_pages / 256;
+                    crate::eprintln!(
+                        "astraea: the partition is out of memory ({mb} MiB) at address {cr2:#x}: run it with a larger --mem"
+                    );
+                    crate::boot::exit(128 + 9)
+                }
             }
         }
         0 => {
@@ -380,23 +375,6 @@ impl TrapFrame {
         // The program's arithmetic flags, DF, TF and AC; IF stays set.
         self.rflags = (r.rflags & 0x4_0dd5) | 0x202;
     }
-}
-
-/// A fault the program does not survive. Until signal delivery exists, the
-/// program dies of it as a Linux process would without a handler: a report
-/// on stderr and the partition ends with 128 + the signal number.
-fn user_fatal(f: &TrapFrame) -> ! {
-    let (sig, name) = signal_of(f.vector);
-    let cr2 = super::cpu::cr2();
-    crate::eprintln!(
-        "astraea: the program was killed by {name}: {} (vector {}) at rip={:#x}, address {:#x}, error {:#x}",
-        exception_name(f.vector),
-        f.vector,
-        f.rip,
-        if f.vector == 14 { cr2 } else { 0 },
-        f.error
-    );
-    crate::boot::exit(128 + sig as i32)
 }
 
 fn unhandled_exception(f: &TrapFrame) -> ! {

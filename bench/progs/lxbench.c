@@ -1,0 +1,226 @@
+/*
+ * lxbench: the Linux personality's costs, measured the same way on the host
+ * and in a partition (astraea-bench's `linux` benchmark builds this with
+ * `gcc -O2 -pthread` and runs it in both places).
+ *
+ *   ./lxbench FILE [ROUNDS [TESTS]]
+ *
+ * FILE is a file of at least 64 KiB that the 1 KiB preads read. Every
+ * measurement is a warm-up batch, then ROUNDS rounds (default 7) of a batch
+ * of a fixed number of operations, timed as a whole (the page faults: a fresh
+ * mapping per round). stdout gets one line per measurement, `NAME MEDIAN #
+ * min MIN max MAX first FIRST ...`, in nanoseconds per operation, FIRST being
+ * the first round's; the part after `#` is for people. TESTS, a
+ * comma-separated subset of getpid,futex,thread,fault,pread, picks some.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE 4096UL
+#define MAX_ROUNDS 64
+/* The libOS maps up to this many pages per fault (its fault-around window). */
+#define FAULT_AROUND 16
+/* Regions for the page-fault measurements, fresh in every round. */
+#define TOUCH_ALL_BYTES (64UL << 20)
+#define TOUCH_16TH_BYTES (128UL << 20)
+
+static int rounds = 7;
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Prints the median of v[0..n) (ns per operation) with its spread. */
+static void report(const char *name, double *v, int n, long iters)
+{
+    double first = v[0];
+    qsort(v, n, sizeof *v, cmp);
+    printf("%s %.1f # min %.1f max %.1f first %.1f rounds %d ops %ld\n", name, v[n / 2],
+           v[0], v[n - 1], first, n, iters);
+    fflush(stdout);
+}
+
+/* Runs `batch(iters)` (which returns its elapsed ns) once to warm up, then
+ * for the rounds. */
+static void measure(const char *name, double (*batch)(long), long iters)
+{
+    double v[MAX_ROUNDS];
+    batch(iters / 10 + 1);
+    for (int r = 0; r < rounds; r++)
+        v[r] = batch(iters) / (double)iters;
+    report(name, v, rounds, iters);
+}
+
+/* (1) getpid through syscall(2): a bare system call round trip. */
+static double getpid_batch(long n)
+{
+    double t0 = now_ns();
+    for (long i = 0; i < n; i++)
+        syscall(SYS_getpid);
+    return now_ns() - t0;
+}
+
+/* (2) futex ping-pong: two threads hand a turn word back and forth with raw
+ * FUTEX_WAIT / FUTEX_WAKE; one round trip is two hand-overs. */
+static _Atomic uint32_t turn;
+static long pp_rounds;
+
+static void futex_op(_Atomic uint32_t *w, int op, uint32_t val)
+{
+    syscall(SYS_futex, (uint32_t *)w, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
+}
+
+static void player(uint32_t me)
+{
+    for (long i = 0; i < pp_rounds; i++) {
+        uint32_t v;
+        while ((v = atomic_load_explicit(&turn, memory_order_acquire)) != me)
+            futex_op(&turn, FUTEX_WAIT, v);
+        atomic_store_explicit(&turn, 1 - me, memory_order_release);
+        futex_op(&turn, FUTEX_WAKE, 1);
+    }
+}
+
+static void *pong(void *arg)
+{
+    (void)arg;
+    player(1);
+    return NULL;
+}
+
+static double futex_batch(long n)
+{
+    pthread_t t;
+    atomic_store(&turn, 0);
+    pp_rounds = n;
+    double t0 = now_ns();
+    if (pthread_create(&t, NULL, pong, NULL) != 0) {
+        perror("pthread_create");
+        exit(1);
+    }
+    player(0);
+    pthread_join(t, NULL);
+    return now_ns() - t0;
+}
+
+/* (3) pthread_create + pthread_join of a thread that returns at once. */
+static void *nothing(void *arg)
+{
+    return arg;
+}
+
+static double thread_batch(long n)
+{
+    double t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, nothing, NULL) != 0) {
+            perror("pthread_create");
+            exit(1);
+        }
+        pthread_join(t, NULL);
+    }
+    return now_ns() - t0;
+}
+
+/* (4) first touch of anonymous pages: a fresh private mapping per round,
+ * one byte written every `stride` pages; ns per page touched. */
+static double touch_round(size_t bytes, size_t stride)
+{
+    char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        perror("mmap");
+        exit(1);
+    }
+    /* No transparent huge pages on the host: 4 KiB faults on both sides. */
+    madvise(p, bytes, MADV_NOHUGEPAGE);
+    size_t pages = 0;
+    double t0 = now_ns();
+    for (size_t off = 0; off < bytes; off += stride * PAGE, pages++)
+        p[off] = 1;
+    double t = now_ns() - t0;
+    munmap(p, bytes);
+    return t / (double)pages;
+}
+
+static void faults(void)
+{
+    double v[MAX_ROUNDS];
+    for (int r = 0; r < rounds; r++)
+        v[r] = touch_round(TOUCH_ALL_BYTES, 1);
+    report("fault_page_ns", v, rounds, (long)(TOUCH_ALL_BYTES / PAGE));
+    for (int r = 0; r < rounds; r++)
+        v[r] = touch_round(TOUCH_16TH_BYTES, FAULT_AROUND);
+    report("fault_16th_ns", v, rounds, (long)(TOUCH_16TH_BYTES / PAGE / FAULT_AROUND));
+}
+
+/* (5) 1 KiB pread of a host file, cycling over its first 64 KiB. */
+static int fd = -1;
+
+static double pread_batch(long n)
+{
+    char buf[1024];
+    double t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+        if (pread(fd, buf, sizeof buf, (off_t)(i % 64) * 1024) != (ssize_t)sizeof buf) {
+            perror("pread");
+            exit(1);
+        }
+    }
+    return now_ns() - t0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s FILE [ROUNDS [TESTS]]\n", argv[0]);
+        return 2;
+    }
+    if (argc > 2) {
+        rounds = atoi(argv[2]);
+        if (rounds < 1 || rounds > MAX_ROUNDS) {
+            fprintf(stderr, "ROUNDS must be 1..%d\n", MAX_ROUNDS);
+            return 2;
+        }
+    }
+    fd = open(argv[1], O_RDONLY);
+    if (fd < 0) {
+        perror(argv[1]);
+        return 1;
+    }
+    const char *tests = argc > 3 ? argv[3] : "getpid,futex,thread,fault,pread";
+    if (strstr(tests, "getpid"))
+        measure("getpid_ns", getpid_batch, 100000);
+    /* The faults before the threads: each thread a partition creates still
+     * leaks some memory, and 7000 of them leave too little for the regions. */
+    if (strstr(tests, "fault"))
+        faults();
+    if (strstr(tests, "futex"))
+        measure("futex_rt_ns", futex_batch, 10000);
+    if (strstr(tests, "thread"))
+        measure("thread_ns", thread_batch, 1000);
+    if (strstr(tests, "pread"))
+        measure("pread1k_ns", pread_batch, 20000);
+    close(fd);
+    return 0;
+}
