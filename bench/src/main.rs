@@ -27,9 +27,10 @@ fn main() {
             "ctxswitch" => ctxswitch(n.unwrap_or(2000)),
             "ninep" => ninep(n.unwrap_or(3000) as usize),
             "linux" => linux(n.unwrap_or(7) as usize),
+            "jvm" => jvm(n.unwrap_or(5) as usize),
             other => {
                 eprintln!(
-                    "astraea-bench: unknown benchmark {other:?} (boot, ctxswitch, ninep, linux)"
+                    "astraea-bench: unknown benchmark {other:?} (boot, ctxswitch, ninep, linux, jvm)"
                 );
                 std::process::exit(2);
             }
@@ -42,7 +43,101 @@ fn main() {
         ctxswitch(2000);
         ninep(3000);
         linux(7);
+        jvm(5);
     }
+}
+
+/// JVM start-up: `java -version` and a Hello that reads a file, launch to
+/// exit, on the host and in a partition, for each installed JDK; the
+/// partition's time is split into boot (VMM start to kernel ready) and the
+/// JVM's part (kernel ready to exit) from `--timings`.
+fn jvm(runs: usize) {
+    let jdks: Vec<(&str, PathBuf)> = [
+        ("17", "/usr/lib/jvm/java-17-openjdk-amd64"),
+        ("25", "/usr/lib/jvm/temurin-25-jdk-amd64"),
+    ]
+    .into_iter()
+    .map(|(n, d)| (n, PathBuf::from(d)))
+    .filter(|(_, d)| d.join("bin/java").exists())
+    .collect();
+    if jdks.is_empty() {
+        eprintln!("\n*** SKIPPED jvm: no JDK at the known paths ***\n");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("astraea-bench-jvm-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let javac = jdks[0].1.join("bin/javac");
+    let ok = Command::new(&javac)
+        .args(["--release", "17", "-d"])
+        .arg(&dir)
+        .arg(root().join("jvm-port/java/Hello.java"))
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("\n*** SKIPPED jvm: javac failed ***\n");
+        return;
+    }
+    let greeting = dir.join("greeting.txt");
+    std::fs::write(&greeting, "hello\n").expect("greeting");
+    println!("\n== JVM start-up, launch to exit, median of {runs} runs (ms)");
+    println!(
+        "{:<28} {:>9} {:>11} {:>7} {:>10} {:>9}",
+        "case", "host", "partition", "ratio", "boot", "jvm part"
+    );
+    for (name, home) in &jdks {
+        let java = home.join("bin/java");
+        let cp = dir.to_string_lossy().into_owned();
+        let g = greeting.to_string_lossy().into_owned();
+        let cases: [(&str, Vec<String>); 2] = [
+            ("java -version", vec!["-version".into()]),
+            (
+                "Hello (reads a file)",
+                vec!["-cp".into(), cp, "Hello".into(), g],
+            ),
+        ];
+        for (case, args) in cases {
+            let mut host = Vec::new();
+            let mut part = Vec::new();
+            let mut boot_ms = Vec::new();
+            let mut jvm_ms = Vec::new();
+            for _ in 0..runs {
+                let t = Instant::now();
+                let _ = Command::new(&java).args(&args).output();
+                host.push(t.elapsed().as_secs_f64() * 1e3);
+                let t = Instant::now();
+                let out = Command::new(astraea())
+                    .args(["run", "--timings", "--mem", "2G", "--kernel"])
+                    .arg(kernel("astraea-kernel"))
+                    .arg("--")
+                    .arg(&java)
+                    .args(&args)
+                    .output();
+                part.push(t.elapsed().as_secs_f64() * 1e3);
+                if let Ok(o) = out {
+                    let err = String::from_utf8_lossy(&o.stderr);
+                    if let (Some(ready), Some(exit)) =
+                        (field(&err, "kernel_ready_us"), field(&err, "exit_us"))
+                    {
+                        boot_ms.push(ready as f64 / 1e3);
+                        jvm_ms.push((exit - ready) as f64 / 1e3);
+                    }
+                }
+            }
+            let med = |v: Vec<f64>| if v.is_empty() { f64::NAN } else { stats(v).0 };
+            let (h, p) = (med(host), med(part));
+            println!(
+                "{:<28} {:>9.1} {:>11.1} {:>6.2}x {:>10.1} {:>9.1}",
+                format!("{case} ({name})"),
+                h,
+                p,
+                p / h,
+                med(boot_ms),
+                med(jvm_ms)
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn root() -> PathBuf {
