@@ -12,6 +12,8 @@ use crate::mm::user;
 use crate::sched::{self, ThreadRef};
 use crate::sync::IrqLock;
 
+use super::sleep::timespec_ns;
+
 const FUTEX_WAIT: u64 = 0;
 const FUTEX_WAKE: u64 = 1;
 const FUTEX_REQUEUE: u64 = 3;
@@ -38,19 +40,6 @@ fn read_word(addr: u64) -> Result<u32, Errno> {
     }
     let w = user::slice(addr, 4)?;
     Ok(u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-}
-
-/// Reads a `struct timespec` as nanoseconds.
-fn timespec_ns(addr: u64) -> Result<u64, Errno> {
-    let b = user::slice(addr, 16)?;
-    let sec = i64::from_le_bytes(b[..8].try_into().map_err(|_| Errno::EFAULT)?);
-    let nsec = i64::from_le_bytes(b[8..].try_into().map_err(|_| Errno::EFAULT)?);
-    if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
-        return Err(Errno::EINVAL);
-    }
-    Ok((sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(nsec as u64))
 }
 
 /// Waits while the word at `addr` holds `val`, until woken or until the

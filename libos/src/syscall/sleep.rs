@@ -11,8 +11,8 @@ const CLOCK_BOOTTIME_ALARM: u64 = 9;
 const CLOCK_TAI: u64 = 11;
 const TIMER_ABSTIME: u64 = 1;
 
-/// A `struct timespec` in nanoseconds.
-fn timespec_ns(addr: u64) -> Result<u64, Errno> {
+/// A `struct timespec` in nanoseconds (`EINVAL` if malformed).
+pub fn timespec_ns(addr: u64) -> Result<u64, Errno> {
     let b = user::slice(addr, 16)?;
     let sec = i64::from_le_bytes(b[..8].try_into().map_err(|_| Errno::EFAULT)?);
     let nsec = i64::from_le_bytes(b[8..].try_into().map_err(|_| Errno::EFAULT)?);
