@@ -287,10 +287,34 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
 
 /// Ends the partition with `code` as its exit status.
 pub fn exit(code: i32) -> ! {
+    report();
     cpu::outl(port::EXIT, code as u32);
     loop {
         cpu::enable_and_halt();
     }
+}
+
+/// Where the partition's time went, at `--log info`.
+fn report() {
+    use core::sync::atomic::Ordering::Relaxed;
+    if !log::log_enabled!(log::Level::Info) {
+        return;
+    }
+    let f = &mm::vma::STATS;
+    let (calls, sys_ns) = crate::syscall::stats();
+    let s = sched::stats();
+    log::info!(
+        "exit after {} us: {} system calls ({} us), faults {} anonymous + {} file ({} KiB read, {} us, {} us of it reading), {} context switches",
+        time::monotonic_ns() / 1000,
+        calls,
+        sys_ns / 1000,
+        f.anon.load(Relaxed),
+        f.file.load(Relaxed),
+        f.file_bytes.load(Relaxed) / 1024,
+        f.ns.load(Relaxed) / 1000,
+        f.io_ns.load(Relaxed) / 1000,
+        s.switches
+    );
 }
 
 static PANICKING: AtomicBool = AtomicBool::new(false);

@@ -319,9 +319,42 @@ pub fn discard(start: u64, len: u64) -> Result<(), Errno> {
     Ok(())
 }
 
+/// Fault counters, for the exit report (`--log info`).
+pub struct FaultStats {
+    /// Faults served with zeroed pages.
+    pub anon: core::sync::atomic::AtomicU64,
+    /// Faults served from files.
+    pub file: core::sync::atomic::AtomicU64,
+    /// Bytes read from files by faults.
+    pub file_bytes: core::sync::atomic::AtomicU64,
+    /// Nanoseconds spent in faults.
+    pub ns: core::sync::atomic::AtomicU64,
+    /// Nanoseconds of that spent reading files.
+    pub io_ns: core::sync::atomic::AtomicU64,
+}
+
+/// The counters.
+pub static STATS: FaultStats = FaultStats {
+    anon: core::sync::atomic::AtomicU64::new(0),
+    file: core::sync::atomic::AtomicU64::new(0),
+    file_bytes: core::sync::atomic::AtomicU64::new(0),
+    ns: core::sync::atomic::AtomicU64::new(0),
+    io_ns: core::sync::atomic::AtomicU64::new(0),
+};
+
 /// Handles a fault at `va` by populating it if its area allows `write`
 /// (or `exec`) access.
 pub fn fault(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
+    let t0 = crate::time::monotonic_ns();
+    let r = fault_inner(va, write, exec);
+    STATS.ns.fetch_add(
+        crate::time::monotonic_ns() - t0,
+        core::sync::atomic::Ordering::Relaxed,
+    );
+    r
+}
+
+fn fault_inner(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
     let page = va & !(PAGE - 1);
     let (start, area) = {
         let sp = SPACE.lock();
@@ -351,12 +384,21 @@ pub fn fault(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
     let lo = (page & !(win - 1)).max(start);
     let hi = ((page & !(win - 1)) + win).min(area.end);
     match &area.backing {
-        Backing::Anon => populate(lo, hi, page, &area, start, None),
+        Backing::Anon => {
+            STATS
+                .anon
+                .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+            populate(lo, hi, page, &area, start, None)
+        }
         Backing::File { file, offset } => {
+            STATS
+                .file
+                .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
             let c = crate::p9::mounted().ok_or(Fault::Bus)?;
             let crate::fd::File::P9 { fid, .. } = &**file else {
                 return Err(Fault::Bus);
             };
+            let t_io = crate::time::monotonic_ns();
             let mut buf = alloc::vec![0u8; (hi - lo) as usize];
             let mut got = 0usize;
             while got < buf.len() {
@@ -368,6 +410,13 @@ pub fn fault(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
                 }
                 got += n;
             }
+            STATS.io_ns.fetch_add(
+                crate::time::monotonic_ns() - t_io,
+                core::sync::atomic::Ordering::Relaxed,
+            );
+            STATS
+                .file_bytes
+                .fetch_add(got as u64, core::sync::atomic::Ordering::Relaxed);
             // Pages wholly past the end of the file are SIGBUS territory.
             let valid_end = lo + (got as u64).next_multiple_of(PAGE);
             if page >= valid_end {

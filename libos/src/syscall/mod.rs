@@ -175,8 +175,27 @@ pub fn set_strace(on: bool) {
     STRACE.store(on, core::sync::atomic::Ordering::Relaxed);
 }
 
+static CALLS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+static CALL_NS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// System calls made so far and the nanoseconds spent in their handlers.
+pub fn stats() -> (u64, u64) {
+    use core::sync::atomic::Ordering::Relaxed;
+    (CALLS.load(Relaxed), CALL_NS.load(Relaxed))
+}
+
 /// Runs the system call in `frame` and stores its result in `frame.rax`.
 pub fn dispatch(frame: &mut SyscallFrame) {
+    let t0 = crate::time::monotonic_ns();
+    dispatch_inner(frame);
+    CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    CALL_NS.fetch_add(
+        crate::time::monotonic_ns() - t0,
+        core::sync::atomic::Ordering::Relaxed,
+    );
+}
+
+fn dispatch_inner(frame: &mut SyscallFrame) {
     let nr = frame.rax;
     let args = [
         frame.rdi, frame.rsi, frame.rdx, frame.r10, frame.r8, frame.r9,
