@@ -51,6 +51,8 @@ pub struct BootParams<'a> {
     pub pvm_native: bool,
     /// The program's working directory.
     pub cwd: Option<&'a str>,
+    /// The file-cache description for the library OS ([`astraea_abi::FDT_CACHE_PROP`]).
+    pub cache: Option<&'a str>,
     /// Which of the user's standard streams are terminals
     /// ([`astraea_abi::tty`] bits) and the terminal's size.
     pub terminal: Terminal,
@@ -322,6 +324,10 @@ fn write_fdt(mem: &GuestMemory, mem_size: u64, p: &BootParams<'_>) -> Result<(),
         .map_err(fdt_err)?;
     if let Some(cwd) = p.cwd {
         w.property_string(astraea_abi::FDT_CWD_PROP, cwd)
+            .map_err(fdt_err)?;
+    }
+    if let Some(cache) = p.cache {
+        w.property_string(astraea_abi::FDT_CACHE_PROP, cache)
             .map_err(fdt_err)?;
     }
     if p.pvm_native {

@@ -58,6 +58,12 @@ pub enum VmmError {
         "invalid memory size {0:?}: write a number with an optional K, M or G suffix, e.g. 512M"
     )]
     MemParse(String),
+    /// `--cache` names no policy.
+    #[error("--cache {value:?} is not a file-cache policy: use none, ro or ro:SIZE (e.g. ro:256M)")]
+    InvalidCache {
+        /// What was given.
+        value: String,
+    },
     /// `--mem` is too small to hold the kernel and its initial structures.
     #[error("--mem {given} MiB is too small: this kernel needs at least {needed} MiB")]
     MemTooSmall {

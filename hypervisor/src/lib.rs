@@ -7,6 +7,7 @@ pub mod boot;
 pub mod devices;
 pub mod error;
 pub mod jdk;
+pub mod jvm_opts;
 pub mod memory;
 pub mod ninep;
 pub mod partition;

@@ -46,6 +46,40 @@ pub struct PartitionConfig {
     pub cwd: Option<String>,
     /// Print every system call of the program with its arguments and result.
     pub strace: bool,
+    /// The file-cache policy: `none`, or `ro` with an optional budget
+    /// (`ro:256M`); `None` means `ro` with the library OS's default budget.
+    /// It covers the read-only exports of the built-in gateway.
+    pub cache: Option<String>,
+}
+
+/// The library OS's file-cache description for `cfg`: the policy, then
+/// each export of the built-in gateway marked cached (read-only) or not.
+/// Files from other 9P servers are not cached: their mounts are unknown.
+pub fn cache_spec(cfg: &PartitionConfig) -> Result<String, VmmError> {
+    let policy = cfg.cache.as_deref().unwrap_or("ro");
+    let policy = match policy.split_once(':') {
+        None if policy == "ro" || policy == "none" => policy.to_string(),
+        Some(("ro", size)) => {
+            let bytes =
+                crate::memory::parse_mem_size(size).map_err(|_| VmmError::InvalidCache {
+                    value: policy.to_string(),
+                })?;
+            format!("ro:{bytes}")
+        }
+        _ => {
+            return Err(VmmError::InvalidCache {
+                value: policy.to_string(),
+            });
+        }
+    };
+    let mut spec = policy;
+    if let NinePTarget::Gateway(g) = &cfg.ninep {
+        for e in &g.exports {
+            let mark = if e.read_only { "ro" } else { "none" };
+            spec.push_str(&format!(" {}={mark}", e.guest));
+        }
+    }
+    Ok(spec)
 }
 
 /// The 9P service behind a partition's virtio-9p device.
@@ -206,6 +240,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     if cfg.strace {
         cmdline += " strace=1";
     }
+    let cache = cache_spec(cfg)?;
     let params = BootParams {
         cmdline: &cmdline,
         args: &cfg.args,
@@ -213,6 +248,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         tsc_khz,
         virtio9p: ninep.as_ref().map(|_| (virtio9p::BASE, virtio9p::VECTOR)),
         cwd: cfg.cwd.as_deref(),
+        cache: Some(&cache),
         pvm_native: pvm_native(&vcpu),
         terminal: Terminal::of_this_process(),
     };

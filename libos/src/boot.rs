@@ -85,6 +85,7 @@ struct FdtInfo<'a> {
     virtio9p: Option<(u64, u64)>,
     pvm_vif: Option<u64>,
     cwd: &'a str,
+    cache: &'a str,
     tty: u32,
     winsize: Option<(u16, u16)>,
 }
@@ -104,6 +105,7 @@ fn read_fdt(addr: u64) -> FdtInfo<'static> {
         virtio9p: None,
         pvm_vif: None,
         cwd: "/",
+        cache: "",
         tty: 0,
         winsize: None,
     };
@@ -137,6 +139,11 @@ fn read_fdt(addr: u64) -> FdtInfo<'static> {
         if let Some(p) = chosen.property(astraea_abi::FDT_CWD_PROP) {
             info.cwd = core::str::from_utf8(p.value)
                 .unwrap_or("/")
+                .trim_end_matches('\0');
+        }
+        if let Some(p) = chosen.property(astraea_abi::FDT_CACHE_PROP) {
+            info.cache = core::str::from_utf8(p.value)
+                .unwrap_or("")
                 .trim_end_matches('\0');
         }
         if let Some(p) = chosen.property(astraea_abi::FDT_PVM_VIF_PROP) {
@@ -250,6 +257,8 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
             .split_ascii_whitespace()
             .find_map(|w| w.strip_prefix("9p.aname="))
             .unwrap_or("");
+        // The file cache's default budget: a quarter of the partition.
+        crate::cache::configure(fdt.cache, top / 4);
         match crate::p9::mount_device(base, aname) {
             Ok(c) => log::info!("9P namespace mounted (msize {})", c.msize()),
             Err(e) => log::error!("cannot mount the 9P namespace: {e}"),
@@ -315,6 +324,19 @@ fn report() {
         f.io_ns.load(Relaxed) / 1000,
         s.switches
     );
+    if let Some(c) = crate::cache::current() {
+        let st = c.stats();
+        log::info!(
+            "file cache {}: {} hits, {} misses ({} KiB fetched), {} evictions, {} KiB resident of {} KiB",
+            c.name(),
+            st.hits,
+            st.misses,
+            st.fetched_bytes / 1024,
+            st.evictions,
+            st.resident_bytes / 1024,
+            st.budget_bytes / 1024
+        );
+    }
 }
 
 static PANICKING: AtomicBool = AtomicBool::new(false);

@@ -43,6 +43,8 @@ pub enum File {
         path: String,
         /// `O_*` status flags (access mode, `O_APPEND`, `O_NONBLOCK`).
         flags: AtomicU32,
+        /// The file-cache key (its inode) when reads go through the cache.
+        cache: Option<u64>,
     },
 }
 

@@ -18,6 +18,8 @@ pub mod arch;
 #[cfg(target_os = "none")]
 pub mod boot;
 #[cfg(target_os = "none")]
+pub mod cache;
+#[cfg(target_os = "none")]
 pub mod console;
 #[cfg(target_os = "none")]
 pub mod drivers;

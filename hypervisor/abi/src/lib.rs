@@ -205,6 +205,9 @@ pub mod pvm {
 
 /// Device-tree property (under `/chosen`): the program's working directory.
 pub const FDT_CWD_PROP: &str = "astraea,cwd";
+/// `/chosen` string: the file-cache policy and which mounts it covers,
+/// `POLICY[:BYTES] MOUNT=ro|none…` (e.g. `ro:268435456 /=ro /home/me=none`).
+pub const FDT_CACHE_PROP: &str = "astraea,cache";
 
 /// Device-tree property (under `/chosen`) holding the program arguments, NUL-separated.
 pub const FDT_ARGS_PROP: &str = "astraea,args";

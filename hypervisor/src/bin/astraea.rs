@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use astraea_hypervisor::{NinePTarget, PartitionConfig, VmmError, jdk, memory::parse_mem_size};
+use astraea_hypervisor::{
+    NinePTarget, PartitionConfig, VmmError, jdk, jvm_opts, memory::parse_mem_size,
+};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -17,7 +19,9 @@ The partition's console goes to this process's stdout and stderr, and its exit s
 becomes this process's exit status.\n\n\
 Exit status: the guest's own status (0-255); 127 if the program, or a JDK for \
 `java`, cannot be found; 125 if the partition could not be started \
-(the message says why); 134 if the partition's kernel panicked; 139 if the partition \
+(the message says why), or if a JVM's heap (-Xmx, -Xms, -XX:MaxRAM…) plus 128 MiB \
+for the rest of the JVM does not fit --mem, or a JVM option needs the host \
+(JDWP over dt_socket, JMX remote, ZGC); 134 if the partition's kernel panicked; 139 if the partition \
 crashed (triple fault or an unexpected VM exit; a register dump is printed)."
 )]
 struct Cli {
@@ -73,6 +77,13 @@ struct RunArgs {
     /// result, to stderr.
     #[arg(long)]
     strace: bool,
+    /// The library OS's file cache for read-only mounts (the JDK, the
+    /// host's root by default): `ro` (default; a quarter of --mem),
+    /// `ro:SIZE` (e.g. ro:256M) or `none`. Read-write mounts are never
+    /// cached; a cached file is assumed not to change on the host while the
+    /// partition runs.
+    #[arg(long, value_name = "none|ro[:SIZE]")]
+    cache: Option<String>,
     /// Print the boot phase timings to stderr when the partition exits.
     #[arg(long)]
     timings: bool,
@@ -116,6 +127,10 @@ fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(e.exit_code());
         }
     };
+    if let Err(e) = check_java(&args) {
+        eprintln!("astraea: {e}");
+        return ExitCode::from(e.exit_code());
+    }
     match run_partition(&args) {
         Ok(outcome) => {
             if args.timings {
@@ -185,6 +200,7 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
             .flatten()
             .map(|d| d.to_string_lossy().into_owned()),
         strace: args.strace,
+        cache: args.cache.clone(),
     })
 }
 
@@ -218,6 +234,35 @@ fn resolve_program(mut args: RunArgs) -> Result<RunArgs, jdk::JdkError> {
     }
     args.args = resolved.args;
     Ok(args)
+}
+
+/// When the program is a JVM (`…/java`), checks its options before any
+/// partition is made (see `astraea_hypervisor::jvm_opts`): a heap that does
+/// not fit `--mem` and options that need the host are refused, others that
+/// cannot do their job in a partition are warned about. The environment's
+/// `JAVA_TOOL_OPTIONS` and `JDK_JAVA_OPTIONS` count when the partition gets
+/// this process's environment (the built-in gateway's default).
+fn check_java(args: &RunArgs) -> Result<(), jvm_opts::JvmOptionError> {
+    let Some((program, java_args)) = args.args.split_first() else {
+        return Ok(());
+    };
+    if !jvm_opts::is_java(program) {
+        return Ok(());
+    }
+    // A bad --mem is reported when the partition is made.
+    let Ok(mem) = parse_mem_size(&args.mem) else {
+        return Ok(());
+    };
+    let env_reaches_partition = args.ninep.is_none() && args.gateway.is_none() && !args.no_files;
+    let env = |var: &str| {
+        env_reaches_partition
+            .then(|| std::env::var(var).ok())
+            .flatten()
+    };
+    for w in jvm_opts::check(java_args, mem, env)? {
+        eprintln!("astraea: warning: {w}");
+    }
+    Ok(())
 }
 
 /// The built-in gateway's exports from `--mount` options (or the defaults),

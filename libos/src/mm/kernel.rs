@@ -253,13 +253,15 @@ pub fn unmap_user_page(va: u64) -> bool {
     }
 }
 
-/// Unmaps every user page in `[va, va+len)` and frees its frames.
+/// Unmaps every user page in `[va, va+len)`: owned frames are freed,
+/// borrowed ones (file-cache pages) handed back to the cache.
 pub fn unmap_user_range(va: u64, len: u64) {
     unmap_user_range_keep(va, len, &mut |_, pa| free_frames(pa, 1));
 }
 
-/// Unmaps every user page in `[va, va+len)`, handing each `(va, frame)` to
-/// `taken` instead of freeing it.
+/// Unmaps every user page in `[va, va+len)`, handing each owned
+/// `(va, frame)` to `taken` instead of freeing it; borrowed frames go back
+/// to the file cache.
 pub fn unmap_user_range_keep(va: u64, len: u64, taken: &mut dyn FnMut(u64, u64)) {
     let mut pages = alloc::vec::Vec::new();
     {
@@ -267,16 +269,35 @@ pub fn unmap_user_range_keep(va: u64, len: u64, taken: &mut dyn FnMut(u64, u64))
         let Some(space) = ks.as_mut() else { return };
         let r = space.unmap_range_each(&mut Tables, va, len, &mut |v, e| {
             // User memory is mapped with 4 KiB pages only.
-            pages.push((v, e & 0x000f_ffff_ffff_f000));
+            pages.push((v, e));
         });
         if let Err(e) = r {
             log::warn!("unmapping user memory {va:#x}+{len:#x}: {e:?}");
         }
     }
     flush_user(&pages.iter().map(|p| p.0).collect::<alloc::vec::Vec<_>>());
-    for (v, pa) in pages {
-        taken(v, pa);
+    for (v, e) in pages {
+        let pa = e & 0x000f_ffff_ffff_f000;
+        if e & PteFlags::BORROWED.bits() != 0 {
+            crate::cache::release_page(pa);
+        } else {
+            taken(v, pa);
+        }
     }
+}
+
+/// Unmaps one user page, returning its leaf entry (frame and flags) without
+/// freeing or releasing anything.
+pub fn take_user_page(va: u64) -> Option<u64> {
+    let e = {
+        let mut ks = KERNEL_SPACE.lock();
+        let space = ks.as_mut()?;
+        let t = space.translate(&mut Tables, va)?;
+        space.unmap(&mut Tables, va, PageSize::Size4K).ok()?;
+        (t.pa & !0xfff) | t.flags.bits()
+    };
+    cpu::invlpg(va);
+    Some(e)
 }
 
 /// Sets the flags of every present user page in `[va, va+len)`.

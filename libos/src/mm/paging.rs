@@ -58,6 +58,10 @@ impl PteFlags {
     /// ignored in flags passed in (in a 4K PTE this bit would mean PAT).
     pub const HUGE: Self = Self(1 << 7);
     pub const GLOBAL: Self = Self(1 << 8);
+    /// Software bit: the frame is borrowed (a file-cache page shared with
+    /// the cache), not owned by the mapping. `protect` never makes such a
+    /// page writable, and unmapping hands it back instead of freeing it.
+    pub const BORROWED: Self = Self(1 << 9);
     /// Requires EFER.NXE, else the bit is reserved and faults.
     pub const NO_EXECUTE: Self = Self(1 << 63);
 
@@ -627,7 +631,11 @@ fn protect_level(
             } else {
                 PageSize::Size2M
             };
-            let kept = e & (PteFlags::ACCESSED.0 | PteFlags::DIRTY.0);
+            let kept = e & (PteFlags::ACCESSED.0 | PteFlags::DIRTY.0 | PteFlags::BORROWED.0);
+            let mut flags = flags;
+            if e & PteFlags::BORROWED.0 != 0 {
+                flags = flags.difference(PteFlags::WRITABLE);
+            }
             set_entry(
                 ta,
                 table,

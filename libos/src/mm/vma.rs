@@ -374,6 +374,11 @@ fn fault_inner(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
     if let Some(t) = translate(page)
         && t.flags.contains(PteFlags::USER)
     {
+        if write && t.flags.contains(PteFlags::BORROWED) {
+            // A write to a file-cache page of a private mapping: the
+            // mapping gets its own copy.
+            return copy_on_write(page, &area, start);
+        }
         // Present: another path populated it, or the access was allowed
         // after all (a stale TLB entry).
         crate::arch::cpu::invlpg(page);
@@ -395,9 +400,15 @@ fn fault_inner(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
                 .file
                 .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
             let c = crate::p9::mounted().ok_or(Fault::Bus)?;
-            let crate::fd::File::P9 { fid, .. } = &**file else {
+            let crate::fd::File::P9 { fid, cache, .. } = &**file else {
                 return Err(Fault::Bus);
             };
+            if let (Some(key), Some(policy)) = (cache, crate::cache::current()) {
+                let file_at = |va: u64| offset + (va - start);
+                return map_cached(lo, hi, page, write, &area, start, &mut |va| {
+                    policy.map_page(*key, file_at(va), &mut |o, b| c.read(*fid, o, b))
+                });
+            }
             let t_io = crate::time::monotonic_ns();
             let mut buf = alloc::vec![0u8; (hi - lo) as usize];
             let mut got = 0usize;
@@ -425,6 +436,96 @@ fn fault_inner(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
             populate(lo, hi.min(valid_end), page, &area, start, Some(&buf))
         }
     }
+}
+
+/// Maps the file cache's own pages over the not-yet-present pages of
+/// `[lo, hi)`, read-only and marked borrowed (a write copies; see
+/// [`copy_on_write`]); `page_of(va)` pins and returns the cache page.
+fn map_cached(
+    lo: u64,
+    hi: u64,
+    page: u64,
+    write: bool,
+    area: &Area,
+    start: u64,
+    page_of: &mut dyn FnMut(u64) -> Result<Option<(u64, usize)>, Errno>,
+) -> Result<(), Fault> {
+    let flags = pte_flags(area.prot).difference(PteFlags::WRITABLE) | PteFlags::BORROWED;
+    let mut va = lo;
+    while va < hi {
+        if translate(va).is_some() {
+            va += PAGE;
+            continue;
+        }
+        let got = match page_of(va) {
+            Ok(g) => g,
+            Err(_) if va != page => break,
+            Err(Errno::ENOMEM) => return Err(Fault::Oom),
+            Err(_) => return Err(Fault::Bus),
+        };
+        let Some((pa, valid)) = got else {
+            return Err(Fault::Bus);
+        };
+        if valid == 0 {
+            // Past the end of the file.
+            crate::cache::release_page(pa);
+            if va == page {
+                return Err(Fault::Bus);
+            }
+            break;
+        }
+        let sp = SPACE.lock();
+        let same = matches!(sp.find(va), Some((s, a)) if s == start && a.end == area.end && a.prot == area.prot);
+        let mapped = same && map_user_page(va, pa, flags).is_ok();
+        drop(sp);
+        if !mapped {
+            crate::cache::release_page(pa);
+            if !same {
+                return Ok(());
+            }
+        }
+        va += PAGE;
+    }
+    if write {
+        return copy_on_write(page, area, start);
+    }
+    Ok(())
+}
+
+/// Gives a private mapping its own writable copy of the borrowed page at `page`.
+fn copy_on_write(page: u64, area: &Area, start: u64) -> Result<(), Fault> {
+    let sp = SPACE.lock();
+    match sp.find(page) {
+        Some((s, a)) if s == start && a.end == area.end && a.prot == area.prot => {}
+        _ => return Ok(()),
+    }
+    let Some(e) = super::kernel::take_user_page(page) else {
+        return Ok(());
+    };
+    let old = e & 0x000f_ffff_ffff_f000;
+    let borrowed = e & PteFlags::BORROWED.bits() != 0;
+    let new = if borrowed {
+        let new = alloc_frames(1, 1).ok_or(Fault::Oom)?;
+        // SAFETY: `old` is a cache page (still pinned by this mapping) and
+        // `new` a fresh frame of ours; both are whole pages in the direct map.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                phys_to_virt(old) as *const u8,
+                phys_to_virt(new) as *mut u8,
+                PAGE_SIZE,
+            );
+        }
+        crate::cache::release_page(old);
+        new
+    } else {
+        old
+    };
+    if map_user_page(page, new, pte_flags(area.prot)).is_err() {
+        free_frames(new, 1);
+        return Err(Fault::Oom);
+    }
+    drop(sp);
+    Ok(())
 }
 
 /// Maps fresh frames over the not-yet-present pages of `[lo, hi)` (filled

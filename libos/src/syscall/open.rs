@@ -100,11 +100,20 @@ fn open_path(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
 fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
     let lflags = flags & !(O_CLOEXEC);
+    let mut cache = None;
     let fid = match c.walk_path(&path) {
         Ok(fid) => {
-            if let Err(e) = c.open(fid, lflags & !O_CREAT) {
-                c.clunk(fid);
-                return Err(e);
+            match c.open(fid, lflags & !O_CREAT) {
+                // A regular file opened for reading under a cacheable mount
+                // goes through the file cache, keyed by its inode.
+                Ok(qid) if flags & O_ACCMODE == 0 && qid.ty == 0 => {
+                    cache = crate::cache::for_path(&path).map(|_| qid.path);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    c.clunk(fid);
+                    return Err(e);
+                }
             }
             fid
         }
@@ -126,6 +135,7 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
             offset: crate::sync::IrqLock::new(0),
             path,
             flags: AtomicU32::new(flags & (O_ACCMODE | O_APPEND | O_NONBLOCK)),
+            cache,
         })),
         flags & O_CLOEXEC != 0,
     )

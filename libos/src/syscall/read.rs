@@ -13,10 +13,13 @@ const CHUNK: u64 = 1 << 20;
 
 fn read_file(f: &File, offset: Option<u64>, addr: u64, len: u64) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
-    let (fid, pos) = match f {
+    let (fid, pos, key) = match f {
         File::P9 {
-            fid, offset: off, ..
-        } => (*fid, offset.unwrap_or(*off.lock())),
+            fid,
+            offset: off,
+            cache,
+            ..
+        } => (*fid, offset.unwrap_or(*off.lock()), *cache),
         File::Console { fd: 0 } => {
             // stdin is the gateway's /dev/cons.
             let cons = c.walk_path("/dev/cons")?;
@@ -39,7 +42,12 @@ fn read_file(f: &File, offset: Option<u64>, addr: u64, len: u64) -> Result<u64, 
     let mut n = 0usize;
     while (n as u64) < len {
         let want = chunk.min((len - n as u64) as usize);
-        let got = match c.read(fid, pos + n as u64, &mut buf[..want]) {
+        let at = pos + n as u64;
+        let got = match key.and_then(|k| crate::cache::current().map(|cache| (k, cache))) {
+            Some((k, cache)) => cache.read(k, at, &mut buf[..want], &mut |o, b| c.read(fid, o, b)),
+            None => c.read(fid, at, &mut buf[..want]),
+        };
+        let got = match got {
             Ok(g) => g,
             Err(e) if n == 0 => return Err(e),
             Err(_) => break,
