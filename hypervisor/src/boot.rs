@@ -53,6 +53,10 @@ pub struct BootParams<'a> {
     pub cwd: Option<&'a str>,
     /// The file-cache description for the library OS ([`astraea_abi::FDT_CACHE_PROP`]).
     pub cache: Option<&'a str>,
+    /// Ask the library OS to dump its file cache at exit.
+    pub cache_dump: bool,
+    /// A cache image placed in guest RAM: (address, length).
+    pub cache_image: Option<(u64, u64)>,
     /// Which of the user's standard streams are terminals
     /// ([`astraea_abi::tty`] bits) and the terminal's size.
     pub terminal: Terminal,
@@ -328,6 +332,14 @@ fn write_fdt(mem: &GuestMemory, mem_size: u64, p: &BootParams<'_>) -> Result<(),
     }
     if let Some(cache) = p.cache {
         w.property_string(astraea_abi::FDT_CACHE_PROP, cache)
+            .map_err(fdt_err)?;
+    }
+    if p.cache_dump {
+        w.property_u32(astraea_abi::FDT_CACHE_DUMP_PROP, 1)
+            .map_err(fdt_err)?;
+    }
+    if let Some((gpa, len)) = p.cache_image {
+        w.property_array_u64(astraea_abi::FDT_CACHE_IMAGE_PROP, &[gpa, len])
             .map_err(fdt_err)?;
     }
     if p.pvm_native {

@@ -50,6 +50,42 @@ pub struct PartitionConfig {
     /// (`ro:256M`); `None` means `ro` with the library OS's default budget.
     /// It covers the read-only exports of the built-in gateway.
     pub cache: Option<String>,
+    /// Write the file cache's contents to this file when the program exits.
+    pub cache_dump: Option<PathBuf>,
+    /// Preload the file cache from this image (made by `cache_dump`).
+    pub cache_image: Option<PathBuf>,
+}
+
+/// Places a cache image at the top of guest RAM (2 MiB aligned) for the
+/// library OS; returns its guest-physical address and length.
+fn place_cache_image(
+    mem: &GuestMemory,
+    mem_size: u64,
+    path: &std::path::Path,
+) -> Result<(u64, u64), VmmError> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        VmmError::Boot(format!(
+            "cannot read the cache image {}: {e}",
+            path.display()
+        ))
+    })?;
+    let len = bytes.len() as u64;
+    let (start, size) = *crate::memory::ram_ranges(mem_size)
+        .last()
+        .ok_or_else(|| VmmError::Boot("no guest RAM".into()))?;
+    let end = start + size;
+    let gpa = end.saturating_sub(len) & !((2 << 20) - 1);
+    // Keep the lower half of the partition for the kernel and the program.
+    if gpa < start || gpa < mem_size / 2 {
+        return Err(VmmError::Boot(format!(
+            "the cache image {} ({} MiB) does not fit in half of --mem; give the partition more memory",
+            path.display(),
+            len >> 20
+        )));
+    }
+    mem.write_slice(&bytes, GuestAddress(gpa))
+        .map_err(|e| VmmError::Boot(format!("writing the cache image: {e}")))?;
+    Ok((gpa, len))
 }
 
 /// The library OS's file-cache description for `cfg`: the policy, then
@@ -241,6 +277,19 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         cmdline += " strace=1";
     }
     let cache = cache_spec(cfg)?;
+    let cache_image = match &cfg.cache_image {
+        Some(p) => Some(place_cache_image(&mem, cfg.mem, p)?),
+        None => None,
+    };
+    let mut dump = match &cfg.cache_dump {
+        Some(p) => Some(std::io::BufWriter::with_capacity(
+            1 << 20,
+            std::fs::File::create(p).map_err(|e| {
+                VmmError::Boot(format!("cannot create the cache dump {}: {e}", p.display()))
+            })?,
+        )),
+        None => None,
+    };
     let params = BootParams {
         cmdline: &cmdline,
         args: &cfg.args,
@@ -249,6 +298,8 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         virtio9p: ninep.as_ref().map(|_| (virtio9p::BASE, virtio9p::VECTOR)),
         cwd: cfg.cwd.as_deref(),
         cache: Some(&cache),
+        cache_dump: cfg.cache_dump.is_some(),
+        cache_image,
         pvm_native: pvm_native(&vcpu),
         terminal: Terminal::of_this_process(),
     };
@@ -292,6 +343,12 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                 match p {
                     port::EXIT => {
                         timings.exited = t0.elapsed();
+                        if let Some(mut w) = dump.take() {
+                            use std::io::Write;
+                            if let Err(e) = w.flush() {
+                                tracing::error!("writing the cache dump: {e}");
+                            }
+                        }
                         return Ok(Outcome {
                             exit_code: value,
                             timings,
@@ -312,6 +369,20 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                                 )
                             });
                         return Err(VmmError::GuestPanic(msg));
+                    }
+                    port::CACHE_DUMP => {
+                        if let Some(w) = dump.as_mut() {
+                            use std::io::Write;
+                            match read_console_write(&mem, value) {
+                                Some((_, bytes)) => {
+                                    if let Err(e) = w.write_all(&bytes) {
+                                        tracing::error!("writing the cache dump: {e}");
+                                        dump = None;
+                                    }
+                                }
+                                None => tracing::warn!("a cache dump record outside guest memory"),
+                            }
+                        }
                     }
                     port::MARK => match Mark::from_u32(value) {
                         Some(Mark::KernelEntry) => timings.kernel_entry = Some(t0.elapsed()),

@@ -86,6 +86,8 @@ struct FdtInfo<'a> {
     pvm_vif: Option<u64>,
     cwd: &'a str,
     cache: &'a str,
+    cache_dump: bool,
+    cache_image: Option<(u64, u64)>,
     tty: u32,
     winsize: Option<(u16, u16)>,
 }
@@ -106,6 +108,8 @@ fn read_fdt(addr: u64) -> FdtInfo<'static> {
         pvm_vif: None,
         cwd: "/",
         cache: "",
+        cache_dump: false,
+        cache_image: None,
         tty: 0,
         winsize: None,
     };
@@ -154,6 +158,20 @@ fn read_fdt(addr: u64) -> FdtInfo<'static> {
         }
         if let Some(p) = chosen.property(astraea_abi::FDT_TTY_PROP) {
             info.tty = p.as_usize().map_or(0, |v| v as u32);
+        }
+        if let Some(p) = chosen.property(astraea_abi::FDT_CACHE_DUMP_PROP) {
+            info.cache_dump = p.as_usize().is_some_and(|v| v != 0);
+        }
+        if let Some(p) = chosen.property(astraea_abi::FDT_CACHE_IMAGE_PROP)
+            && let [a, b] = [&p.value.get(..8), &p.value.get(8..16)]
+            && let (Some(a), Some(b)) = (a, b)
+        {
+            let be = |x: &[u8]| {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(x);
+                u64::from_be_bytes(w)
+            };
+            info.cache_image = Some((be(a), be(b)));
         }
         if let Some(p) = chosen.property(astraea_abi::FDT_WINSIZE_PROP) {
             // Two big-endian u32 cells: rows, columns.
@@ -230,9 +248,19 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
     );
     let kernel_end_pa = mm::virt_to_phys(kernel.1);
     let bitmap_at = kernel_end_pa.next_multiple_of(4096);
+    // A cache image the VMM placed at the top of RAM stays reserved until
+    // it is loaded.
+    let image = fdt.cache_image.unwrap_or((0, 0));
     // SAFETY: `ram` comes from the VMM's device tree; the bitmap sits in RAM
     // after the kernel image, which nothing else uses, and is reserved.
-    unsafe { mm::init_frames(ram, &[(0, kernel_end_pa)], top, bitmap_at) };
+    unsafe {
+        mm::init_frames(
+            ram,
+            &[(0, kernel_end_pa), (image.0, image.0 + image.1)],
+            top,
+            bitmap_at,
+        )
+    };
     log::debug!("frames ready at {} us", time::monotonic_ns() / 1000);
 
     log::debug!("traps ready at {} us", time::monotonic_ns() / 1000);
@@ -262,6 +290,23 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
         match crate::p9::mount_device(base, aname) {
             Ok(c) => log::info!("9P namespace mounted (msize {})", c.msize()),
             Err(e) => log::error!("cannot mount the 9P namespace: {e}"),
+        }
+        CACHE_DUMP.store(fdt.cache_dump, Ordering::Relaxed);
+        if let Some((gpa, len)) = fdt.cache_image {
+            let t0 = time::monotonic_ns();
+            // SAFETY: the VMM wrote the image into these reserved frames,
+            // which the direct map reaches; they are freed only below.
+            let bytes = unsafe {
+                core::slice::from_raw_parts(mm::phys_to_virt(gpa) as *const u8, len as usize)
+            };
+            let (files, skipped, blocks) = crate::cache::load(bytes);
+            log::info!(
+                "cache image: {files} files ({skipped} changed, skipped), {blocks} blocks loaded in {} us",
+                (time::monotonic_ns() - t0) / 1000
+            );
+            let start = gpa & !0xfff;
+            let pages = ((gpa + len).next_multiple_of(4096) - start) / 4096;
+            mm::free_frames(start, pages as usize);
         }
     }
 
@@ -294,8 +339,15 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
     exit(code)
 }
 
+/// Whether the VMM asked for the file cache at exit (`--cache-dump`).
+static CACHE_DUMP: AtomicBool = AtomicBool::new(false);
+
 /// Ends the partition with `code` as its exit status.
 pub fn exit(code: i32) -> ! {
+    // The dump talks 9P: only from a context that may wait (a system call).
+    if CACHE_DUMP.swap(false, Ordering::Relaxed) && cpu::interrupts_enabled() {
+        crate::cache::dump();
+    }
     report();
     cpu::outl(port::EXIT, code as u32);
     loop {

@@ -83,6 +83,11 @@ pub fn winsize() -> (u16, u16) {
     ((v >> 16) as u16, v as u16)
 }
 
+/// Hands `bytes` to the VMM through `port` (a [`port::CACHE_DUMP`] record).
+pub fn to_vmm(port: u16, bytes: &[u8]) {
+    hypercall(port, Stream::Stdout, bytes);
+}
+
 /// Writes bytes to a host stream.
 pub fn write(stream: Stream, bytes: &[u8]) {
     hypercall(port::CONSOLE, stream, bytes);

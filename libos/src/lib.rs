@@ -19,6 +19,7 @@ pub mod arch;
 pub mod boot;
 #[cfg(target_os = "none")]
 pub mod cache;
+pub mod cache_image;
 #[cfg(target_os = "none")]
 pub mod console;
 #[cfg(target_os = "none")]

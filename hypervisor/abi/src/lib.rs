@@ -52,6 +52,9 @@ pub mod port {
     pub const PANIC: u16 = 0x601;
     /// `out` a [`super::Mark`] number: the VMM timestamps boot phases.
     pub const MARK: u16 = 0x602;
+    /// `out` the 32-bit guest-physical address of a [`super::ConsoleWrite`]
+    /// whose bytes the VMM appends to the `--cache-dump` file.
+    pub const CACHE_DUMP: u16 = 0x603;
     /// The legacy 16550 UART (COM1), for anything that expects one.
     pub const COM1: u16 = 0x3f8;
 }
@@ -208,6 +211,11 @@ pub const FDT_CWD_PROP: &str = "astraea,cwd";
 /// `/chosen` string: the file-cache policy and which mounts it covers,
 /// `POLICY[:BYTES] MOUNT=ro|none…` (e.g. `ro:268435456 /=ro /home/me=none`).
 pub const FDT_CACHE_PROP: &str = "astraea,cache";
+/// `/chosen` u32: 1 when the VMM wants the file cache dumped at exit.
+pub const FDT_CACHE_DUMP_PROP: &str = "astraea,cache-dump";
+/// `/chosen` two u64s: guest-physical address and length of a cache image
+/// the VMM placed in RAM (at its top) for the library OS to load.
+pub const FDT_CACHE_IMAGE_PROP: &str = "astraea,cache-image";
 
 /// Device-tree property (under `/chosen`) holding the program arguments, NUL-separated.
 pub const FDT_ARGS_PROP: &str = "astraea,args";

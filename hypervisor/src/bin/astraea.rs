@@ -84,6 +84,15 @@ struct RunArgs {
     /// partition runs.
     #[arg(long, value_name = "none|ro[:SIZE]")]
     cache: Option<String>,
+    /// When the program exits, write the file cache's contents (each
+    /// file's identity and its cached blocks) to FILE, for --cache-image.
+    #[arg(long, value_name = "FILE")]
+    cache_dump: Option<PathBuf>,
+    /// Start with the file cache loaded from FILE (made by --cache-dump):
+    /// files unchanged on the host since the dump start warm; changed ones
+    /// are skipped with a warning. The image goes at the top of --mem.
+    #[arg(long, value_name = "FILE")]
+    cache_image: Option<PathBuf>,
     /// Print the boot phase timings to stderr when the partition exits.
     #[arg(long)]
     timings: bool,
@@ -201,6 +210,8 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
             .map(|d| d.to_string_lossy().into_owned()),
         strace: args.strace,
         cache: args.cache.clone(),
+        cache_dump: args.cache_dump.clone(),
+        cache_image: args.cache_image.clone(),
     })
 }
 

@@ -230,6 +230,33 @@ impl FileCache for BlockCache {
         }
     }
 
+    fn pinned_blocks(&self) -> alloc::vec::Vec<(u64, u64, u64, usize)> {
+        let mut g = self.inner.lock();
+        g.blocks
+            .iter_mut()
+            .map(|(&(key, idx), b)| {
+                b.pins += 1;
+                (key, idx, b.pa, b.len)
+            })
+            .collect()
+    }
+
+    fn import(&self, key: u64, index: u64, data: &[u8]) -> Result<(), Errno> {
+        let mut data = Some(data);
+        self.block(key, index, false, &mut |_, out| {
+            // The first call takes the image's bytes, the next finds the end.
+            Ok(match data.take() {
+                Some(d) => {
+                    let n = d.len().min(out.len());
+                    out[..n].copy_from_slice(&d[..n]);
+                    n
+                }
+                None => 0,
+            })
+        })?;
+        Ok(())
+    }
+
     fn stats(&self) -> Stats {
         self.inner.lock().stats
     }

@@ -78,8 +78,143 @@ pub trait FileCache: Send + Sync {
         let _ = pa;
     }
 
+    /// Every cached block as `(key, index, first frame, bytes)`, each pinned
+    /// until [`release_page`](Self::release_page) of its frame (a dump reads
+    /// them meanwhile).
+    fn pinned_blocks(&self) -> Vec<(u64, u64, u64, usize)> {
+        Vec::new()
+    }
+
+    /// Adds a block from a cache image (a no-op for policies that keep none).
+    fn import(&self, key: u64, index: u64, data: &[u8]) -> Result<(), Errno> {
+        let _ = (key, index, data);
+        Ok(())
+    }
+
     /// The counters.
     fn stats(&self) -> Stats;
+}
+
+/// The namespace path of each cached file, by key, for dumps.
+static PATHS: crate::sync::IrqLock<alloc::collections::BTreeMap<u64, String>> =
+    crate::sync::IrqLock::new(alloc::collections::BTreeMap::new());
+
+/// Records that file `key` was opened as `path`.
+pub fn note_path(key: u64, path: &str) {
+    PATHS
+        .lock()
+        .entry(key)
+        .or_insert_with(|| String::from(path));
+}
+
+/// The identity of the file at `path` now: (size, mtime, inode).
+fn identity(path: &str) -> Result<(u64, (u64, u32), u64), Errno> {
+    let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+    let fid = c.walk_path(path)?;
+    let st = c.getattr(fid);
+    c.clunk(fid);
+    let st = st?;
+    Ok((st.size, (st.mtime_sec, st.mtime_nsec as u32), st.qid.path))
+}
+
+/// Writes the cache's contents to the VMM (`astraea run --cache-dump`):
+/// each cached file's identity, then its blocks, straight from their frames.
+pub fn dump() {
+    use crate::cache_image::{END_RECORD, FileId, MAGIC, block_header, file_record};
+    let Some(c) = current() else { return };
+    let blocks = c.pinned_blocks();
+    let send = |b: &[u8]| crate::console::to_vmm(astraea_abi::port::CACHE_DUMP, b);
+    send(MAGIC);
+    let mut files = 0usize;
+    let mut written = alloc::collections::BTreeSet::new();
+    for &(key, ..) in &blocks {
+        if written.contains(&key) {
+            continue;
+        }
+        let Some(path) = PATHS.lock().get(&key).cloned() else {
+            continue;
+        };
+        match identity(&path) {
+            Ok((size, mtime, inode)) if inode == key => {
+                send(&file_record(&FileId {
+                    path: &path,
+                    size,
+                    mtime,
+                    inode,
+                }));
+                written.insert(key);
+                files += 1;
+            }
+            _ => {}
+        }
+    }
+    let mut bytes = 0u64;
+    for &(key, index, pa, len) in &blocks {
+        if written.contains(&key) {
+            send(&block_header(key, index, len as u32));
+            // SAFETY: the block is pinned, so its `len` bytes of contiguous
+            // frames stay allocated and unchanged while the VMM copies them.
+            let data = unsafe {
+                core::slice::from_raw_parts(crate::mm::phys_to_virt(pa) as *const u8, len)
+            };
+            send(data);
+            bytes += len as u64;
+        }
+        c.release_page(pa);
+    }
+    send(&END_RECORD);
+    log::info!("file cache dumped: {files} files, {} KiB", bytes / 1024);
+}
+
+/// Loads the blocks of an image the VMM placed at `image` whose files
+/// are unchanged on the host; returns (files loaded, files skipped, blocks).
+pub fn load(image: &[u8]) -> (usize, usize, usize) {
+    use crate::cache_image::{Reader, Record};
+    let Some(c) = current() else { return (0, 0, 0) };
+    if c.name() == "none" {
+        return (0, 0, 0);
+    }
+    let reader = match Reader::new(image) {
+        Ok(r) => r,
+        Err(e) => {
+            crate::eprintln!("astraea: the cache image is not usable ({e:?}); starting cold");
+            return (0, 0, 0);
+        }
+    };
+    let mut valid = alloc::collections::BTreeSet::new();
+    let (mut loaded, mut skipped, mut blocks) = (0, 0, 0);
+    for rec in reader {
+        match rec {
+            Ok(Record::File(id)) => match identity(id.path) {
+                Ok((size, mtime, inode))
+                    if size == id.size && mtime == id.mtime && inode == id.inode =>
+                {
+                    valid.insert(inode);
+                    note_path(inode, id.path);
+                    loaded += 1;
+                }
+                _ => {
+                    crate::eprintln!(
+                        "astraea: warning: {} changed on the host since the cache image was made; its blocks are not loaded",
+                        id.path
+                    );
+                    skipped += 1;
+                }
+            },
+            Ok(Record::Block { inode, index, data }) => {
+                if valid.contains(&inode) && c.import(inode, index, data).is_ok() {
+                    blocks += 1;
+                }
+            }
+            Err(e) => {
+                crate::eprintln!(
+                    "astraea: the cache image is damaged ({e:?}); the rest is ignored"
+                );
+                break;
+            }
+        }
+    }
+    (loaded, skipped, blocks)
 }
 
 /// Which files the policy applies to: mount points in the partition's

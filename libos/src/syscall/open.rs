@@ -108,6 +108,9 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
                 // goes through the file cache, keyed by its inode.
                 Ok(qid) if flags & O_ACCMODE == 0 && qid.ty == 0 => {
                     cache = crate::cache::for_path(&path).map(|_| qid.path);
+                    if let Some(key) = cache {
+                        crate::cache::note_path(key, &path);
+                    }
                 }
                 Ok(_) => {}
                 Err(e) => {
