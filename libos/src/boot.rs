@@ -299,14 +299,11 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
             let bytes = unsafe {
                 core::slice::from_raw_parts(mm::phys_to_virt(gpa) as *const u8, len as usize)
             };
-            let (files, skipped, blocks) = crate::cache::load(bytes);
+            let (files, skipped, blocks) = crate::cache::load(gpa, bytes);
             log::info!(
                 "cache image: {files} files ({skipped} changed, skipped), {blocks} blocks loaded in {} us",
                 (time::monotonic_ns() - t0) / 1000
             );
-            let start = gpa & !0xfff;
-            let pages = ((gpa + len).next_multiple_of(4096) - start) / 4096;
-            mm::free_frames(start, pages as usize);
         }
     }
 

@@ -4,9 +4,13 @@
 //! Little-endian records after a 16-byte magic:
 //! - file (1): `u16 path_len, path, u64 size, u64 mtime_sec, u32
 //!   mtime_nsec, u64 inode` — the identity a load checks against the host;
-//! - block (2): `u64 inode, u64 index, u32 len, len bytes` — 64 KiB of the
-//!   file at `index * 64 KiB`;
-//! - end (3).
+//! - block (2): `u64 inode, u64 index, u32 len, u64 data_offset` — the
+//!   file's bytes at `index * 64 KiB` are at `data_offset` in the image;
+//! - end (3);
+//!
+//! then, from the next 64 KiB boundary, the blocks' data, each in a whole
+//! 64 KiB slot, so that an image placed 64 KiB-aligned in guest memory
+//! hands its blocks to the cache without a copy.
 //!
 //! The reader is a checked view over untrusted bytes (the image is a host
 //! file anyone may have edited): it never panics and stops at the first
@@ -15,7 +19,7 @@
 use alloc::vec::Vec;
 
 /// The image's first 16 bytes.
-pub const MAGIC: &[u8; 16] = b"ASTRAEA-CACHE-01";
+pub const MAGIC: &[u8; 16] = b"ASTRAEA-CACHE-02";
 const FILE: u8 = 1;
 const BLOCK: u8 = 2;
 const END: u8 = 3;
@@ -48,6 +52,8 @@ pub enum Record<'a> {
         index: u64,
         /// The bytes.
         data: &'a [u8],
+        /// Where they are in the image (a multiple of 64 KiB).
+        offset: u64,
     },
 }
 
@@ -125,11 +131,18 @@ impl<'a> Reader<'a> {
                 let inode = self.u64()?;
                 let index = self.u64()?;
                 let len = self.u32()? as usize;
-                if len > MAX_BLOCK {
+                let off = self.u64()?;
+                if len > MAX_BLOCK || off % MAX_BLOCK as u64 != 0 {
                     return None;
                 }
-                let data = self.take(len)?;
-                Some(Some(Record::Block { inode, index, data }))
+                let start = usize::try_from(off).ok()?;
+                let data = self.bytes.get(start..start.checked_add(len)?)?;
+                Some(Some(Record::Block {
+                    inode,
+                    index,
+                    data,
+                    offset: off,
+                }))
             }
             END => Some(None),
             _ => None,
@@ -174,15 +187,19 @@ pub fn file_record(id: &FileId<'_>) -> Vec<u8> {
     out
 }
 
-/// The header of a block record; the block's `len` bytes follow it.
-pub fn block_header(inode: u64, index: u64, len: u32) -> [u8; 21] {
-    let mut out = [0u8; 21];
+/// A block record: its `len` bytes are at `offset` (64 KiB-aligned).
+pub fn block_record(inode: u64, index: u64, len: u32, offset: u64) -> [u8; 29] {
+    let mut out = [0u8; 29];
     out[0] = BLOCK;
     out[1..9].copy_from_slice(&inode.to_le_bytes());
     out[9..17].copy_from_slice(&index.to_le_bytes());
     out[17..21].copy_from_slice(&len.to_le_bytes());
+    out[21..29].copy_from_slice(&offset.to_le_bytes());
     out
 }
+
+/// Size of a block record.
+pub const BLOCK_RECORD: usize = 29;
 
 /// The end record.
 pub const END_RECORD: [u8; 1] = [END];
@@ -199,9 +216,10 @@ mod tests {
             mtime: (1_700_000_000, 5),
             inode: 42,
         }));
-        img.extend(block_header(42, 1, 3));
-        img.extend([7, 8, 9]);
+        img.extend(block_record(42, 1, 3, 65536));
         img.extend(END_RECORD);
+        img.resize(65536, 0);
+        img.extend([7, 8, 9]);
         img
     }
 
@@ -224,7 +242,8 @@ mod tests {
             Ok(Record::Block {
                 inode: 42,
                 index: 1,
-                data: &[7, 8, 9]
+                data: &[7, 8, 9],
+                offset: 65536
             })
         );
     }
@@ -234,11 +253,14 @@ mod tests {
         assert!(matches!(Reader::new(b"nope"), Err(ImageError::BadMagic)));
         let img = sample();
         for cut in 16..img.len() - 1 {
+            if cut > 200 && cut < 65536 {
+                continue;
+            }
             let recs: Vec<_> = Reader::new(&img[..cut]).unwrap().collect();
             assert!(recs.iter().all(|r| r.is_ok()) || recs.last().unwrap().is_err());
         }
         let mut big = MAGIC.to_vec();
-        big.extend(block_header(1, 0, u32::MAX));
+        big.extend(block_record(1, 0, u32::MAX, 0));
         let recs: Vec<_> = Reader::new(&big).unwrap().collect();
         assert_eq!(recs, vec![Err(ImageError::Malformed(16))]);
     }

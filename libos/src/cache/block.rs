@@ -241,20 +241,34 @@ impl FileCache for BlockCache {
             .collect()
     }
 
-    fn import(&self, key: u64, index: u64, data: &[u8]) -> Result<(), Errno> {
-        let mut data = Some(data);
-        self.block(key, index, false, &mut |_, out| {
-            // The first call takes the image's bytes, the next finds the end.
-            Ok(match data.take() {
-                Some(d) => {
-                    let n = d.len().min(out.len());
-                    out[..n].copy_from_slice(&d[..n]);
-                    n
-                }
-                None => 0,
-            })
-        })?;
-        Ok(())
+    fn adopt(&self, key: u64, index: u64, pa: u64, len: usize) -> bool {
+        if !pa.is_multiple_of(BLOCK) || len > BLOCK as usize {
+            return false;
+        }
+        let mut g = self.inner.lock();
+        let inner = &mut *g;
+        if inner.blocks.contains_key(&(key, index)) {
+            return false;
+        }
+        inner.tick += 1;
+        let tick = inner.tick;
+        inner.stats.resident_bytes += BLOCK;
+        inner.blocks.insert(
+            (key, index),
+            Block {
+                pa,
+                len,
+                pins: 0,
+                tick,
+            },
+        );
+        inner.by_pa.insert(pa, (key, index));
+        let evicted = evict(inner, self.budget);
+        drop(g);
+        for f in evicted {
+            free_frames(f, PAGES);
+        }
+        true
     }
 
     fn stats(&self) -> Stats {

@@ -85,10 +85,12 @@ pub trait FileCache: Send + Sync {
         Vec::new()
     }
 
-    /// Adds a block from a cache image (a no-op for policies that keep none).
-    fn import(&self, key: u64, index: u64, data: &[u8]) -> Result<(), Errno> {
-        let _ = (key, index, data);
-        Ok(())
+    /// Takes the 64 KiB-aligned frames at `pa` (a block of a cache image,
+    /// `len` bytes of data) as block `index` of file `key`; `false` if the
+    /// policy keeps no blocks (the caller then frees them).
+    fn adopt(&self, key: u64, index: u64, pa: u64, len: usize) -> bool {
+        let _ = (key, index, pa, len);
+        false
     }
 
     /// The counters.
@@ -118,105 +120,158 @@ fn identity(path: &str) -> Result<(u64, (u64, u32), u64), Errno> {
 }
 
 /// Writes the cache's contents to the VMM (`astraea run --cache-dump`):
-/// each cached file's identity, then its blocks, straight from their frames.
+/// each cached file's identity and block records, then the blocks' data
+/// in 64 KiB slots, straight from their frames.
 pub fn dump() {
-    use crate::cache_image::{END_RECORD, FileId, MAGIC, block_header, file_record};
+    use crate::cache_image::{END_RECORD, FileId, MAGIC, MAX_BLOCK, block_record, file_record};
+    static ZEROS: [u8; 4096] = [0; 4096];
     let Some(c) = current() else { return };
     let blocks = c.pinned_blocks();
     let send = |b: &[u8]| crate::console::to_vmm(astraea_abi::port::CACHE_DUMP, b);
-    send(MAGIC);
-    let mut files = 0usize;
-    let mut written = alloc::collections::BTreeSet::new();
+    let mut meta = MAGIC.to_vec();
+    let mut files = alloc::collections::BTreeSet::new();
     for &(key, ..) in &blocks {
-        if written.contains(&key) {
+        if files.contains(&key) {
             continue;
         }
         let Some(path) = PATHS.lock().get(&key).cloned() else {
             continue;
         };
-        match identity(&path) {
-            Ok((size, mtime, inode)) if inode == key => {
-                send(&file_record(&FileId {
-                    path: &path,
-                    size,
-                    mtime,
-                    inode,
-                }));
-                written.insert(key);
-                files += 1;
-            }
-            _ => {}
+        if let Ok((size, mtime, inode)) = identity(&path)
+            && inode == key
+        {
+            meta.extend(file_record(&FileId {
+                path: &path,
+                size,
+                mtime,
+                inode,
+            }));
+            files.insert(key);
         }
     }
-    let mut bytes = 0u64;
-    for &(key, index, pa, len) in &blocks {
-        if written.contains(&key) {
-            send(&block_header(key, index, len as u32));
-            // SAFETY: the block is pinned, so its `len` bytes of contiguous
-            // frames stay allocated and unchanged while the VMM copies them.
-            let data = unsafe {
-                core::slice::from_raw_parts(crate::mm::phys_to_virt(pa) as *const u8, len)
-            };
-            send(data);
-            bytes += len as u64;
-        }
+    let kept: Vec<_> = blocks.iter().filter(|b| files.contains(&b.0)).collect();
+    let records = kept.len() * crate::cache_image::BLOCK_RECORD + END_RECORD.len();
+    let slot = MAX_BLOCK as u64;
+    let data_start = ((meta.len() + records) as u64).next_multiple_of(slot);
+    for (i, &&(key, index, _, len)) in kept.iter().enumerate() {
+        meta.extend(block_record(
+            key,
+            index,
+            len as u32,
+            data_start + i as u64 * slot,
+        ));
+    }
+    meta.extend(END_RECORD);
+    send(&meta);
+    let mut pad = data_start as usize - meta.len();
+    while pad > 0 {
+        let n = pad.min(ZEROS.len());
+        send(&ZEROS[..n]);
+        pad -= n;
+    }
+    for &&(_, _, pa, _) in &kept {
+        // SAFETY: the block is pinned, so its 64 KiB of contiguous frames
+        // (data, then zeros) stay allocated and unchanged while the VMM
+        // copies them.
+        let data = unsafe {
+            core::slice::from_raw_parts(crate::mm::phys_to_virt(pa) as *const u8, MAX_BLOCK)
+        };
+        send(data);
+    }
+    for &(_, _, pa, _) in &blocks {
         c.release_page(pa);
     }
-    send(&END_RECORD);
-    log::info!("file cache dumped: {files} files, {} KiB", bytes / 1024);
+    log::info!(
+        "file cache dumped: {} files, {} blocks ({} KiB)",
+        files.len(),
+        kept.len(),
+        kept.len() * 64
+    );
 }
 
-/// Loads the blocks of an image the VMM placed at `image` whose files
-/// are unchanged on the host; returns (files loaded, files skipped, blocks).
-pub fn load(image: &[u8]) -> (usize, usize, usize) {
-    use crate::cache_image::{Reader, Record};
-    let Some(c) = current() else { return (0, 0, 0) };
-    if c.name() == "none" {
-        return (0, 0, 0);
-    }
-    let reader = match Reader::new(image) {
-        Ok(r) => r,
-        Err(e) => {
-            crate::eprintln!("astraea: the cache image is not usable ({e:?}); starting cold");
-            return (0, 0, 0);
-        }
-    };
-    let mut valid = alloc::collections::BTreeSet::new();
+/// Loads a cache image the VMM placed at guest-physical `gpa`: the blocks
+/// of files unchanged on the host become cache blocks where they lie; every
+/// other page of the image is freed. Returns (files loaded, files skipped,
+/// blocks).
+pub fn load(gpa: u64, image: &[u8]) -> (usize, usize, usize) {
+    use crate::cache_image::{MAX_BLOCK, Reader, Record};
+    let mut adopted = alloc::collections::BTreeSet::new();
     let (mut loaded, mut skipped, mut blocks) = (0, 0, 0);
-    for rec in reader {
-        match rec {
-            Ok(Record::File(id)) => match identity(id.path) {
-                Ok((size, mtime, inode))
-                    if size == id.size && mtime == id.mtime && inode == id.inode =>
-                {
-                    valid.insert(inode);
-                    note_path(inode, id.path);
-                    loaded += 1;
+    let policy = current().filter(|c| c.name() != "none");
+    match (policy, Reader::new(image)) {
+        (None, _) => {}
+        (Some(_), Err(e)) => {
+            crate::eprintln!("astraea: the cache image is not usable ({e:?}); starting cold");
+        }
+        (Some(c), Ok(reader)) => {
+            let mut valid = alloc::collections::BTreeSet::new();
+            for rec in reader {
+                match rec {
+                    Ok(Record::File(id)) => match identity(id.path) {
+                        Ok((size, mtime, inode))
+                            if size == id.size && mtime == id.mtime && inode == id.inode =>
+                        {
+                            valid.insert(inode);
+                            note_path(inode, id.path);
+                            loaded += 1;
+                        }
+                        _ => {
+                            crate::eprintln!(
+                                "astraea: warning: {} changed on the host since the cache image was made; its blocks are not loaded",
+                                id.path
+                            );
+                            skipped += 1;
+                        }
+                    },
+                    Ok(Record::Block {
+                        inode,
+                        index,
+                        data,
+                        offset,
+                    }) => {
+                        if valid.contains(&inode)
+                            && !adopted.contains(&offset)
+                            && c.adopt(inode, index, gpa + offset, data.len())
+                        {
+                            adopted.insert(offset);
+                            blocks += 1;
+                        }
+                    }
+                    Err(e) => {
+                        crate::eprintln!(
+                            "astraea: the cache image is damaged ({e:?}); the rest is ignored"
+                        );
+                        break;
+                    }
                 }
-                _ => {
-                    crate::eprintln!(
-                        "astraea: warning: {} changed on the host since the cache image was made; its blocks are not loaded",
-                        id.path
-                    );
-                    skipped += 1;
-                }
-            },
-            Ok(Record::Block { inode, index, data }) => {
-                if valid.contains(&inode) && c.import(inode, index, data).is_ok() {
-                    blocks += 1;
-                }
-            }
-            Err(e) => {
-                crate::eprintln!(
-                    "astraea: the cache image is damaged ({e:?}); the rest is ignored"
-                );
-                break;
             }
         }
+    }
+    // Free what was not adopted, a 64 KiB slot (or the last pages) at a time.
+    let slot = MAX_BLOCK as u64;
+    let end = gpa + (image.len() as u64).next_multiple_of(4096);
+    let mut at = gpa;
+    while at < end {
+        let n = slot.min(end - at);
+        if !adopted.contains(&(at - gpa)) {
+            crate::mm::free_frames(at, (n / 4096) as usize);
+        }
+        at += n;
     }
     (loaded, skipped, blocks)
 }
 
+/// The partition's policy, whatever it applies to.
+pub fn current() -> Option<&'static dyn FileCache> {
+    CONFIG.get().map(|c| &*c.cache)
+}
+
+/// Hands back a borrowed page the program no longer maps.
+pub fn release_page(pa: u64) {
+    if let Some(c) = current() {
+        c.release_page(pa);
+    }
+}
 /// Which files the policy applies to: mount points in the partition's
 /// namespace, each cached or not; the longest matching one decides.
 struct Config {
@@ -271,16 +326,4 @@ pub fn for_path(path: &str) -> Option<&'static dyn FileCache> {
         .filter(|(m, _)| under(path, m))
         .max_by_key(|(m, _)| m.len())?;
     best.1.then_some(&*c.cache)
-}
-
-/// The partition's policy, whatever it applies to.
-pub fn current() -> Option<&'static dyn FileCache> {
-    CONFIG.get().map(|c| &*c.cache)
-}
-
-/// Hands back a borrowed page the program no longer maps.
-pub fn release_page(pa: u64) {
-    if let Some(c) = current() {
-        c.release_page(pa);
-    }
 }

@@ -406,7 +406,20 @@ fn fault_inner(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
             if let (Some(key), Some(policy)) = (cache, crate::cache::current()) {
                 let file_at = |va: u64| offset + (va - start);
                 return map_cached(lo, hi, page, write, &area, start, &mut |va| {
-                    policy.map_page(*key, file_at(va), &mut |o, b| c.read(*fid, o, b))
+                    policy.map_page(*key, file_at(va), &mut |o, b| {
+                        let t = crate::time::monotonic_ns();
+                        let r = c.read(*fid, o, b);
+                        STATS.io_ns.fetch_add(
+                            crate::time::monotonic_ns() - t,
+                            core::sync::atomic::Ordering::Relaxed,
+                        );
+                        if let Ok(n) = r {
+                            STATS
+                                .file_bytes
+                                .fetch_add(n as u64, core::sync::atomic::Ordering::Relaxed);
+                        }
+                        r
+                    })
                 });
             }
             let t_io = crate::time::monotonic_ns();
@@ -451,6 +464,10 @@ fn map_cached(
     page_of: &mut dyn FnMut(u64) -> Result<Option<(u64, usize)>, Errno>,
 ) -> Result<(), Fault> {
     let flags = pte_flags(area.prot).difference(PteFlags::WRITABLE) | PteFlags::BORROWED;
+    // A writable private mapping (a data segment, the CDS archive's
+    // read-write region) gets its own copies of the whole window at once:
+    // a copy costs far less than the write fault per page it saves.
+    let copy = area.prot & PROT_WRITE != 0 && !area.shared;
     let mut va = lo;
     while va < hi {
         if translate(va).is_some() {
@@ -474,19 +491,45 @@ fn map_cached(
             }
             break;
         }
+        let owned = if copy {
+            let Some(new) = alloc_frames(1, 1) else {
+                crate::cache::release_page(pa);
+                return if va == page { Err(Fault::Oom) } else { Ok(()) };
+            };
+            // SAFETY: `pa` is a pinned cache page and `new` a fresh frame of
+            // ours; both are whole pages in the direct map.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    phys_to_virt(pa) as *const u8,
+                    phys_to_virt(new) as *mut u8,
+                    PAGE_SIZE,
+                );
+            }
+            crate::cache::release_page(pa);
+            Some(new)
+        } else {
+            None
+        };
         let sp = SPACE.lock();
         let same = matches!(sp.find(va), Some((s, a)) if s == start && a.end == area.end && a.prot == area.prot);
-        let mapped = same && map_user_page(va, pa, flags).is_ok();
+        let mapped = same
+            && match owned {
+                Some(new) => map_user_page(va, new, pte_flags(area.prot)).is_ok(),
+                None => map_user_page(va, pa, flags).is_ok(),
+            };
         drop(sp);
         if !mapped {
-            crate::cache::release_page(pa);
+            match owned {
+                Some(new) => free_frames(new, 1),
+                None => crate::cache::release_page(pa),
+            }
             if !same {
                 return Ok(());
             }
         }
         va += PAGE;
     }
-    if write {
+    if write && !copy {
         return copy_on_write(page, area, start);
     }
     Ok(())
