@@ -12,9 +12,14 @@
 //!   `astraea run --mem 2G -- <jdk>/bin/java …` from the same directory, and
 //!   checks that the partition's stdout and exit status equal the host's (with
 //!   the differences a partition must have: one vCPU, no child processes),
-//!   and that the library OS met no unimplemented system call. These are
-//!   ignored until the JVM runs in a partition; the lead removes the ignores
-//!   as things start working.
+//!   and that the library OS met no unimplemented system call.
+//! * The JVM options `astraea run` checks before it makes a partition: a
+//!   heap larger than `--mem` allows, options that need the host (refused
+//!   with 125) or that the JVM turns off (warned about); and the JVM's own
+//!   errors passing through unchanged.
+//! * `record_syscalls` (ignored; `./x syscalls`) writes
+//!   `jvm-port/syscalls/<test>-<jdk>.txt`, the system calls each program made
+//!   in a partition, from `astraea run --strace`.
 //!
 //! Without a JDK, `javac` or `/dev/kvm` a test says so loudly and passes.
 
@@ -99,9 +104,22 @@ mod tests {
         static F: OnceLock<Option<Fixture>> = OnceLock::new();
         let f = F.get_or_init(|| {
             let javac = javac()?;
-            // One fixed place (not a new one per run: the input file is
-            // 64 MiB), under target/ so that `cargo clean` removes it.
-            let root = workspace().join("target").join("java-tests");
+            // Under target/ so that `cargo clean` removes it, one directory
+            // per test process so that concurrent runs of this suite do not
+            // delete each other's files; those of processes that have ended
+            // are removed (the input file is 64 MiB).
+            let top = workspace().join("target").join("java-tests");
+            if let Ok(entries) = std::fs::read_dir(&top) {
+                for e in entries.flatten() {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if let Some(pid) = name.strip_prefix("pid-")
+                        && !Path::new("/proc").join(pid).exists()
+                    {
+                        let _ = std::fs::remove_dir_all(e.path());
+                    }
+                }
+            }
+            let root = top.join(format!("pid-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&root);
             let classes = root.join("classes");
             std::fs::create_dir_all(&classes).unwrap();
@@ -310,8 +328,21 @@ mod tests {
     }
 
     fn in_partition(fx: &Fixture, jdk: &Path, case: &Case, variant: &Variant, dir: &Path) -> Run {
+        in_partition_with(fx, jdk, case, variant, dir, &[])
+    }
+
+    /// [`in_partition`] with extra `astraea run` options (`--strace`).
+    fn in_partition_with(
+        fx: &Fixture,
+        jdk: &Path,
+        case: &Case,
+        variant: &Variant,
+        dir: &Path,
+        options: &[&str],
+    ) -> Run {
         let mut c = Command::new(astraea());
         c.args(["run", "--mem", &format!("{PARTITION_MEM_MIB}M")])
+            .args(options)
             .args(["--cpus", &PARTITION_CPUS.to_string(), "--"])
             .arg(jdk.join("bin/java"))
             .args(java_args(fx, case, variant))
@@ -870,5 +901,373 @@ mod tests {
         assert_eq!(r.code, 0, "{r:?}");
         assert!(r.stdout.contains("--jdk <DIR>"), "{r:?}");
         assert!(r.stdout.contains("JAVA_HOME"), "{r:?}");
+    }
+
+    // ---- the JVM's options, checked before the partition starts ----
+
+    /// A `java` that need not exist: the checks come before any partition.
+    const NO_JAVA: &str = "/nonexistent/jdk/bin/java";
+
+    /// `astraea run ARGS` with no `JAVA_TOOL_OPTIONS` or `JDK_JAVA_OPTIONS`
+    /// from the test's environment.
+    fn astraea_run(args: &[&str], dir: Option<&Path>) -> Run {
+        let mut c = Command::new(astraea());
+        c.arg("run")
+            .args(args)
+            .env_remove("JAVA_TOOL_OPTIONS")
+            .env_remove("JDK_JAVA_OPTIONS");
+        if let Some(d) = dir {
+            c.current_dir(d);
+        }
+        run_timeout(c, PARTITION_TIMEOUT)
+    }
+
+    #[test]
+    fn heap_larger_than_the_partition_is_refused() {
+        let r = astraea_run(
+            &["--mem", "512M", "--", NO_JAVA, "-Xmx1g", "-cp", ".", "Main"],
+            None,
+        );
+        assert_eq!(r.code, 125, "{r:?}");
+        assert_eq!(
+            r.stderr,
+            "astraea: the JVM's heap does not fit the partition: -Xmx1g asks for a 1024 MiB \
+             heap, and the JVM needs about 128 MiB more for metaspace, code cache and threads, \
+             1152 MiB in all, but the partition has --mem 512M. Give the partition more memory \
+             (--mem 1280M) or the JVM a smaller heap (-Xmx384m at most)\n",
+            "{r:?}"
+        );
+        assert!(r.stdout.is_empty(), "{r:?}");
+        for opts in [
+            &["-Xms2g"][..],
+            &["-XX:MaxHeapSize=600m"],
+            &["-XX:InitialHeapSize=1g"],
+            &["-XX:MaxRAMPercentage=100"],
+            &["-XX:MaxRAM=8g"],
+        ] {
+            let mut a = vec!["--mem", "512M", "--", NO_JAVA];
+            a.extend_from_slice(opts);
+            a.extend_from_slice(&["-cp", ".", "Main"]);
+            let r = astraea_run(&a, None);
+            assert_eq!(r.code, 125, "{opts:?}: {r:?}");
+            assert!(r.stderr.contains(opts[0]), "{opts:?}: {r:?}");
+            assert!(r.stderr.contains("--mem 512M"), "{opts:?}: {r:?}");
+        }
+        // From the environment, which the partition's JVM reads too.
+        let mut c = Command::new(astraea());
+        c.args(["run", "--mem", "1G", "--", NO_JAVA, "-version"])
+            .env("JAVA_TOOL_OPTIONS", "-Xmx4g")
+            .env_remove("JDK_JAVA_OPTIONS");
+        let r = run_timeout(c, HOST_TIMEOUT);
+        assert_eq!(r.code, 125, "{r:?}");
+        assert!(
+            r.stderr
+                .contains("-Xmx4g (from JAVA_TOOL_OPTIONS) asks for a 4096 MiB heap"),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn options_that_need_the_host_are_refused() {
+        for (opt, why) in [
+            (
+                "-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=5005",
+                "JDWP debugger agent's dt_socket transport needs a TCP socket",
+            ),
+            (
+                "-agentlib:jdwp=transport=dt_socket,server=n,address=localhost:5005",
+                "a partition has no network",
+            ),
+            ("-Xrunjdwp:transport=dt_socket,server=y", "JDWP"),
+            (
+                "-Dcom.sun.management.jmxremote",
+                "JMX management agent serves RMI on a TCP port",
+            ),
+            ("-Dcom.sun.management.jmxremote.port=9999", "JMX"),
+            (
+                "-XX:+UseZGC",
+                "ZGC maps its heap through a shared-memory file",
+            ),
+        ] {
+            let r = astraea_run(&["--", NO_JAVA, opt, "-cp", ".", "Main"], None);
+            assert_eq!(r.code, 125, "{opt}: {r:?}");
+            assert!(
+                r.stderr
+                    .starts_with(&format!("astraea: {opt} cannot work in a partition: ")),
+                "{opt}: {r:?}"
+            );
+            assert!(r.stderr.contains(why), "{opt}: {r:?}");
+        }
+    }
+
+    /// A Java program's run in a partition with `opts` before `-cp`.
+    fn partition_java(jdk: &Path, mem: &str, opts: &[&str], main_and_args: &[&str]) -> Run {
+        let fx = fixture().expect("checked by the caller");
+        let java = jdk.join("bin/java");
+        let cp = fx.classes.to_string_lossy().into_owned();
+        let mut a = vec!["--mem", mem, "--", java.to_str().unwrap()];
+        a.extend_from_slice(opts);
+        a.extend_from_slice(&["-cp", &cp]);
+        a.extend_from_slice(main_and_args);
+        astraea_run(&a, Some(&fx.root))
+    }
+
+    #[test]
+    fn heap_that_fits_and_program_arguments_are_not_refused() {
+        if fixture().is_none() || !kvm_available() {
+            return;
+        }
+        for (name, jdk) in jdks() {
+            // 384 MiB + 128 MiB fits 512 MiB exactly.
+            let r = partition_java(&jdk, "512M", &["-Xmx384m"], &["Exit3"]);
+            assert_eq!(
+                (r.code, r.stdout.as_str()),
+                (3, "exiting with 3\n"),
+                "{name}: {r:?}"
+            );
+            // After the main class, JVM options are the program's arguments.
+            let r = partition_java(&jdk, "512M", &[], &["Exit3", "-Xmx64g", "-XX:+UseZGC"]);
+            assert_eq!(r.code, 3, "{name}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn options_the_jvm_turns_off_are_warned_about_and_run() {
+        if fixture().is_none() || !kvm_available() {
+            return;
+        }
+        for (name, jdk) in jdks() {
+            let r = partition_java(
+                &jdk,
+                "1G",
+                &[
+                    "-XX:+UseNUMA",
+                    "-XX:+StartAttachListener",
+                    "-XX:+UseLargePages",
+                ],
+                &["Exit3"],
+            );
+            assert_eq!(r.code, 3, "{name}: {r:?}");
+            assert!(r.stdout.ends_with("exiting with 3\n"), "{name}: {r:?}");
+            assert!(
+                r.stderr
+                    .contains("astraea: warning: -XX:+UseNUMA: a partition has one memory node"),
+                "{name}: {r:?}"
+            );
+            assert!(
+                r.stderr
+                    .contains("astraea: warning: -XX:+StartAttachListener: the attach listener"),
+                "{name}: {r:?}"
+            );
+            // The JVM's own warning, passed through (unified logging writes
+            // warnings to stdout).
+            assert!(r.stdout.contains("UseLargePages disabled"), "{name}: {r:?}");
+        }
+    }
+
+    /// The JVM's own errors reach the user unchanged: a missing main class
+    /// (OutOfMemoryError: `memory_oom_partition`).
+    #[test]
+    fn class_not_found_passes_through() {
+        let Some(fx) = fixture() else { return };
+        if !kvm_available() {
+            return;
+        }
+        for (name, jdk) in jdks() {
+            let mut c = Command::new(jdk.join("bin/java"));
+            c.arg("-cp").arg(&fx.classes).arg("NoSuchMain");
+            let host = run_timeout(c, HOST_TIMEOUT);
+            assert_eq!(host.code, 1, "{name}: {host:?}");
+            assert!(
+                host.stderr
+                    .contains("Could not find or load main class NoSuchMain"),
+                "{name}: {host:?}"
+            );
+            let r = partition_java(&jdk, "1G", &[], &["NoSuchMain"]);
+            assert_eq!(r.code, host.code, "{name}: {r:?}");
+            assert_eq!(r.stdout, host.stdout, "{name}: {r:?}");
+            assert_eq!(r.stderr, host.stderr, "{name}: {r:?}");
+        }
+    }
+
+    // ---- the system calls each program uses: jvm-port/syscalls/ ----
+
+    /// Every program, once: the records are per program and JDK.
+    const RECORDED: &[&Case] = &[
+        &HELLO,
+        &FILES_OPS,
+        &THREADS,
+        &SIGNALS,
+        &MEMORY,
+        &MEMORY_OOM,
+        &MAP_SUM,
+        &JNI,
+        &PROC,
+        &EXIT3,
+    ];
+
+    /// Where the record of `case` on JDK `jdk` lives.
+    fn record_path(case: &Case, jdk: &str) -> PathBuf {
+        workspace()
+            .join("jvm-port")
+            .join("syscalls")
+            .join(format!("{}-{jdk}.txt", case.name))
+    }
+
+    /// The distinct system calls in `astraea run --strace` output, sorted by
+    /// name: (name, calls, calls answered ENOSYS). A call the library OS does
+    /// not know is named by its number (`?239`), taken from the warning the
+    /// library OS logs just before it.
+    fn strace_summary(stderr: &str) -> Vec<(String, u64, u64)> {
+        let mut calls = std::collections::BTreeMap::<String, (u64, u64)>::new();
+        let mut last_unimplemented = None;
+        for line in stderr.lines() {
+            if let Some(rest) = line.split("unimplemented system call ").nth(1) {
+                last_unimplemented = rest.split_whitespace().next().map(String::from);
+                continue;
+            }
+            let Some(call) = line.strip_prefix("[strace] ") else {
+                continue;
+            };
+            let Some((name, _)) = call.split_once('(') else {
+                continue;
+            };
+            let ret = call.rsplit_once(" = ").map(|(_, r)| r.trim());
+            let name = match (name, &last_unimplemented) {
+                ("?", Some(nr)) => format!("?{nr}"),
+                _ => name.to_string(),
+            };
+            let e = calls.entry(name).or_default();
+            e.0 += 1;
+            if ret == Some("-38") {
+                e.1 += 1;
+            }
+        }
+        calls.into_iter().map(|(n, (c, e))| (n, c, e)).collect()
+    }
+
+    /// The text of a record.
+    fn record_text(case: &Case, jdk: &str, fx: &Fixture, summary: &[(String, u64, u64)]) -> String {
+        let args = (case.args)(fx, DEFAULT.0)
+            .iter()
+            .map(|a| {
+                Path::new(a)
+                    .strip_prefix(&fx.root)
+                    .map_or_else(|_| a.clone(), |p| p.display().to_string())
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        let jvm = (case.jvm)(fx)
+            .iter()
+            .map(|a| a.replace(&*fx.classes.to_string_lossy(), "CLASSES"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let cmd = [jvm.as_str(), "-cp CLASSES", case.main, args.as_str()]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut t = format!(
+            "# System calls of jvm-port/java/{}.java (test `{}`) on JDK {jdk}, default flags,\n\
+             # in a {PARTITION_MEM_MIB} MiB partition with {PARTITION_CPUS} vCPU: java {cmd}\n\
+             # Made by `./x syscalls` from `astraea run --strace`; counts vary from run to run.\n\
+             # exit_group and exit do not return, so --strace does not print them.\n\
+             # name calls [ENOSYS answers]\n",
+            case.main, case.name
+        );
+        for (name, calls, enosys) in summary {
+            t.push_str(&format!("{name} {calls}"));
+            if *enosys > 0 {
+                t.push_str(&format!(" ENOSYS={enosys}"));
+            }
+            t.push('\n');
+        }
+        t
+    }
+
+    /// Regenerates `jvm-port/syscalls/<test>-<jdk>.txt` for every program
+    /// and installed JDK: `./x syscalls`, or
+    /// `cargo test --release -p astraea-tests --test java -- --ignored record_syscalls`.
+    #[test]
+    #[ignore = "writes jvm-port/syscalls/; run by ./x syscalls"]
+    fn record_syscalls() {
+        let Some(fx) = fixture() else { return };
+        if !kvm_available() {
+            return;
+        }
+        std::fs::create_dir_all(workspace().join("jvm-port").join("syscalls")).unwrap();
+        let mut failed = Vec::new();
+        for (jdk_name, jdk) in jdks() {
+            for case in RECORDED {
+                if case.name == "jni" && !fx.jni {
+                    continue;
+                }
+                let dir = workdir(fx, &[case.name, jdk_name, "strace"]);
+                let r = in_partition_with(fx, &jdk, case, &DEFAULT, &dir, &["--strace"]);
+                let summary = strace_summary(&r.stderr);
+                if r.code != case.code || !summary.iter().any(|(n, _, _)| n == "mmap") {
+                    // The program's own output, without the trace.
+                    let stderr: Vec<&str> = r
+                        .stderr
+                        .lines()
+                        .filter(|l| !l.starts_with("[strace] "))
+                        .collect();
+                    failed.push(format!(
+                        "{} on JDK {jdk_name}: exit {} (want {}), stdout {:?}, stderr:\n{}",
+                        case.name,
+                        r.code,
+                        case.code,
+                        r.stdout,
+                        stderr.join("\n")
+                    ));
+                    continue;
+                }
+                let path = record_path(case, jdk_name);
+                std::fs::write(&path, record_text(case, jdk_name, fx, &summary)).unwrap();
+                eprintln!("wrote {} ({} system calls)", path.display(), summary.len());
+            }
+        }
+        assert!(
+            failed.is_empty(),
+            "not recorded, the run failed:\n{}",
+            failed.join("\n\n")
+        );
+    }
+
+    #[test]
+    fn every_program_has_its_syscall_records() {
+        for case in RECORDED {
+            for (jdk, _) in JDKS {
+                let p = record_path(case, jdk);
+                let text = std::fs::read_to_string(&p)
+                    .unwrap_or_else(|e| panic!("{}: {e}; run ./x syscalls", p.display()));
+                assert!(
+                    text.lines().any(|l| l.starts_with("mmap ")),
+                    "{}: no mmap; run ./x syscalls",
+                    p.display()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn strace_output_is_summarised() {
+        let err = "[strace] read(0x3, 0x1000, 0x10, 0x0, 0x0, 0x0) = 16\n\
+                   Hello from the program\n\
+                   [     0.06 WARN  astraea_libos::syscall] unimplemented system call 239 (?) answered ENOSYS\n\
+                   [strace] ?(0x1, 0x0, 0x0, 0x0, 0x0, 0x0) = -38\n\
+                   [strace] read(0x3, 0x1000, 0x10, 0x0, 0x0, 0x0) = 0\n\
+                   [strace] sched_getaffinity(0x0, 0x8, 0x1000, 0x0, 0x0, 0x0) = -38\n\
+                   [strace] exit_group(0x0, 0x0, 0x0, 0x0, 0x0, 0x0) = 0\n";
+        let s = strace_summary(err);
+        let want = [
+            ("?239", 1, 1),
+            ("exit_group", 1, 0),
+            ("read", 2, 0),
+            ("sched_getaffinity", 1, 1),
+        ];
+        let got: Vec<(&str, u64, u64)> = s.iter().map(|(n, c, e)| (n.as_str(), *c, *e)).collect();
+        assert_eq!(got, want);
     }
 }
