@@ -3,12 +3,16 @@
 //!
 //! ```text
 //! astraea-bench [boot [RUNS]] [ctxswitch [ROUNDS]] [ninep [N]] [linux [ROUNDS]]
-//!               (default: all)
+//!               [jvm [RUNS]] [scimark [SECS]] [threads [SECS]]
+//!               (default: all but `threads`, which takes ≈ 10 minutes)
 //! ```
 //!
 //! It runs the `astraea` binary and kernel images that `./x build` produced
 //! (or those named by `ASTRAEA_BIN` and `ASTRAEA_KERNEL_DIR`); `linux` also
 //! needs `gcc`, with which it builds `bench/progs/lxbench.c`.
+
+mod cache;
+mod javabench;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -28,9 +32,13 @@ fn main() {
             "ninep" => ninep(n.unwrap_or(3000) as usize),
             "linux" => linux(n.unwrap_or(7) as usize),
             "jvm" => jvm(n.unwrap_or(5) as usize),
+            "fig5" => cache::fig5(n.unwrap_or(131_072)),
+            "table1" => cache::table1(),
+            "scimark" => javabench::scimark(n.unwrap_or(2)),
+            "threads" => javabench::threads(n.unwrap_or(1)),
             other => {
                 eprintln!(
-                    "astraea-bench: unknown benchmark {other:?} (boot, ctxswitch, ninep, linux, jvm)"
+                    "astraea-bench: unknown benchmark {other:?} (boot, ctxswitch, ninep, linux, jvm, scimark, threads)"
                 );
                 std::process::exit(2);
             }
@@ -44,6 +52,7 @@ fn main() {
         ninep(3000);
         linux(7);
         jvm(5);
+        javabench::scimark(2);
     }
 }
 

@@ -60,6 +60,13 @@ pub fn unregister(tid: u64) {
 /// The program's absolute path, for `/proc/self/exe`.
 pub static EXE: crate::sync::IrqLock<String> = crate::sync::IrqLock::new(String::new());
 
+/// The vDSO (libos/vdso/vdso.S, rebuilt by `./x vdso`): `clock_gettime`,
+/// `gettimeofday`, `time`, `getcpu` without a system call.
+static VDSO: &[u8] = include_bytes!("../vdso/vdso.so");
+/// Where the vDSO finds its clock parameters, from the start of [vdso]
+/// (0x800 below the image, as its linker script says).
+const VVAR_OFFSET: u64 = 0x800;
+
 /// Where a position-independent program is loaded (as Linux does).
 const PIE_BASE: u64 = 0x5555_5555_4000;
 /// Top of the initial stack.
@@ -163,18 +170,24 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
         Backing::Anon,
         Some(alloc::sync::Arc::from("[stack]")),
     )?;
+    // [vdso]: the resume stub and the clock parameters in the first page,
+    // the vDSO image (time without a system call) from the second.
+    let at = crate::arch::user::RESUME_AT;
     vma::map(
-        Placement::NoReplace(crate::arch::user::RESUME_AT),
-        4096,
+        Placement::NoReplace(at),
+        4096 + VDSO.len().next_multiple_of(4096) as u64,
         PROT_READ | PROT_EXEC,
         false,
         Backing::Anon,
         Some(alloc::sync::Arc::from("[vdso]")),
     )?;
-    user::load(
-        crate::arch::user::RESUME_AT,
-        &crate::arch::user::RESUME_STUB,
-    )?;
+    user::load(at, &crate::arch::user::RESUME_STUB)?;
+    let vvar: Vec<u8> = crate::time::vdso_params()
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    user::load(at + VVAR_OFFSET, &vvar)?;
+    user::load(at + 4096, VDSO)?;
     {
         let mut m = MEMORY.lock();
         m.brk_start = plan.span_end;
@@ -196,6 +209,10 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
         (AT_SECURE, 0),
         (AT_HWCAP, hwcap),
         (AT_CLKTCK, 100),
+        (
+            crate::linux::stack::AT_SYSINFO_EHDR,
+            crate::arch::user::RESUME_AT + 4096,
+        ),
     ];
     let args: Vec<&[u8]> = argv.iter().map(|s| s.as_bytes()).collect();
     let env: Vec<&[u8]> = envp.iter().map(|s| s.as_bytes()).collect();

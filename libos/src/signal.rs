@@ -164,11 +164,26 @@ impl Info {
 /// Ends the partition as Linux ends a process killed by `info.signo`.
 pub fn die(info: &Info, regs: &UserRegs) -> ! {
     crate::eprintln!(
-        "astraea: the program was killed by signal {} ({}) at rip={:#x}, address {:#x}",
+        "astraea: the program was killed by signal {} ({}) at rip={:#x}, address {:#x}{}",
         info.signo,
         name(info.signo),
         regs.rip,
-        info.addr
+        info.addr,
+        match info.trap {
+            (14, e) => alloc::format!(
+                " ({} {} page)",
+                if e & 2 != 0 {
+                    "write to a"
+                } else if e & 0x10 != 0 {
+                    "instruction fetch from a"
+                } else {
+                    "read of a"
+                },
+                if e & 1 != 0 { "protected" } else { "missing" }
+            ),
+            (0, _) => alloc::string::String::new(),
+            (v, e) => alloc::format!(" (exception {v}, error {e:#x})"),
+        }
     );
     crate::boot::exit(128 + info.signo as i32)
 }

@@ -70,3 +70,13 @@ pub fn deadline_tsc(ns_since_boot: u64) -> u64 {
 pub fn realtime_ns() -> u64 {
     BOOT_UNIX_NS.load(Ordering::Relaxed) + monotonic_ns()
 }
+
+/// What the vDSO needs to compute the clocks in the program: (TSC at boot,
+/// ns per tick * 2^32, Unix time at boot in ns).
+pub fn vdso_params() -> [u64; 3] {
+    [
+        TSC_AT_BOOT.load(Ordering::Relaxed),
+        NS_MULT.load(Ordering::Relaxed),
+        BOOT_UNIX_NS.load(Ordering::Relaxed),
+    ]
+}

@@ -14,6 +14,7 @@ const MAP_ANONYMOUS: u64 = 0x20;
 const MAP_POPULATE: u64 = 0x8000;
 const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
 const PROT_ALL: u64 = 0x7;
+const PROT_WRITE: u64 = 0x2;
 
 /// `mmap(addr, length, prot, flags, fd, offset)`.
 pub fn mmap(a: &[u64; 6]) -> Result<u64, Errno> {
@@ -31,7 +32,15 @@ pub fn mmap(a: &[u64; 6]) -> Result<u64, Errno> {
     } else {
         let file = crate::fd::get(a[4])?;
         let name = match &*file {
-            crate::fd::File::P9 { path, .. } => Arc::<str>::from(path.as_str()),
+            crate::fd::File::P9 { path, flags, .. } => {
+                // As Linux: the descriptor must be readable, and writable
+                // too for a shared writable mapping.
+                let mode = flags.load(core::sync::atomic::Ordering::Relaxed) & 3;
+                if mode == 1 || (shared && prot & PROT_WRITE != 0 && mode != 2) {
+                    return Err(Errno::EACCES);
+                }
+                Arc::<str>::from(path.as_str())
+            }
             _ => return Err(Errno::ENODEV),
         };
         (Backing::File { file, offset }, Some(name))
