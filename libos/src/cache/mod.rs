@@ -327,3 +327,32 @@ pub fn for_path(path: &str) -> Option<&'static dyn FileCache> {
         .max_by_key(|(m, _)| m.len())?;
     best.1.then_some(&*c.cache)
 }
+
+/// Attributes and failed lookups of paths on cached (read-only) mounts:
+/// `stat`, `access` and `open` of a path seen before need no round trip
+/// (the JVM and javac probe many class-path entries that do not exist).
+static ATTRS: crate::sync::IrqLock<
+    alloc::collections::BTreeMap<String, Result<astraea_9p::Stat, Errno>>,
+> = crate::sync::IrqLock::new(alloc::collections::BTreeMap::new());
+
+/// Most paths remembered; beyond it the table starts over.
+const MAX_ATTRS: usize = 16384;
+
+/// What is known of `path` on a cached mount: its attributes, or `ENOENT`.
+pub fn lookup_attr(path: &str) -> Option<Result<astraea_9p::Stat, Errno>> {
+    for_path(path)?;
+    ATTRS.lock().get(path).cloned()
+}
+
+/// Remembers the outcome of looking up `path`, if it is on a cached mount
+/// and the outcome is final (attributes, or `ENOENT`).
+pub fn remember_attr(path: &str, r: &Result<astraea_9p::Stat, Errno>) {
+    if for_path(path).is_none() || matches!(r, Err(e) if *e != Errno::ENOENT) {
+        return;
+    }
+    let mut a = ATTRS.lock();
+    if a.len() >= MAX_ATTRS {
+        a.clear();
+    }
+    a.insert(String::from(path), r.clone());
+}

@@ -101,6 +101,11 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
     let lflags = flags & !(O_CLOEXEC);
     let mut cache = None;
+    if flags & O_CREAT == 0
+        && let Some(Err(e)) = crate::cache::lookup_attr(&path)
+    {
+        return Err(e);
+    }
     let fid = match c.walk_path(&path) {
         Ok(fid) => {
             match c.open(fid, lflags & !O_CREAT) {
@@ -130,7 +135,10 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
             }
             dfid
         }
-        Err(e) => return Err(e),
+        Err(e) => {
+            crate::cache::remember_attr(&path, &Err(e));
+            return Err(e);
+        }
     };
     fd::install_object(
         Object::File(Arc::new(File::P9 {

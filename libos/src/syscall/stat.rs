@@ -80,10 +80,16 @@ pub fn path_stat(path: &str) -> Result<Stat, Errno> {
         Route::Missing => return Err(Errno::ENOENT),
         Route::NoDevice => return Err(Errno::ENXIO),
     };
+    if let Some(known) = crate::cache::lookup_attr(&ns) {
+        return known;
+    }
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
-    let fid = c.walk_path(&ns)?;
-    let st = c.getattr(fid);
-    c.clunk(fid);
+    let st = c.walk_path(&ns).and_then(|fid| {
+        let st = c.getattr(fid);
+        c.clunk(fid);
+        st
+    });
+    crate::cache::remember_attr(&ns, &st);
     st
 }
 
