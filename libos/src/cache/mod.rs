@@ -341,7 +341,7 @@ const MAX_ATTRS: usize = 16384;
 /// What is known of `path` on a cached mount: its attributes, or `ENOENT`.
 pub fn lookup_attr(path: &str) -> Option<Result<astraea_9p::Stat, Errno>> {
     for_path(path)?;
-    ATTRS.lock().get(path).cloned()
+    ATTRS.lock().get(path).copied()
 }
 
 /// Remembers the outcome of looking up `path`, if it is on a cached mount
@@ -354,5 +354,5 @@ pub fn remember_attr(path: &str, r: &Result<astraea_9p::Stat, Errno>) {
     if a.len() >= MAX_ATTRS {
         a.clear();
     }
-    a.insert(String::from(path), r.clone());
+    a.insert(String::from(path), *r);
 }
