@@ -394,3 +394,108 @@ pub fn table1() {
     );
     println!();
 }
+
+/// Median of `v` (sorted in place).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Warm start (issue 6): `java -cp DIR Hello FILE` with a cold cache
+/// (`--cache ro`) against a warm one (`--cache-image` of a `--cache-dump`
+/// of the same command), `runs` runs each after one unmeasured run of
+/// each, medians, and the same command on the host.
+pub fn warm(runs: usize) {
+    let runs = runs.max(1);
+    println!(
+        "## warm: JVM start-up (java -cp DIR Hello FILE), JDK 17, --mem 2G, cold (--cache ro) \
+         vs warm (--cache-image from a --cache-dump of the same command), {runs} runs each, medians"
+    );
+    if !jdk_present() {
+        return;
+    }
+    let s = Scratch::new("warm");
+    let hello = root().join("jvm-port/java/Hello.java");
+    if !javac(&s.sub("classes"), &[hello]) {
+        eprintln!("\n*** SKIPPED warm: javac failed ***\n");
+        return;
+    }
+    let greeting = s.sub("data").join("greeting.txt");
+    std::fs::write(&greeting, "hello\n").expect("greeting");
+    let args: Vec<String> = vec![
+        format!("{JDK}/bin/java"),
+        "-cp".into(),
+        s.sub("classes").display().to_string(),
+        "Hello".into(),
+        greeting.display().to_string(),
+    ];
+    let run = s.sub("run");
+    // The image lies outside the working directory (and the cached `/`
+    // would not cache it anyway: the VMM reads it on the host).
+    let image = s.sub("data").join("hello.img");
+    let image_s = image.display().to_string();
+    let dump = partition(&run, "ro", &["--cache-dump", &image_s], &args);
+    if !dump.ok {
+        eprintln!(
+            "astraea-bench: the --cache-dump run failed:\n{}",
+            dump.stderr
+        );
+        return;
+    }
+    let kib = std::fs::metadata(&image).map_or(0, |m| m.len() / 1024);
+    let host = || {
+        timed(
+            Command::new(&args[0])
+                .args(&args[1..])
+                .current_dir(&run)
+                .stdout(Stdio::null()),
+        )
+    };
+    let cold = || partition(&run, "ro", &["--log", "info"], &args);
+    let warm = || {
+        partition(
+            &run,
+            "ro",
+            &["--log", "info", "--cache-image", &image_s],
+            &args,
+        )
+    };
+    // One unmeasured run of each: the host's page cache holds the JDK and
+    // the image for all of them.
+    let _ = (host(), cold(), warm());
+    let (mut h, mut c, mut w) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut crep, mut wrep) = (Report::default(), Report::default());
+    for _ in 0..runs {
+        h.push(host().ms);
+        let o = cold();
+        assert!(o.ok, "cold run failed:\n{}", o.stderr);
+        crep = report(&o.stderr);
+        c.push(o.ms);
+        let o = warm();
+        assert!(o.ok, "warm run failed:\n{}", o.stderr);
+        wrep = report(&o.stderr);
+        w.push(o.ms);
+    }
+    let (h, c, w) = (median(&mut h), median(&mut c), median(&mut w));
+    println!("image: {kib} KiB");
+    println!(
+        "{:<8} {:>9} {:>7} {:>8} {:>8} {:>12}",
+        "", "wall ms", "/host", "hits", "misses", "fetched KiB"
+    );
+    println!(
+        "{:<8} {:>9.1} {:>7} {:>8} {:>8} {:>12}",
+        "host", h, "1.00", "-", "-", "-"
+    );
+    for (name, ms, r) in [("cold", c, crep), ("warm", w, wrep)] {
+        println!(
+            "{:<8} {:>9.1} {:>7.2} {:>8} {:>8} {:>12}",
+            name,
+            ms,
+            ms / h,
+            r.hits,
+            r.misses,
+            r.fetched_kib
+        );
+    }
+    println!("warm/cold: {:.2}", w / c);
+}

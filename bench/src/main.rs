@@ -34,11 +34,12 @@ fn main() {
             "jvm" => jvm(n.unwrap_or(5) as usize),
             "fig5" => cache::fig5(n.unwrap_or(131_072)),
             "table1" => cache::table1(),
+            "warm" => cache::warm(n.unwrap_or(5) as usize),
             "scimark" => javabench::scimark(n.unwrap_or(2)),
             "threads" => javabench::threads(n.unwrap_or(1)),
             other => {
                 eprintln!(
-                    "astraea-bench: unknown benchmark {other:?} (boot, ctxswitch, ninep, linux, jvm, scimark, threads)"
+                    "astraea-bench: unknown benchmark {other:?} (boot, ctxswitch, ninep, linux, jvm, fig5, table1, warm, scimark, threads)"
                 );
                 std::process::exit(2);
             }

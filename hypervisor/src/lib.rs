@@ -4,6 +4,7 @@
 //! The `astraea` binary is a thin CLI over [`run`].
 
 pub mod boot;
+pub mod control;
 pub mod devices;
 pub mod error;
 pub mod jdk;

@@ -54,6 +54,9 @@ pub struct PartitionConfig {
     pub cache_dump: Option<PathBuf>,
     /// Preload the file cache from this image (made by `cache_dump`).
     pub cache_image: Option<PathBuf>,
+    /// Listen on a control socket (see [`crate::control`]) for `astraea ps`
+    /// and `astraea cache dump --partition` while the partition runs.
+    pub control: bool,
 }
 
 /// Places a cache image at the top of guest RAM (2 MiB aligned) for the
@@ -206,7 +209,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     // memory slots point into this mapping for the VM's whole life.
     let mem = Arc::new(memory::create(cfg.mem)?);
     let kvm = open_kvm()?;
-    let vm = kvm.create_vm().map_err(kvm_err("KVM_CREATE_VM"))?;
+    let vm = Arc::new(kvm.create_vm().map_err(kvm_err("KVM_CREATE_VM"))?);
     register_memory(&vm, &mem)?;
     vm.set_tss_address(KVM_TSS_ADDRESS)
         .map_err(kvm_err("KVM_SET_TSS_ADDR"))?;
@@ -290,6 +293,43 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         )),
         None => None,
     };
+    // Declared before the dump jobs' receiver, so dropped after it: a
+    // requester whose dump the exit cut short is answered first.
+    let control = if cfg.control {
+        let no_dump = if !matches!(cfg.ninep, NinePTarget::Gateway(_)) {
+            Some("the partition has no file cache: only files of the built-in gateway are cached (it was started with --9p, --gateway or --no-files)".to_string())
+        } else if cache.starts_with("none") {
+            Some("the partition has no file cache: it was started with --cache none".to_string())
+        } else {
+            None
+        };
+        let info = crate::control::Info {
+            mem: cfg.mem,
+            cache: cache.split(' ').next().unwrap_or("none").to_string(),
+            args: cfg.args.clone(),
+            no_dump,
+        };
+        match crate::control::Server::start(info, vm.clone()) {
+            Ok((server, jobs)) => Some((server, jobs)),
+            Err(e) => {
+                tracing::warn!(
+                    "no control socket in {} ({e}): `astraea ps` and `astraea cache dump` will not see this partition",
+                    crate::control::socket_dir().display()
+                );
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let (_control, jobs) = match control {
+        Some((s, j)) => (Some(s), Some(j)),
+        None => (None, None),
+    };
+    let mut live = LiveDumps {
+        jobs,
+        current: None,
+    };
     let params = BootParams {
         cmdline: &cmdline,
         args: &cfg.args,
@@ -369,6 +409,14 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                                 )
                             });
                         return Err(VmmError::GuestPanic(msg));
+                    }
+                    port::CACHE_DUMP_BEGIN => live.begin(value),
+                    port::CACHE_DUMP_END => live.end(value),
+                    port::CACHE_DUMP if live.current.is_some() => {
+                        match read_console_write(&mem, value) {
+                            Some((_, bytes)) => live.write(&bytes),
+                            None => tracing::warn!("a cache dump record outside guest memory"),
+                        }
                     }
                     port::CACHE_DUMP => {
                         if let Some(w) = dump.as_mut() {
@@ -463,6 +511,47 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                     source: e,
                 });
             }
+        }
+    }
+}
+
+/// Dumps on request (`astraea cache dump`): the jobs the control socket
+/// hands over, and the one the guest is writing.
+struct LiveDumps {
+    jobs: Option<std::sync::mpsc::Receiver<crate::control::DumpJob>>,
+    /// `Some(None)`: the guest writes a dump on request that nobody waits for.
+    current: Option<Option<crate::control::DumpJob>>,
+}
+
+impl LiveDumps {
+    /// `CACHE_DUMP_BEGIN`: a dump at exit goes to the `--cache-dump` file
+    /// (as records without a begin do); one on request to its job's file.
+    fn begin(&mut self, kind: u32) {
+        if let Some(Some(j)) = self.current.take() {
+            j.fail("the partition began another dump before it finished this one".into());
+        }
+        if kind == astraea_abi::cache_dump::ON_REQUEST {
+            let job = self.jobs.as_ref().and_then(|r| r.try_recv().ok());
+            tracing::debug!(requested = job.is_some(), "cache dump on request begins");
+            self.current = Some(job);
+        }
+    }
+
+    fn write(&mut self, b: &[u8]) {
+        if let Some(Some(j)) = self.current.as_mut() {
+            j.write(b);
+        }
+    }
+
+    /// `CACHE_DUMP_END`: closes the file and answers the requester.
+    fn end(&mut self, status: u32) {
+        if let Some(Some(j)) = self.current.take() {
+            tracing::info!(
+                "cache dumped on request to {} ({} KiB)",
+                j.path.display(),
+                j.bytes / 1024
+            );
+            j.finish(status);
         }
     }
 }

@@ -5,7 +5,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use astraea_abi::{FDT_ARGS_PROP, FDT_TSC_KHZ_PROP, Mark, layout, port};
 #[doc(hidden)]
@@ -292,6 +292,11 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
             Err(e) => log::error!("cannot mount the 9P namespace: {e}"),
         }
         CACHE_DUMP.store(fdt.cache_dump, Ordering::Relaxed);
+        // Dumps on request (`astraea cache dump`) come as an interrupt;
+        // this thread does the 9P work the interrupt handler may not.
+        if sched::spawn("cache-ctl", cache_ctl).is_none() {
+            log::warn!("cannot start the cache-ctl thread: the cache cannot be dumped on request");
+        }
         if let Some((gpa, len)) = fdt.cache_image {
             let t0 = time::monotonic_ns();
             // SAFETY: the VMM wrote the image into these reserved frames,
@@ -339,11 +344,59 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
 /// Whether the VMM asked for the file cache at exit (`--cache-dump`).
 static CACHE_DUMP: AtomicBool = AtomicBool::new(false);
 
+/// Dump requests the VMM made (interrupts on
+/// [`astraea_abi::cache_dump::VECTOR`]) that the cache-ctl thread has not
+/// served yet.
+static DUMP_REQUESTS: AtomicU32 = AtomicU32::new(0);
+/// Where the cache-ctl thread waits for [`DUMP_REQUESTS`].
+static DUMP_REQUESTED: sched::WaitQueue = sched::WaitQueue::new();
+/// A dump is being written (one at a time: their records must not mix).
+static DUMPING: AtomicBool = AtomicBool::new(false);
+/// Where a dump waits for the one being written.
+static DUMP_DONE: sched::WaitQueue = sched::WaitQueue::new();
+
+/// The dump-request interrupt: counts the request and wakes the cache-ctl
+/// thread (the dump itself talks 9P, which an interrupt handler may not).
+pub fn cache_dump_requested() {
+    DUMP_REQUESTS.fetch_add(1, Ordering::SeqCst);
+    DUMP_REQUESTED.wake_one();
+}
+
+/// The cache-ctl kernel thread: serves each dump request in turn.
+fn cache_ctl() {
+    loop {
+        DUMP_REQUESTED.wait_while(|| DUMP_REQUESTS.load(Ordering::SeqCst) == 0);
+        DUMP_REQUESTS.fetch_sub(1, Ordering::SeqCst);
+        dump_cache(astraea_abi::cache_dump::ON_REQUEST);
+    }
+}
+
+/// Streams the file cache to the VMM between a begin and an end hypercall,
+/// one dump at a time; the program keeps running meanwhile (the blocks
+/// being copied are pinned, not locked).
+fn dump_cache(kind: u32) {
+    DUMP_DONE.wait_while(|| {
+        DUMPING
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+    });
+    cpu::outl(port::CACHE_DUMP_BEGIN, kind);
+    let status = if crate::cache::current().is_some() {
+        crate::cache::dump();
+        0
+    } else {
+        crate::errno::Errno::ENODEV.0
+    };
+    cpu::outl(port::CACHE_DUMP_END, status);
+    DUMPING.store(false, Ordering::SeqCst);
+    DUMP_DONE.wake_one();
+}
+
 /// Ends the partition with `code` as its exit status.
 pub fn exit(code: i32) -> ! {
     // The dump talks 9P: only from a context that may wait (a system call).
     if CACHE_DUMP.swap(false, Ordering::Relaxed) && cpu::interrupts_enabled() {
-        crate::cache::dump();
+        dump_cache(astraea_abi::cache_dump::AT_EXIT);
     }
     report();
     cpu::outl(port::EXIT, code as u32);

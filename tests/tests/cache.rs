@@ -4,7 +4,8 @@
 //! pages copy on write, cached mounts stay read-only, and a host-side change
 //! is seen exactly as docs/cache.md says.
 //!
-//! The programs are `tests/progs/randread.c` and `tests/progs/cachecheck.c`,
+//! The programs are `tests/progs/randread.c`, `tests/progs/cachecheck.c`
+//! and `tests/progs/cachewait.c`,
 //! built with gcc as static PIEs; each test exports a temporary directory
 //! holding them read-only at `/bin`, its data read-only at `/data` (a cached
 //! mount) and, where needed, a read-write directory at `/rw`.
@@ -45,7 +46,7 @@ mod tests {
                 std::fs::create_dir_all(root.join(d)).unwrap();
             }
             let f = Self { root };
-            for prog in ["randread", "cachecheck"] {
+            for prog in ["randread", "cachecheck", "cachewait"] {
                 let src = workspace().join(format!("tests/progs/{prog}.c"));
                 let out = Command::new("gcc")
                     .args(["-O2", "-static-pie", "-Wall", "-o"])
@@ -70,6 +71,85 @@ mod tests {
             self.root.join("rw")
         }
 
+        /// `$XDG_RUNTIME_DIR` of the test's partitions and `astraea`
+        /// commands: their control sockets are the test's own.
+        fn runtime_dir(&self) -> PathBuf {
+            let d = self.root.join("run");
+            std::fs::create_dir_all(&d).unwrap();
+            d
+        }
+
+        /// `astraea ARGS` (not a partition) with the test's runtime dir.
+        fn astraea(&self, args: &[&str]) -> Run {
+            let mut c = Command::new(astraea());
+            c.env("XDG_RUNTIME_DIR", self.runtime_dir())
+                .args(args)
+                .current_dir(&self.root);
+            run_with_timeout(&mut c, TIMEOUT)
+        }
+
+        /// Starts `/bin/cachewait ARGS` with `extra` options before `--`,
+        /// and waits until it has created `/rw/ready`.
+        fn start_waiting(&self, cache: &str, extra: &[&str], args: &[&str]) -> std::process::Child {
+            let _ = std::fs::remove_file(self.rw().join("ready"));
+            let _ = std::fs::remove_file(self.rw().join("go"));
+            let c = self.partition_cmd(cache, "cachewait", args);
+            // `partition_cmd` ends with `-- PROGRAM ARGS`; options go first.
+            let all: Vec<std::ffi::OsString> = c.get_args().map(|a| a.to_owned()).collect();
+            let dash = all.iter().position(|a| a == "--").unwrap();
+            let mut c2 = Command::new(c.get_program());
+            for (k, v) in c.get_envs() {
+                if let Some(v) = v {
+                    c2.env(k, v);
+                }
+            }
+            c2.args(&all[..dash])
+                .args(extra)
+                .args(&all[dash..])
+                .current_dir(&self.root)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            let mut child = c2.spawn().unwrap();
+            let t0 = Instant::now();
+            while !self.rw().join("ready").exists() {
+                if t0.elapsed() > Duration::from_secs(60) || child.try_wait().unwrap().is_some() {
+                    let _ = child.kill();
+                    let out = child.wait_with_output().unwrap();
+                    panic!(
+                        "the program did not get ready: {}\n{}",
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            child
+        }
+
+        /// Creates `/rw/go` and collects the waiting program's run.
+        fn finish(&self, mut child: std::process::Child) -> Run {
+            std::fs::write(self.rw().join("go"), b"").unwrap();
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while child.try_wait().unwrap().is_none() {
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let out = child.wait_with_output().unwrap();
+            use std::os::unix::process::ExitStatusExt;
+            Run {
+                code: out
+                    .status
+                    .code()
+                    .unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0)),
+                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            }
+        }
+
         /// Runs `/bin/PROG ARGS` in a partition with `--cache cache`.
         fn partition(&self, cache: &str, prog: &str, args: &[&str]) -> Run {
             let mut c = self.partition_cmd(cache, prog, args);
@@ -78,6 +158,7 @@ mod tests {
 
         fn partition_cmd(&self, cache: &str, prog: &str, args: &[&str]) -> Command {
             let mut c = Command::new(astraea());
+            c.env("XDG_RUNTIME_DIR", self.runtime_dir());
             c.args(["run", "--log", "info", "--cache", cache])
                 .arg("--mount")
                 .arg(format!("{}:/bin:ro", self.bin().display()))
@@ -422,6 +503,155 @@ mod tests {
                  after page0=B page8=B block10=B reopened=B replaced_old_fd=R replaced_reopened=N\n"
             };
             assert_eq!(stdout, want, "--cache {cache}");
+        }
+    }
+
+    /// (f) A running partition dumps its cache on request (`astraea cache
+    /// dump --partition ID FILE`, twice, while the program waits), `astraea
+    /// ps` lists it, a wrong ID is refused with the running ones listed;
+    /// a new partition started with `--cache-image` then does the same
+    /// reads with hits only; a file changed on the host after the dump is
+    /// skipped with a warning and fetched again.
+    #[test]
+    fn a_running_partition_dumps_and_a_new_one_loads_warm() {
+        let Some(f) = Fixture::new("dump") else {
+            return;
+        };
+        random_file(&f.data().join("a.bin"), 3 * MIB + 12345, 21);
+        random_file(&f.data().join("b.bin"), 500_000, 22);
+        let args = ["read", "/rw", "/data/a.bin", "/data/b.bin"];
+        let child = f.start_waiting("ro", &[], &args);
+        let id = child.id().to_string();
+
+        let ps = f.astraea(&["ps"]);
+        assert_eq!(ps.code, 0, "{ps:?}");
+        assert!(
+            ps.stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with(&id) && l.contains("cachewait")),
+            "astraea ps does not list partition {id}: {ps:?}"
+        );
+        let img = f.root.join("warm.img");
+        let img2 = f.root.join("again.img");
+        let d1 = f.astraea(&["cache", "dump", "--partition", &id, img.to_str().unwrap()]);
+        assert_eq!(d1.code, 0, "{d1:?}");
+        assert!(
+            d1.stdout.starts_with("dumped ") && d1.stdout.contains("KiB to"),
+            "{d1:?}"
+        );
+        // Relative FILE: the VMM writes it where the requester meant.
+        let d2 = f.astraea(&["cache", "dump", "--partition", &id, "again.img"]);
+        assert_eq!(d2.code, 0, "{d2:?}");
+        let bad = f.astraea(&["cache", "dump", "--partition", "1", "x.img"]);
+        assert_eq!(bad.code, 3, "{bad:?}");
+        assert!(
+            bad.stderr.contains("no running partition has ID 1") && bad.stderr.contains(&id),
+            "{bad:?}"
+        );
+        let first = f.finish(child);
+        ok(&first, "the dumped run");
+        // The program ran on undisturbed, and exited normally.
+        assert_eq!(first.stdout.lines().count(), 2, "{first:?}");
+        assert_eq!(
+            std::fs::read(&img).unwrap(),
+            std::fs::read(&img2).unwrap(),
+            "two dumps of an unchanged cache differ"
+        );
+        let size = std::fs::metadata(&img).unwrap().len();
+        assert!(size > 3 * MIB + 500_000, "the image is too small: {size}");
+        assert!(
+            !f.runtime_dir()
+                .join("astraea")
+                .join(format!("{id}.sock"))
+                .exists(),
+            "the control socket outlived its partition"
+        );
+
+        // Warm: the same reads, all hits.
+        let img_s = img.to_str().unwrap();
+        let warm = f.finish(f.start_waiting("ro", &["--cache-image", img_s], &args));
+        ok(&warm, "the warm run");
+        assert_eq!(warm.stdout, first.stdout, "{warm:?}");
+        assert!(
+            warm.stderr
+                .contains("cache image: 2 files (0 changed, skipped)"),
+            "{warm:?}"
+        );
+        let rep = report(&warm);
+        eprintln!("warm: {rep:?}");
+        assert_eq!(rep.misses, 0, "a warm run fetched blocks: {warm:?}");
+        assert!(rep.hits > 1000, "{rep:?}");
+
+        // b.bin changes on the host after the dump: skipped, read fresh.
+        random_file(&f.data().join("b.bin"), 500_000, 40);
+        let changed = f.finish(f.start_waiting("ro", &["--cache-image", img_s], &args));
+        ok(&changed, "the run after a change");
+        assert!(
+            changed.stderr.contains(
+                "warning: /data/b.bin changed on the host since the cache image was made"
+            ),
+            "{changed:?}"
+        );
+        assert!(
+            changed
+                .stdout
+                .starts_with(first.stdout.lines().next().unwrap())
+        );
+        assert_ne!(changed.stdout, first.stdout, "b.bin read its old bytes");
+        let rep = report(&changed);
+        eprintln!("changed: {rep:?}");
+        // b.bin's 8 blocks, and only those, come from the server.
+        assert_eq!(rep.misses, 8, "{rep:?}");
+    }
+
+    /// (g) A dump at exit (`--cache-dump`) still works with the control
+    /// socket, and a partition with `--cache none` refuses a dump on
+    /// request with a message that says why.
+    #[test]
+    fn dump_at_exit_and_a_refused_dump_on_request() {
+        let Some(f) = Fixture::new("dumpexit") else {
+            return;
+        };
+        random_file(&f.data().join("a.bin"), MIB, 31);
+        let args = ["read", "/rw", "/data/a.bin"];
+        let img = f.root.join("exit.img");
+        let img_s = img.to_str().unwrap();
+        let r = f.finish(f.start_waiting("ro", &["--cache-dump", img_s], &args));
+        ok(&r, "--cache-dump");
+        assert!(std::fs::metadata(&img).unwrap().len() > MIB, "{r:?}");
+        let warm = f.finish(f.start_waiting("ro", &["--cache-image", img_s], &args));
+        ok(&warm, "--cache-image");
+        assert_eq!(report(&warm).misses, 0, "{warm:?}");
+
+        let child = f.start_waiting("none", &[], &args);
+        let id = child.id().to_string();
+        let d = f.astraea(&["cache", "dump", "--partition", &id, "none.img"]);
+        assert_eq!(d.code, 1, "{d:?}");
+        assert!(d.stderr.contains("--cache none"), "{d:?}");
+        ok(&f.finish(child), "--cache none");
+    }
+
+    /// (h) The attribute cache's read-only semantics (docs/cache.md): on a
+    /// cached mount a path that did not exist stays ENOENT for `stat` and
+    /// `open` after the host creates it during the run; without the cache
+    /// it appears.
+    #[test]
+    fn a_failed_lookup_is_remembered_on_a_cached_mount_only() {
+        let Some(f) = Fixture::new("negative") else {
+            return;
+        };
+        for (cache, after) in [("ro", "ENOENT"), ("none", "ok")] {
+            let new = f.data().join("new.txt");
+            let _ = std::fs::remove_file(&new);
+            let child = f.start_waiting(cache, &[], &["stat", "/data/new.txt", "/rw"]);
+            std::fs::write(&new, b"created by the host\n").unwrap();
+            let r = f.finish(child);
+            ok(&r, cache);
+            assert_eq!(
+                r.stdout,
+                format!("before stat=ENOENT open=ENOENT\nafter stat={after} open={after}\n"),
+                "--cache {cache}: {r:?}"
+            );
         }
     }
 }

@@ -55,6 +55,13 @@ pub mod port {
     /// `out` the 32-bit guest-physical address of a [`super::ConsoleWrite`]
     /// whose bytes the VMM appends to the `--cache-dump` file.
     pub const CACHE_DUMP: u16 = 0x603;
+    /// `out` a 32-bit [`super::cache_dump::AT_EXIT`] or
+    /// [`super::cache_dump::ON_REQUEST`]: a dump starts; the
+    /// [`CACHE_DUMP`] records up to [`CACHE_DUMP_END`] belong to it.
+    pub const CACHE_DUMP_BEGIN: u16 = 0x604;
+    /// `out` a 32-bit status (0, or a Linux errno): the dump that
+    /// [`CACHE_DUMP_BEGIN`] started is complete.
+    pub const CACHE_DUMP_END: u16 = 0x605;
     /// The legacy 16550 UART (COM1), for anything that expects one.
     pub const COM1: u16 = 0x3f8;
 }
@@ -115,6 +122,18 @@ impl Mark {
             _ => None,
         }
     }
+}
+
+/// Dumps of the file cache (`astraea run --cache-dump`, `astraea cache dump`).
+pub mod cache_dump {
+    /// [`super::port::CACHE_DUMP_BEGIN`]: the dump at exit (`--cache-dump`).
+    pub const AT_EXIT: u32 = 0;
+    /// [`super::port::CACHE_DUMP_BEGIN`]: a dump the VMM asked for with an
+    /// interrupt on [`VECTOR`] while the program runs.
+    pub const ON_REQUEST: u32 = 1;
+    /// The interrupt vector (an MSI to the boot CPU) by which the VMM asks a
+    /// running partition to dump its file cache.
+    pub const VECTOR: u8 = 0x41;
 }
 
 /// The virtio-mmio 9P device: its register window and interrupt vector.

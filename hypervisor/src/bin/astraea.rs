@@ -32,7 +32,34 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Boot a partition and run it until it exits.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
+    /// List the running partitions of this user (their IDs are the
+    /// `astraea run` process IDs).
+    Ps,
+    /// Act on the file cache of a running partition.
+    #[command(subcommand)]
+    Cache(CacheCommand),
+}
+
+#[derive(Subcommand)]
+enum CacheCommand {
+    /// Write the file cache of a running partition to FILE, for
+    /// `astraea run --cache-image FILE`; the program keeps running.
+    ///
+    /// Exit status: 0 when FILE holds the image; 1 if the partition could
+    /// not dump (the message says why); 3 if no partition has that ID (the
+    /// running ones are listed).
+    #[command(long_about = None)]
+    Dump {
+        /// The partition's ID, as `astraea ps` lists it (the process ID of
+        /// its `astraea run`).
+        #[arg(long, value_name = "ID")]
+        partition: u32,
+        /// Where the image goes (created or truncated, by the partition's
+        /// VMM).
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
 }
 
 #[derive(clap::Args)]
@@ -114,7 +141,98 @@ struct RunArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
+        Command::Ps => ps(),
+        Command::Cache(CacheCommand::Dump { partition, file }) => cache_dump(partition, &file),
+    }
+}
+
+/// `astraea ps`.
+fn ps() -> ExitCode {
+    let all = astraea_hypervisor::control::list();
+    println!(
+        "{:>8}  {:>8}  {:>7}  {:<14}  COMMAND",
+        "ID", "UPTIME", "MEM", "CACHE"
+    );
+    for p in all {
+        println!(
+            "{:>8}  {:>7}s  {:>6}M  {:<14}  {}",
+            p.id,
+            p.uptime_secs,
+            p.mem >> 20,
+            p.cache,
+            p.command
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// `astraea cache dump --partition ID FILE`.
+fn cache_dump(id: u32, file: &std::path::Path) -> ExitCode {
+    use astraea_hypervisor::control;
+    let file = match std::path::absolute(file) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("astraea: cannot use {}: {e}", file.display());
+            return ExitCode::from(1);
+        }
+    };
+    let socket = control::socket_path(id);
+    let line = format!("dump {}", file.display());
+    match control::ask(
+        id,
+        &line,
+        control::DUMP_TIMEOUT + std::time::Duration::from_secs(10),
+    ) {
+        Ok(a) => match a.split_once(' ') {
+            Some(("ok", bytes)) => {
+                let kib = bytes.parse::<u64>().unwrap_or(0) / 1024;
+                println!("dumped {kib} KiB to {}", file.display());
+                ExitCode::SUCCESS
+            }
+            Some(("err", why)) => {
+                eprintln!("astraea: partition {id} did not dump its cache: {why}");
+                ExitCode::from(1)
+            }
+            _ => {
+                eprintln!(
+                    "astraea: partition {id} answered {a:?}, which this astraea does not understand (is it another version?)"
+                );
+                ExitCode::from(1)
+            }
+        },
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+            ) =>
+        {
+            let running = control::list();
+            let list = if running.is_empty() {
+                "no partition of this user is running".to_string()
+            } else {
+                format!(
+                    "running partitions: {}",
+                    running
+                        .iter()
+                        .map(|p| format!("{} ({})", p.id, p.command))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            eprintln!(
+                "astraea: no running partition has ID {id} (no control socket {}); {list}; `astraea ps` lists them",
+                socket.display()
+            );
+            ExitCode::from(3)
+        }
+        Err(e) => {
+            eprintln!(
+                "astraea: cannot reach partition {id} at {}: {e}",
+                socket.display()
+            );
+            ExitCode::from(1)
+        }
     }
 }
 
@@ -212,6 +330,7 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
         cache: args.cache.clone(),
         cache_dump: args.cache_dump.clone(),
         cache_image: args.cache_image.clone(),
+        control: true,
     })
 }
 

@@ -11,6 +11,8 @@ use super::gdt::{IST_DOUBLE_FAULT, IST_NMI, KERNEL_CS};
 
 /// The local APIC timer's vector.
 pub const VECTOR_TIMER: u8 = 0x30;
+// The stub table names the dump-request vector by its number.
+const _: () = assert!(astraea_abi::cache_dump::VECTOR == 0x41);
 /// The APIC's spurious-interrupt vector.
 pub const VECTOR_SPURIOUS: u8 = 0xff;
 
@@ -104,6 +106,7 @@ stubs! {
     trap_28 = 28 noerr, trap_29 = 29 err, trap_30 = 30 err, trap_31 = 31 noerr,
     trap_timer = 0x30 noerr,
     trap_virtio9p = 0x40 noerr,
+    trap_cache_dump = 0x41 noerr,
     trap_spurious = 0xff noerr,
 }
 
@@ -228,6 +231,11 @@ fn dispatch(frame: &mut TrapFrame) {
         v if v == u64::from(astraea_abi::virtio9p::VECTOR) => {
             super::apic::eoi();
             crate::drivers::virtio9p::interrupt();
+            crate::sched::device_interrupt_exit();
+        }
+        v if v == u64::from(astraea_abi::cache_dump::VECTOR) => {
+            super::apic::eoi();
+            crate::boot::cache_dump_requested();
             crate::sched::device_interrupt_exit();
         }
         v if v < 32 && frame.cs & 3 == 3 => user_fault(frame),
