@@ -121,3 +121,46 @@ mod tests {
         );
     }
 }
+
+/// Maps `file` (read-only on disk, copy-on-write in memory) over guest RAM
+/// at `gpa`, instead of copying it there: the guest sees the host's page
+/// cache pages until it writes. Only for guest memory no other process
+/// maps (a vhost-user gateway would still see the memfd underneath).
+pub fn overlay_file(mem: &GuestMemory, gpa: u64, file: &File, len: u64) -> Result<(), VmmError> {
+    use std::os::fd::AsRawFd;
+    use vm_memory::{GuestMemoryBackend as _, GuestMemoryRegion as _};
+    let len = len.next_multiple_of(4096);
+    let region = mem
+        .find_region(GuestAddress(gpa))
+        .ok_or_else(|| VmmError::Boot(format!("{gpa:#x} is not guest RAM")))?;
+    if !gpa.is_multiple_of(4096) || gpa + len > region.start_addr().0 + region.len() {
+        return Err(VmmError::Boot(format!(
+            "the range {gpa:#x}+{len:#x} does not lie in one RAM region"
+        )));
+    }
+    let host = mem
+        .get_host_address(GuestAddress(gpa))
+        .map_err(|e| VmmError::Boot(e.to_string()))?;
+    // SAFETY: `host..host+len` is part of this process's mapping of guest
+    // RAM (one region, checked above), page-aligned; replacing it with a
+    // private mapping of `file` keeps it readable and writable at the same
+    // address, so every reference into guest memory stays valid. No vCPU
+    // runs yet, and KVM follows the change through its MMU notifier.
+    let p = unsafe {
+        libc::mmap(
+            host.cast(),
+            len as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_FIXED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(VmmError::Boot(format!(
+            "mapping the cache image: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(())
+}

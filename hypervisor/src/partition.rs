@@ -65,14 +65,16 @@ fn place_cache_image(
     mem: &GuestMemory,
     mem_size: u64,
     path: &std::path::Path,
+    may_map: bool,
 ) -> Result<(u64, u64), VmmError> {
-    let bytes = std::fs::read(path).map_err(|e| {
+    let cannot = |e: std::io::Error| {
         VmmError::Boot(format!(
             "cannot read the cache image {}: {e}",
             path.display()
         ))
-    })?;
-    let len = bytes.len() as u64;
+    };
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let len = file.metadata().map_err(cannot)?.len();
     let (start, size) = *crate::memory::ram_ranges(mem_size)
         .last()
         .ok_or_else(|| VmmError::Boot("no guest RAM".into()))?;
@@ -86,8 +88,15 @@ fn place_cache_image(
             len >> 20
         )));
     }
-    mem.write_slice(&bytes, GuestAddress(gpa))
-        .map_err(|e| VmmError::Boot(format!("writing the cache image: {e}")))?;
+    if may_map {
+        // Map the file over the RAM: no copy, and its pages come from the
+        // host's page cache.
+        crate::memory::overlay_file(mem, gpa, &file, len)?;
+    } else {
+        let bytes = std::fs::read(path).map_err(cannot)?;
+        mem.write_slice(&bytes, GuestAddress(gpa))
+            .map_err(|e| VmmError::Boot(format!("writing the cache image: {e}")))?;
+    }
     Ok((gpa, len))
 }
 
@@ -281,7 +290,13 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     }
     let cache = cache_spec(cfg)?;
     let cache_image = match &cfg.cache_image {
-        Some(p) => Some(place_cache_image(&mem, cfg.mem, p)?),
+        // Guest RAM shared with a vhost-user gateway must stay the memfd.
+        Some(p) => Some(place_cache_image(
+            &mem,
+            cfg.mem,
+            p,
+            !matches!(cfg.ninep, NinePTarget::VhostUser(_)),
+        )?),
         None => None,
     };
     let mut dump = match &cfg.cache_dump {

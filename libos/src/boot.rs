@@ -415,7 +415,7 @@ fn report() {
     let (calls, sys_ns) = crate::syscall::stats();
     let s = sched::stats();
     log::info!(
-        "exit after {} us: {} system calls ({} us), faults {} anonymous + {} file ({} KiB read, {} us, {} us of it reading), {} context switches",
+        "exit after {} us: {} system calls ({} us), faults {} anonymous + {} file ({} KiB read, {} us, {} us of it reading), {} context switches, {} preemptions, {} us idle",
         time::monotonic_ns() / 1000,
         calls,
         sys_ns / 1000,
@@ -424,7 +424,9 @@ fn report() {
         f.file_bytes.load(Relaxed) / 1024,
         f.ns.load(Relaxed) / 1000,
         f.io_ns.load(Relaxed) / 1000,
-        s.switches
+        s.switches,
+        s.preemptions,
+        s.idle_ns / 1000
     );
     if let Some(c) = crate::cache::current() {
         let st = c.stats();

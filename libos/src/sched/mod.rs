@@ -63,6 +63,8 @@ pub struct Stats {
     pub preemptions: u64,
     /// Timer interrupts taken.
     pub timer_interrupts: u64,
+    /// Nanoseconds idle (halted).
+    pub idle_ns: u64,
 }
 
 static SWITCHES: AtomicU64 = AtomicU64::new(0);
@@ -75,6 +77,7 @@ pub fn stats() -> Stats {
         switches: SWITCHES.load(Ordering::Relaxed),
         preemptions: PREEMPTIONS.load(Ordering::Relaxed),
         timer_interrupts: TIMER_IRQS.load(Ordering::Relaxed),
+        idle_ns: IDLE_NS.load(Ordering::Relaxed),
     }
 }
 
@@ -96,9 +99,16 @@ pub fn init() {
 
 fn idle_loop() {
     loop {
+        IDLE_SINCE.store(time::monotonic_ns(), Ordering::Relaxed);
         cpu::enable_and_halt();
     }
 }
+
+/// Nanoseconds the CPU spent halted with nothing to run (counted when the
+/// idle thread leaves the CPU).
+static IDLE_NS: AtomicU64 = AtomicU64::new(0);
+/// When the idle thread last halted.
+static IDLE_SINCE: AtomicU64 = AtomicU64::new(0);
 
 /// The running thread.
 pub fn current() -> ThreadRef {
@@ -235,6 +245,15 @@ fn schedule() {
             return;
         }
         next.set_state(State::Running);
+        if c.idle.as_ref().is_some_and(|i| Arc::ptr_eq(i, &prev)) {
+            let since = IDLE_SINCE.swap(0, Ordering::Relaxed);
+            if since != 0 {
+                IDLE_NS.fetch_add(
+                    time::monotonic_ns().saturating_sub(since),
+                    Ordering::Relaxed,
+                );
+            }
+        }
         if let Some(top) = next.stack_top() {
             gdt::set_kernel_stack(top);
             crate::arch::user::set_syscall_stack(top);
