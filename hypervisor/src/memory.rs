@@ -83,45 +83,6 @@ pub fn create(size: u64) -> Result<GuestMemory, VmmError> {
     GuestMemoryMmap::from_ranges_with_files(ranges).map_err(|e| VmmError::Memory(e.to_string()))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_sizes() {
-        assert_eq!(parse_mem_size("512M").unwrap(), 512 << 20);
-        assert_eq!(parse_mem_size("2g").unwrap(), 2 << 30);
-        assert_eq!(parse_mem_size("64K").unwrap(), 64 << 10);
-        assert_eq!(parse_mem_size("4096").unwrap(), 4096);
-        for bad in ["", "M", "12X", "-1M", "0", "1.5G", "99999999999999999999G"] {
-            assert!(parse_mem_size(bad).is_err(), "{bad:?} parsed");
-        }
-    }
-
-    #[test]
-    fn ranges_skip_the_hole() {
-        assert_eq!(ram_ranges(512 << 20), vec![(0, 512 << 20)]);
-        assert_eq!(
-            ram_ranges(4 << 30),
-            vec![
-                (0, MMIO_HOLE_START),
-                (HIGH_RAM_START, (4 << 30) - MMIO_HOLE_START)
-            ]
-        );
-    }
-
-    #[test]
-    fn memfd_memory_is_usable() {
-        use vm_memory::Bytes;
-        let m = create(8 << 20).unwrap();
-        m.write_obj(0xdead_beef_u32, GuestAddress(0x1000)).unwrap();
-        assert_eq!(
-            m.read_obj::<u32>(GuestAddress(0x1000)).unwrap(),
-            0xdead_beef
-        );
-    }
-}
-
 /// Maps `file` (read-only on disk, copy-on-write in memory) over guest RAM
 /// at `gpa`, instead of copying it there: the guest sees the host's page
 /// cache pages until it writes. Only for guest memory no other process
@@ -163,4 +124,43 @@ pub fn overlay_file(mem: &GuestMemory, gpa: u64, file: &File, len: u64) -> Resul
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sizes() {
+        assert_eq!(parse_mem_size("512M").unwrap(), 512 << 20);
+        assert_eq!(parse_mem_size("2g").unwrap(), 2 << 30);
+        assert_eq!(parse_mem_size("64K").unwrap(), 64 << 10);
+        assert_eq!(parse_mem_size("4096").unwrap(), 4096);
+        for bad in ["", "M", "12X", "-1M", "0", "1.5G", "99999999999999999999G"] {
+            assert!(parse_mem_size(bad).is_err(), "{bad:?} parsed");
+        }
+    }
+
+    #[test]
+    fn ranges_skip_the_hole() {
+        assert_eq!(ram_ranges(512 << 20), vec![(0, 512 << 20)]);
+        assert_eq!(
+            ram_ranges(4 << 30),
+            vec![
+                (0, MMIO_HOLE_START),
+                (HIGH_RAM_START, (4 << 30) - MMIO_HOLE_START)
+            ]
+        );
+    }
+
+    #[test]
+    fn memfd_memory_is_usable() {
+        use vm_memory::Bytes;
+        let m = create(8 << 20).unwrap();
+        m.write_obj(0xdead_beef_u32, GuestAddress(0x1000)).unwrap();
+        assert_eq!(
+            m.read_obj::<u32>(GuestAddress(0x1000)).unwrap(),
+            0xdead_beef
+        );
+    }
 }
