@@ -4,7 +4,7 @@
 //! ```text
 //! astraea-bench [boot [RUNS]] [ctxswitch [ROUNDS]] [ninep [N]] [linux [ROUNDS]]
 //!               [jvm [RUNS]] [scimark [SECS]] [threads [SECS]]
-//!               (default: all but `threads`, which takes ≈ 10 minutes)
+//!               (default: all but `threads`, which takes ≈ 8 minutes)
 //! ```
 //!
 //! It runs the `astraea` binary and kernel images that `./x build` produced

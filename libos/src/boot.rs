@@ -415,7 +415,7 @@ fn report() {
     let (calls, sys_ns) = crate::syscall::stats();
     let s = sched::stats();
     log::info!(
-        "exit after {} us: {} system calls ({} us), faults {} anonymous + {} file ({} KiB read, {} us, {} us of it reading), {} context switches, {} preemptions, {} us idle",
+        "exit after {} us: {} system calls ({} us), faults {} anonymous + {} file ({} KiB read, {} us, {} us of it reading), {} context switches, {} preemptions, {} timer interrupts, {} us idle",
         time::monotonic_ns() / 1000,
         calls,
         sys_ns / 1000,
@@ -426,6 +426,7 @@ fn report() {
         f.io_ns.load(Relaxed) / 1000,
         s.switches,
         s.preemptions,
+        s.timer_interrupts,
         s.idle_ns / 1000
     );
     if let Some(c) = crate::cache::current() {

@@ -198,6 +198,14 @@ mod tests {
         }
     }
 
+    /// A thread that never makes a system call is preempted (the timer
+    /// reaches the program on a PVM host too).
+    fn preempt(b: Build) {
+        if let Some((dir, _)) = same_as_host("preempt", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     fn sigsegv(b: Build) {
         if let Some((dir, _)) = same_as_host("sigsegv", b, &[]) {
             std::fs::remove_dir_all(dir).unwrap();
@@ -321,6 +329,7 @@ mod tests {
         mmap: mmap_glibc_dynamic, mmap_musl_static, mmap_musl_static_pie;
         files: files_glibc_dynamic, files_musl_static, files_musl_static_pie;
         enosys: enosys_glibc_dynamic, enosys_musl_static, enosys_musl_static_pie;
+        preempt: preempt_glibc_dynamic, preempt_musl_static, preempt_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---

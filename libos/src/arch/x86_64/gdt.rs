@@ -22,6 +22,11 @@ const TSS_SEL: u16 = 0x40;
 pub const IST_DOUBLE_FAULT: u8 = 1;
 /// IST slot for NMIs and machine checks.
 pub const IST_NMI: u8 = 2;
+/// IST slot where device and timer interrupts arrive, to be moved at once to
+/// the right stack (see `trap.rs`): an interrupt may arrive in the last
+/// instruction of a return to the program, when the stack is already the
+/// program's.
+pub const IST_IRQ: u8 = 3;
 const IST_SIZE: usize = 16 * 1024;
 
 #[repr(C, packed(4))]
@@ -41,7 +46,7 @@ struct Stack([u8; IST_SIZE]);
 struct CpuTables {
     gdt: [u64; 10],
     tss: Tss,
-    ist: [Stack; 2],
+    ist: [Stack; 3],
 }
 
 /// Per-CPU descriptor tables. One CPU for now; the array grows with SMP.
@@ -73,7 +78,11 @@ static TABLES: PerCpuTables = PerCpuTables(UnsafeCell::new(CpuTables {
         _r3: 0,
         iomap_base: core::mem::size_of::<Tss>() as u16,
     },
-    ist: [Stack([0; IST_SIZE]), Stack([0; IST_SIZE])],
+    ist: [
+        Stack([0; IST_SIZE]),
+        Stack([0; IST_SIZE]),
+        Stack([0; IST_SIZE]),
+    ],
 }));
 
 #[repr(C, packed)]

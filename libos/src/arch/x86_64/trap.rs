@@ -7,7 +7,7 @@
 use core::arch::{asm, global_asm};
 use core::cell::UnsafeCell;
 
-use super::gdt::{IST_DOUBLE_FAULT, IST_NMI, KERNEL_CS};
+use super::gdt::{IST_DOUBLE_FAULT, IST_IRQ, IST_NMI, KERNEL_CS};
 
 /// The local APIC timer's vector.
 pub const VECTOR_TIMER: u8 = 0x30;
@@ -76,6 +76,47 @@ global_asm!(
     stub = const super::user::RESUME_AT,
 );
 
+// Interrupts (not exceptions) arrive on their own IST stack and are moved
+// at once to the stack they would have used without one: the interrupted
+// kernel stack, or the thread's kernel stack top when they interrupted the
+// program or the last instruction of a return to it (`sysretq` needs the
+// program's stack pointer loaded while still in the kernel, and on a PVM
+// host the virtual interrupt flag must already be set there, because the
+// host keeps it for the program). Interrupts are off until the handler
+// enables them, so the IST stack is never used twice at once.
+global_asm!(
+    ".global astraea_irq_entry",
+    "astraea_irq_entry:",
+    // IST: vector, error, rip, cs, rflags, rsp, ss; save two scratch registers.
+    "push rax",
+    "push rcx",
+    "test byte ptr [rsp + 40], 3",
+    "jnz 1f",
+    "mov rax, [rsp + 56]",
+    "movabs rcx, {direct_map}",
+    "cmp rax, rcx",
+    "jb 1f",
+    "and rax, -16",
+    "jmp 2f",
+    "1:",
+    "mov rax, [rip + {kernel_rsp}]",
+    "2:",
+    "sub rax, 56",
+    "mov rcx, [rsp + 16]", "mov [rax], rcx",
+    "mov rcx, [rsp + 24]", "mov [rax + 8], rcx",
+    "mov rcx, [rsp + 32]", "mov [rax + 16], rcx",
+    "mov rcx, [rsp + 40]", "mov [rax + 24], rcx",
+    "mov rcx, [rsp + 48]", "mov [rax + 32], rcx",
+    "mov rcx, [rsp + 56]", "mov [rax + 40], rcx",
+    "mov rcx, [rsp + 64]", "mov [rax + 48], rcx",
+    "mov rcx, [rsp]",
+    "xchg rax, [rsp + 8]",
+    "mov rsp, [rsp + 8]",
+    "jmp astraea_trap_common",
+    direct_map = const crate::mm::DIRECT_MAP,
+    kernel_rsp = sym super::user::KERNEL_RSP,
+);
+
 macro_rules! stubs {
     ($( $name:ident = $vec:literal $kind:ident ),* $(,)?) => {
         $( stubs!(@one $name, $vec, $kind); )*
@@ -88,6 +129,10 @@ macro_rules! stubs {
     (@one $name:ident, $vec:literal, noerr) => {
         global_asm!(concat!(".global ", stringify!($name), "\n", stringify!($name), ":\n",
             "push 0\n", "push ", stringify!($vec), "\n", "jmp astraea_trap_common\n"));
+    };
+    (@one $name:ident, $vec:literal, irq) => {
+        global_asm!(concat!(".global ", stringify!($name), "\n", stringify!($name), ":\n",
+            "push 0\n", "push ", stringify!($vec), "\n", "jmp astraea_irq_entry\n"));
     };
     (@one $name:ident, $vec:literal, err) => {
         global_asm!(concat!(".global ", stringify!($name), "\n", stringify!($name), ":\n",
@@ -104,10 +149,10 @@ stubs! {
     trap_20 = 20 noerr, trap_21 = 21 err, trap_22 = 22 noerr, trap_23 = 23 noerr,
     trap_24 = 24 noerr, trap_25 = 25 noerr, trap_26 = 26 noerr, trap_27 = 27 noerr,
     trap_28 = 28 noerr, trap_29 = 29 err, trap_30 = 30 err, trap_31 = 31 noerr,
-    trap_timer = 0x30 noerr,
-    trap_virtio9p = 0x40 noerr,
-    trap_cache_dump = 0x41 noerr,
-    trap_spurious = 0xff noerr,
+    trap_timer = 0x30 irq,
+    trap_virtio9p = 0x40 irq,
+    trap_cache_dump = 0x41 irq,
+    trap_spurious = 0xff irq,
 }
 
 #[repr(C, align(16))]
@@ -139,6 +184,7 @@ pub fn init() {
         let ist = match vec {
             8 => IST_DOUBLE_FAULT,
             2 | 18 => IST_NMI,
+            v if v >= 32 => IST_IRQ,
             _ => 0,
         };
         idt[usize::from(vec)] = gate(stub as *const () as u64, ist);
@@ -212,6 +258,11 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
         {
             frame.vector = STUB_MARK;
             frame.error = slot;
+            // The host keeps the virtual interrupt flag for the program as
+            // `sysretq` finds it: set. An interrupt in the last instructions
+            // of the way out is moved off the program's stack (see
+            // `astraea_irq_entry`).
+            super::cpu::irq_restore(true);
             return;
         }
     }

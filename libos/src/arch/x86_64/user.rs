@@ -62,27 +62,32 @@ pub const RESUME_AT: u64 = 0x7fff_f800_0000;
 /// rip just below its red zone; the stub reloads them and jumps. `iretq`
 /// cannot be used on PVM hosts: natively it runs at hardware CPL 3 without
 /// the host noticing the switch to user mode, which `sysretq` (trapped and
-/// emulated) does.
+/// emulated) does. The arithmetic flags come from r11 through `sysretq`.
 pub const RESUME_STUB: [u8; 24] = [
     0x48, 0x8b, 0x0c, 0x24, // mov rcx, [rsp]
     0x4c, 0x8b, 0x5c, 0x24, 0x08, // mov r11, [rsp + 8]
-    0x48, 0x8d, 0xa4, 0x24, 0x98, 0x00, 0x00, 0x00, // lea rsp, [rsp + 152]
-    0xff, 0xa4, 0x24, 0x78, 0xff, 0xff, 0xff, // jmp [rsp - 136]
+    0x48, 0x8d, 0xa4, 0x24, 0xa0, 0x00, 0x00, 0x00, // lea rsp, [rsp + 160]
+    0xff, 0xa4, 0x24, 0x70, 0xff, 0xff, 0xff, // jmp [rsp - 144]
 ];
 
-/// How far below the program's stack pointer the stub's three words go:
-/// past the 128-byte red zone.
-pub const RESUME_SLOT_BELOW: u64 = 152;
+/// The stub, ready to be copied to [`RESUME_AT`].
+pub fn resume_stub() -> alloc::vec::Vec<u8> {
+    RESUME_STUB.to_vec()
+}
+
+/// How far below the program's stack pointer the stub's words go (rcx,
+/// r11, rip, and a spare): past the 128-byte red zone.
+pub const RESUME_SLOT_BELOW: u64 = 160;
 
 /// Arranges for the program to resume at `rip` with stack `rsp` and these
 /// rcx/r11 values through the stub; returns (stub address, stack pointer for
 /// `sysretq`), or `None` if the words cannot be written to its stack.
 pub fn resume_via_stub(rip: u64, rsp: u64, rcx: u64, r11: u64) -> Option<(u64, u64)> {
     let slot = rsp.checked_sub(RESUME_SLOT_BELOW)?;
-    let mut words = [0u8; 24];
+    let mut words = [0u8; 32];
     words[..8].copy_from_slice(&rcx.to_le_bytes());
     words[8..16].copy_from_slice(&r11.to_le_bytes());
-    words[16..].copy_from_slice(&rip.to_le_bytes());
+    words[16..24].copy_from_slice(&rip.to_le_bytes());
     crate::mm::user::copy_in(slot, &words).ok()?;
     Some((RESUME_AT, slot))
 }
@@ -216,6 +221,10 @@ pub fn resume_user(r: &UserRegs) -> ! {
     if !f.set_user_regs(r) {
         crate::syscall::fatal_user_state("a new thread's stack cannot be written", r.rsp);
     }
+    if super::cpu::pvm_native() {
+        // As on every return to the program (see `syscall_dispatch`).
+        super::cpu::irq_restore(true);
+    }
     // SAFETY: `f` is a complete frame on this stack; the exit path pops it
     // and leaves by `sysretq` to the stub mapped in the program.
     unsafe {
@@ -293,7 +302,13 @@ extern "C" fn syscall_dispatch(frame: &mut SyscallFrame) {
             crate::syscall::fatal_user_state("no room for a signal frame", regs.rsp);
         }
     }
-    super::cpu::irq_save();
+    // On a PVM host the virtual interrupt flag stays set: the host keeps it
+    // for the program as `sysretq` finds it (an interrupt in the last
+    // instruction before it is moved off the program's stack, see
+    // `trap::astraea_irq_entry`). Elsewhere `sysretq` sets IF from r11.
+    if !super::cpu::pvm_native() {
+        super::cpu::irq_save();
+    }
     // SYSRET to a non-canonical address would fault in ring 0.
     if (frame.rcx as i64) << 16 >> 16 != frame.rcx as i64 {
         crate::syscall::fatal_user_state("return address is not canonical", frame.rcx);
@@ -311,6 +326,10 @@ pub unsafe fn enter_user(rip: u64, rsp: u64) -> ! {
     let Some((stub, slot)) = resume_via_stub(rip, rsp, 0, 0x202) else {
         crate::syscall::fatal_user_state("the initial stack cannot be written", rsp);
     };
+    if super::cpu::pvm_native() {
+        // As on every return to the program (see `syscall_dispatch`).
+        super::cpu::irq_restore(true);
+    }
     // SAFETY: the caller vouches for the user mappings; `sysretq` enters
     // ring 3 with the user selectors from STAR and RFLAGS (IF set) from r11.
     unsafe {
