@@ -15,6 +15,8 @@ use crate::sync::IrqLock;
 
 /// Bytes per block.
 pub const BLOCK: u64 = 64 * 1024;
+/// Blocks fetched at once for a sequential reader (256 KiB).
+const READ_AHEAD: usize = 4;
 const PAGES: usize = (BLOCK / 4096) as usize;
 
 struct Block {
@@ -30,6 +32,8 @@ struct Block {
 
 struct Inner {
     blocks: BTreeMap<(u64, u64), Block>,
+    /// The last block fetched per file, to spot sequential readers.
+    last: BTreeMap<u64, u64>,
     by_pa: BTreeMap<u64, (u64, u64)>,
     tick: u64,
     stats: Stats,
@@ -47,6 +51,7 @@ impl BlockCache {
         Self {
             inner: IrqLock::new(Inner {
                 blocks: BTreeMap::new(),
+                last: BTreeMap::new(),
                 by_pa: BTreeMap::new(),
                 tick: 0,
                 stats: Stats {
@@ -70,18 +75,35 @@ impl BlockCache {
         if let Some(hit) = self.lookup(key, idx, pin) {
             return Ok(hit);
         }
+        // Read-ahead: a miss right after the block before it was fetched
+        // is a sequential reader; fetch several blocks in one go (one 9P
+        // read when the message size allows).
+        let count = {
+            let mut g = self.inner.lock();
+            let seq = g.last.get(&key).is_some_and(|&l| l + 1 == idx);
+            if g.last.len() >= 4096 {
+                g.last.clear();
+            }
+            let n = if seq { READ_AHEAD } else { 1 };
+            g.last.insert(key, idx + n as u64 - 1);
+            n
+        };
         // Fetch without the lock: 9P waits.
-        let pa = alloc_frames(PAGES, PAGES).ok_or(Errno::ENOMEM)?;
-        // SAFETY: `PAGES` fresh frames owned by us, reached through the
-        // direct map; nothing else refers to them until they are inserted.
-        let buf =
-            unsafe { core::slice::from_raw_parts_mut(phys_to_virt(pa) as *mut u8, BLOCK as usize) };
+        let pa = match alloc_frames(PAGES * count, PAGES) {
+            Some(pa) => pa,
+            None if count > 1 => return self.block_one(key, idx, pin, fetch),
+            None => return Err(Errno::ENOMEM),
+        };
+        let total = BLOCK as usize * count;
+        // SAFETY: `PAGES * count` fresh frames owned by us, reached through
+        // the direct map; nothing else refers to them until they are inserted.
+        let buf = unsafe { core::slice::from_raw_parts_mut(phys_to_virt(pa) as *mut u8, total) };
         let mut len = 0usize;
         while len < buf.len() {
             let n = match fetch(idx * BLOCK + len as u64, &mut buf[len..]) {
                 Ok(n) => n,
                 Err(e) => {
-                    free_frames(pa, PAGES);
+                    free_frames(pa, PAGES * count);
                     return Err(e);
                 }
             };
@@ -95,36 +117,65 @@ impl BlockCache {
         let inner = &mut *g;
         inner.tick += 1;
         let tick = inner.tick;
-        if let Some(b) = inner.blocks.get_mut(&(key, idx)) {
-            // Another thread fetched it meanwhile.
-            b.tick = tick;
-            if pin {
-                b.pins += 1;
+        let mut spare = alloc::vec::Vec::new();
+        let mut first = None;
+        for i in 0..count {
+            let bpa = pa + (i as u64) * BLOCK;
+            let blen = len.saturating_sub(i * BLOCK as usize).min(BLOCK as usize);
+            let k = (key, idx + i as u64);
+            let want_pin = pin && i == 0;
+            if let Some(b) = inner.blocks.get_mut(&k) {
+                // Another thread fetched it meanwhile.
+                b.tick = tick;
+                if want_pin {
+                    b.pins += 1;
+                }
+                if i == 0 {
+                    first = Some((b.pa, b.len));
+                }
+                spare.push(bpa);
+                continue;
             }
-            let hit = (b.pa, b.len);
-            drop(g);
-            free_frames(pa, PAGES);
-            return Ok(hit);
+            if i > 0 && blen == 0 {
+                // Past the end of the file.
+                spare.push(bpa);
+                continue;
+            }
+            inner.stats.misses += 1;
+            inner.stats.fetched_bytes += blen as u64;
+            inner.stats.resident_bytes += BLOCK;
+            inner.blocks.insert(
+                k,
+                Block {
+                    pa: bpa,
+                    len: blen,
+                    pins: u32::from(want_pin),
+                    tick,
+                },
+            );
+            inner.by_pa.insert(bpa, k);
+            if i == 0 {
+                first = Some((bpa, blen));
+            }
         }
-        inner.stats.misses += 1;
-        inner.stats.fetched_bytes += len as u64;
-        inner.stats.resident_bytes += BLOCK;
-        inner.blocks.insert(
-            (key, idx),
-            Block {
-                pa,
-                len,
-                pins: u32::from(pin),
-                tick,
-            },
-        );
-        inner.by_pa.insert(pa, (key, idx));
         let evicted = evict(inner, self.budget);
         drop(g);
-        for f in evicted {
+        for f in spare.into_iter().chain(evicted) {
             free_frames(f, PAGES);
         }
-        Ok((pa, len))
+        first.ok_or(Errno::EIO)
+    }
+
+    /// [`block`](Self::block) without read-ahead (when memory is short).
+    fn block_one(
+        &self,
+        key: u64,
+        idx: u64,
+        pin: bool,
+        fetch: &mut Fetch<'_>,
+    ) -> Result<(u64, usize), Errno> {
+        self.inner.lock().last.remove(&key);
+        self.block(key, idx, pin, fetch)
     }
 
     fn lookup(&self, key: u64, idx: u64, pin: bool) -> Option<(u64, usize)> {

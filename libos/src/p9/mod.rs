@@ -17,8 +17,9 @@ use crate::drivers::virtio9p::Virtio9p;
 use crate::errno::Errno;
 use crate::sync::IrqLock;
 
-/// The msize we ask for: 64 KiB of payload plus headers.
-pub const MSIZE: u32 = 64 * 1024 + 24;
+/// The msize we ask for: 256 KiB of payload plus headers (a cache read-ahead
+/// of four blocks, or a large read, in one message).
+pub const MSIZE: u32 = 256 * 1024 + 24;
 /// `P9_GETATTR_BASIC`: everything `stat` needs.
 pub const GETATTR_BASIC: u64 = 0x7ff;
 /// Names per `Twalk`.
