@@ -50,6 +50,9 @@ pub struct PartitionConfig {
     /// (`ro:256M`); `None` means `ro` with the library OS's default budget.
     /// It covers the read-only exports of the built-in gateway.
     pub cache: Option<String>,
+    /// Mounts (guest paths) whose cache policy was chosen with `--mount
+    /// …:cache|:nocache`, overriding the default (read-only cached).
+    pub cache_mounts: Vec<(String, bool)>,
     /// Write the file cache's contents to this file when the program exits.
     pub cache_dump: Option<PathBuf>,
     /// Preload the file cache from this image (made by `cache_dump`).
@@ -123,7 +126,16 @@ pub fn cache_spec(cfg: &PartitionConfig) -> Result<String, VmmError> {
     let mut spec = policy;
     if let NinePTarget::Gateway(g) = &cfg.ninep {
         for e in &g.exports {
-            let mark = if e.read_only { "ro" } else { "none" };
+            let chosen = cfg
+                .cache_mounts
+                .iter()
+                .find(|(m, _)| *m == e.guest)
+                .map(|&(_, c)| c);
+            let mark = if e.read_only && chosen != Some(false) {
+                "ro"
+            } else {
+                "none"
+            };
             spec.push_str(&format!(" {}={mark}", e.guest));
         }
     }

@@ -654,4 +654,49 @@ mod tests {
             );
         }
     }
+
+    /// A read-only mount marked `:nocache` is read from the host every
+    /// time, and a read-write mount cannot be marked `:cache`.
+    #[test]
+    fn mounts_choose_their_cache_policy() {
+        let Some(f) = Fixture::new("policy") else {
+            return;
+        };
+        random_file(&f.data().join("p.bin"), MIB, 9);
+        let args = ["rand", "/data/p.bin", "7", "50", "4096"];
+        let host = f.host("randread", &args);
+        let mut c = f.partition_cmd("ro", "randread", &args);
+        // The same command with the data mount marked :nocache.
+        let cmd: Vec<String> = c
+            .get_args()
+            .map(|a| {
+                let a = a.to_string_lossy().into_owned();
+                if a.ends_with(":/data:ro") {
+                    format!("{a}:nocache")
+                } else {
+                    a
+                }
+            })
+            .collect();
+        c = Command::new(astraea());
+        c.env("XDG_RUNTIME_DIR", f.runtime_dir())
+            .args(&cmd)
+            .current_dir(&f.root);
+        let r = run_with_timeout(&mut c, TIMEOUT);
+        ok(&r, "randread on a :nocache mount");
+        assert_eq!(r.stdout, host.stdout, "{r:?}");
+        let rep = report(&r);
+        assert_eq!((rep.hits, rep.misses), (0, 0), "{r:?}");
+
+        let mut bad = Command::new(astraea());
+        bad.args(["run", "--mount"])
+            .arg(format!("{}:/rw:cache", f.rw().display()))
+            .args(["--", "/rw/x"]);
+        let r = run_with_timeout(&mut bad, TIMEOUT);
+        assert_eq!(r.code, 125, "{r:?}");
+        assert!(
+            r.stderr.contains("a read-write mount cannot be cached"),
+            "{r:?}"
+        );
+    }
 }

@@ -79,9 +79,12 @@ struct RunArgs {
           value_parser = ["error", "warn", "info", "debug", "trace"])]
     log: String,
     /// Export a host directory into the partition: HOST[:GUEST][:ro|:rw]
-    /// (repeatable). Without any, the partition sees the host's `/` read-only
-    /// and the current directory read-write at its own path.
-    #[arg(long = "mount", value_name = "HOST[:GUEST][:ro]")]
+    /// (repeatable), optionally followed by `:nocache` (a read-only mount
+    /// whose files are read from the host every time) or `:cache` (the
+    /// default for read-only mounts; read-write ones are never cached).
+    /// Without any, the partition sees the host's `/` read-only and the
+    /// current directory read-write at its own path.
+    #[arg(long = "mount", value_name = "HOST[:GUEST][:ro][:nocache]")]
     mounts: Vec<String>,
     /// Give the partition no files at all (no 9P device).
     #[arg(long, conflicts_with_all = ["mounts", "ninep", "gateway"])]
@@ -328,6 +331,7 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
             .map(|d| d.to_string_lossy().into_owned()),
         strace: args.strace,
         cache: args.cache.clone(),
+        cache_mounts: mount_cache_choices(&args.mounts)?,
         cache_dump: args.cache_dump.clone(),
         cache_image: args.cache_image.clone(),
         control: true,
@@ -412,7 +416,7 @@ fn gateway_config(mounts: &[String]) -> Result<astraea_gateway::GatewayConfig, V
         }
     }
     for m in mounts {
-        exports.push(parse_mount(m)?);
+        exports.push(parse_mount(m)?.0);
     }
     Ok(astraea_gateway::GatewayConfig {
         exports,
@@ -429,14 +433,38 @@ fn export(host: PathBuf, guest: String, read_only: bool) -> astraea_gateway::Exp
     }
 }
 
-/// Parses `HOST[:GUEST][:ro|:rw]`.
-fn parse_mount(spec: &str) -> Result<astraea_gateway::Export, VmmError> {
+/// Which `--mount`s choose their file-cache policy: (guest path, cached).
+fn mount_cache_choices(mounts: &[String]) -> Result<Vec<(String, bool)>, VmmError> {
+    let mut out = Vec::new();
+    for m in mounts {
+        let (e, cache) = parse_mount(m)?;
+        if let Some(c) = cache {
+            out.push((e.guest, c));
+        }
+    }
+    Ok(out)
+}
+
+/// Parses `HOST[:GUEST][:ro|:rw][:cache|:nocache]`; the second value is the
+/// cache choice, if one is given.
+fn parse_mount(spec: &str) -> Result<(astraea_gateway::Export, Option<bool>), VmmError> {
     let bad = |why: &str| {
         VmmError::Boot(format!(
-            "--mount {spec:?}: {why}; write HOST[:GUEST][:ro], e.g. --mount /srv/data:/data:ro"
+            "--mount {spec:?}: {why}; write HOST[:GUEST][:ro][:nocache], e.g. --mount /srv/data:/data:ro"
         ))
     };
     let mut parts: Vec<&str> = spec.split(':').collect();
+    let cache = match parts.last() {
+        Some(&"cache") => {
+            parts.pop();
+            Some(true)
+        }
+        Some(&"nocache") => {
+            parts.pop();
+            Some(false)
+        }
+        _ => None,
+    };
     let read_only = match parts.last() {
         Some(&"ro") => {
             parts.pop();
@@ -454,9 +482,14 @@ fn parse_mount(spec: &str) -> Result<astraea_gateway::Export, VmmError> {
         [_, _] => return Err(bad("the guest path must be absolute")),
         _ => return Err(bad("too many ':'")),
     };
+    if cache == Some(true) && !read_only {
+        return Err(bad(
+            "a read-write mount cannot be cached (the cache assumes files do not change); add :ro",
+        ));
+    }
     let host = std::fs::canonicalize(host).map_err(|e| bad(&format!("cannot use {host}: {e}")))?;
     let guest = guest.map_or_else(|| host.to_string_lossy().into_owned(), String::from);
-    Ok(export(host, guest, read_only))
+    Ok((export(host, guest, read_only), cache))
 }
 
 /// The default kernel: `$ASTRAEA_KERNEL`, else `astraea-kernel` beside this
