@@ -390,44 +390,13 @@ fn user_fault(f: &mut TrapFrame) {
 impl TrapFrame {
     /// The program's registers at the trap.
     pub fn user_regs(&self) -> crate::arch::user::UserRegs {
-        crate::arch::user::UserRegs {
-            r8: self.r8,
-            r9: self.r9,
-            r10: self.r10,
-            r11: self.r11,
-            r12: self.r12,
-            r13: self.r13,
-            r14: self.r14,
-            r15: self.r15,
-            rdi: self.rdi,
-            rsi: self.rsi,
-            rbp: self.rbp,
-            rbx: self.rbx,
-            rdx: self.rdx,
-            rax: self.rax,
-            rcx: self.rcx,
-            rsp: self.rsp,
-            rip: self.rip,
-            rflags: self.rflags,
-        }
+        super::user::user_regs_of!(self, rcx: self.rcx, r11: self.r11, rsp: self.rsp, rip: self.rip, rflags: self.rflags)
     }
 
     /// Makes the trap return to the program with `r`.
     pub fn set_user_regs(&mut self, r: &crate::arch::user::UserRegs) {
-        self.r8 = r.r8;
-        self.r9 = r.r9;
-        self.r10 = r.r10;
+        super::user::set_common_regs!(self, r);
         self.r11 = r.r11;
-        self.r12 = r.r12;
-        self.r13 = r.r13;
-        self.r14 = r.r14;
-        self.r15 = r.r15;
-        self.rdi = r.rdi;
-        self.rsi = r.rsi;
-        self.rbp = r.rbp;
-        self.rbx = r.rbx;
-        self.rdx = r.rdx;
-        self.rax = r.rax;
         self.rcx = r.rcx;
         self.rsp = r.rsp;
         self.rip = r.rip;

@@ -156,29 +156,61 @@ pub struct UserRegs {
     pub rflags: u64,
 }
 
+/// The program's registers from a frame (`SyscallFrame`, `TrapFrame`):
+/// the twelve general registers both keep under the same names, and the
+/// four each keeps its own way.
+macro_rules! user_regs_of {
+    ($f:expr, rcx: $rcx:expr, r11: $r11:expr, rsp: $rsp:expr, rip: $rip:expr, rflags: $fl:expr) => {
+        $crate::arch::user::UserRegs {
+            r8: $f.r8,
+            r9: $f.r9,
+            r10: $f.r10,
+            r11: $r11,
+            r12: $f.r12,
+            r13: $f.r13,
+            r14: $f.r14,
+            r15: $f.r15,
+            rdi: $f.rdi,
+            rsi: $f.rsi,
+            rbp: $f.rbp,
+            rbx: $f.rbx,
+            rdx: $f.rdx,
+            rax: $f.rax,
+            rcx: $rcx,
+            rsp: $rsp,
+            rip: $rip,
+            rflags: $fl,
+        }
+    };
+}
+pub(crate) use user_regs_of;
+
+/// Copies the twelve general registers both frames name alike from `r`.
+macro_rules! set_common_regs {
+    ($f:expr, $r:expr) => {{
+        let (f, r) = (&mut *$f, $r);
+        f.r8 = r.r8;
+        f.r9 = r.r9;
+        f.r10 = r.r10;
+        f.r12 = r.r12;
+        f.r13 = r.r13;
+        f.r14 = r.r14;
+        f.r15 = r.r15;
+        f.rdi = r.rdi;
+        f.rsi = r.rsi;
+        f.rbp = r.rbp;
+        f.rbx = r.rbx;
+        f.rdx = r.rdx;
+        f.rax = r.rax;
+    }};
+}
+pub(crate) use set_common_regs;
+
 impl SyscallFrame {
     /// The program's registers as they were at the system call.
     pub fn user_regs(&self) -> UserRegs {
-        UserRegs {
-            r8: self.r8,
-            r9: self.r9,
-            r10: self.r10,
-            r11: self.r11,
-            r12: self.r12,
-            r13: self.r13,
-            r14: self.r14,
-            r15: self.r15,
-            rdi: self.rdi,
-            rsi: self.rsi,
-            rbp: self.rbp,
-            rbx: self.rbx,
-            rdx: self.rdx,
-            rax: self.rax,
-            rcx: self.rcx,
-            rsp: self.user_rsp,
-            rip: self.rcx,
-            rflags: self.r11,
-        }
+        // After SYSCALL, rcx holds the return address and r11 the flags.
+        user_regs_of!(self, rcx: self.rcx, r11: self.r11, rsp: self.user_rsp, rip: self.rcx, rflags: self.r11)
     }
 
     /// Makes this frame's return land in the program with exactly `r`
@@ -191,19 +223,7 @@ impl SyscallFrame {
         let Some((stub, slot)) = resume_via_stub(r.rip, r.rsp, r.rcx, r.r11) else {
             return false;
         };
-        self.r8 = r.r8;
-        self.r9 = r.r9;
-        self.r10 = r.r10;
-        self.r12 = r.r12;
-        self.r13 = r.r13;
-        self.r14 = r.r14;
-        self.r15 = r.r15;
-        self.rdi = r.rdi;
-        self.rsi = r.rsi;
-        self.rbp = r.rbp;
-        self.rbx = r.rbx;
-        self.rdx = r.rdx;
-        self.rax = r.rax;
+        set_common_regs!(self, r);
         self.rcx = stub;
         self.r11 = rflags;
         self.user_rsp = slot;
