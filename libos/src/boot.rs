@@ -395,6 +395,10 @@ fn dump_cache(kind: u32) {
 /// Ends the partition with `code` as its exit status.
 pub fn exit(code: i32) -> ! {
     // The dump talks 9P: only from a context that may wait (a system call).
+    if cpu::interrupts_enabled() {
+        // Shared file mappings reach their files, as the page cache would.
+        mm::vma::write_back_all();
+    }
     if CACHE_DUMP.swap(false, Ordering::Relaxed) && cpu::interrupts_enabled() {
         dump_cache(astraea_abi::cache_dump::AT_EXIT);
     }

@@ -198,6 +198,20 @@ mod tests {
         }
     }
 
+    /// Shared writable file mappings reach the file: on msync, on munmap,
+    /// and at exit; the file never grows past its size.
+    fn shmap(b: Build) {
+        if let Some((dir, _)) = same_as_host("shmap", b, &["{data}"]) {
+            for which in ["host", "partition"] {
+                let file = dir.join(format!("data-{which}/shared.bin"));
+                let bytes = std::fs::read(&file).unwrap();
+                assert_eq!(bytes.len(), 3 * 4096 + 100, "{which}");
+                assert_eq!(&bytes[2 * 4096 + 5..2 * 4096 + 12], b"at exit", "{which}");
+            }
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// A thread that never makes a system call is preempted (the timer
     /// reaches the program on a PVM host too).
     fn preempt(b: Build) {
@@ -330,6 +344,7 @@ mod tests {
         files: files_glibc_dynamic, files_musl_static, files_musl_static_pie;
         enosys: enosys_glibc_dynamic, enosys_musl_static, enosys_musl_static_pie;
         preempt: preempt_glibc_dynamic, preempt_musl_static, preempt_musl_static_pie;
+        shmap: shmap_glibc_dynamic, shmap_musl_static, shmap_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---

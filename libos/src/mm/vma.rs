@@ -694,3 +694,91 @@ pub fn proc_maps() -> String {
 pub fn total_size() -> u64 {
     SPACE.lock().areas.iter().map(|(&s, a)| a.end - s).sum()
 }
+
+/// Writes the modified pages of shared, writable file mappings in
+/// `[start, end)` back to their files (`msync`, `munmap`, exit), as Linux's
+/// page cache eventually would: the pages are the mapping's own copies, so
+/// this is the only way the file sees the program's stores. Pages past the
+/// file's end are not written (the file does not grow).
+pub fn write_back(start: u64, end: u64) -> Result<(), Errno> {
+    // Collect under the lock, write without it (9P waits).
+    let mut work: alloc::vec::Vec<(Arc<crate::fd::File>, u64, u64)> = alloc::vec::Vec::new();
+    {
+        let sp = SPACE.lock();
+        let first = sp
+            .areas
+            .range(..start)
+            .next_back()
+            .filter(|(_, a)| a.end > start)
+            .map(|(&s, _)| s)
+            .unwrap_or(start);
+        for (&s, a) in sp.areas.range(first..end) {
+            let Backing::File { file, offset } = &a.backing else {
+                continue;
+            };
+            if !a.shared || a.prot & PROT_WRITE == 0 {
+                continue;
+            }
+            let mut va = s.max(start) & !(PAGE - 1);
+            while va < a.end.min(end) {
+                if let Some(t) = translate(va)
+                    && t.flags.contains(PteFlags::DIRTY)
+                    && !t.flags.contains(PteFlags::BORROWED)
+                {
+                    work.push((file.clone(), offset + (va - s), va));
+                }
+                va += PAGE;
+            }
+        }
+    }
+    if work.is_empty() {
+        return Ok(());
+    }
+    let c = crate::p9::mounted().ok_or(Errno::EIO)?;
+    let mut sizes = BTreeMap::new();
+    for (file, off, va) in work {
+        let crate::fd::File::P9 { fid, .. } = &*file else {
+            continue;
+        };
+        let size = match sizes.get(fid) {
+            Some(&s) => s,
+            None => {
+                let s = c.getattr(*fid)?.size;
+                sizes.insert(*fid, s);
+                s
+            }
+        };
+        if off >= size {
+            continue;
+        }
+        let n = (size - off).min(PAGE) as usize;
+        // The page may have been unmapped meanwhile: copy it out first.
+        let Some(t) = translate(va) else { continue };
+        let mut page = alloc::vec![0u8; n];
+        // SAFETY: `t.pa` is the frame behind a mapped user page, reached
+        // through the direct map; `n` bytes stay inside that page.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                phys_to_virt(t.pa & !(PAGE - 1)) as *const u8,
+                page.as_mut_ptr(),
+                n,
+            );
+        }
+        let mut done = 0;
+        while done < n {
+            let w = c.write(*fid, off + done as u64, &page[done..])?;
+            if w == 0 {
+                return Err(Errno::EIO);
+            }
+            done += w;
+        }
+    }
+    Ok(())
+}
+
+/// [`write_back`] over the whole address space (the program is exiting).
+pub fn write_back_all() {
+    if let Err(e) = write_back(USER_MIN, USER_MAX) {
+        log::warn!("writing shared file mappings back at exit: {e}");
+    }
+}

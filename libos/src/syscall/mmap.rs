@@ -60,9 +60,31 @@ pub fn mmap(a: &[u64; 6]) -> Result<u64, Errno> {
     Ok(at)
 }
 
-/// `munmap(addr, length)`.
+/// `munmap(addr, length)`: shared file mappings reach their files first.
 pub fn munmap(a: &[u64; 6]) -> Result<u64, Errno> {
+    if let Some(end) = a[0].checked_add(a[1]) {
+        vma::write_back(a[0], end)?;
+    }
     vma::unmap(a[0], a[1])?;
+    Ok(0)
+}
+
+const MS_ASYNC: u64 = 1;
+const MS_INVALIDATE: u64 = 2;
+const MS_SYNC: u64 = 4;
+
+/// `msync(addr, length, flags)`: the modified pages of shared file mappings
+/// in the range are written to their files (at once, even for `MS_ASYNC`).
+pub fn msync(a: &[u64; 6]) -> Result<u64, Errno> {
+    let flags = a[2];
+    if !a[0].is_multiple_of(4096)
+        || flags & !(MS_ASYNC | MS_INVALIDATE | MS_SYNC) != 0
+        || flags & (MS_ASYNC | MS_SYNC) == MS_ASYNC | MS_SYNC
+    {
+        return Err(Errno::EINVAL);
+    }
+    let end = a[0].checked_add(a[1]).ok_or(Errno::ENOMEM)?;
+    vma::write_back(a[0], end)?;
     Ok(0)
 }
 

@@ -58,6 +58,7 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (10, "mprotect", mmap::mprotect),
     (11, "munmap", mmap::munmap),
     (12, "brk", brk::brk),
+    (26, "msync", mmap::msync),
     (28, "madvise", mmap::madvise),
     (13, "rt_sigaction", signal::rt_sigaction),
     (14, "rt_sigprocmask", signal::rt_sigprocmask),
