@@ -58,8 +58,8 @@ pub struct Area {
     pub end: u64,
     /// `PROT_*` bits.
     pub prot: u32,
-    /// `MAP_SHARED` (shown in `/proc/self/maps`; file contents are private
-    /// copies today, so shared writable mappings do not reach the file).
+    /// `MAP_SHARED`: the area's own copies of the file's pages are written
+    /// back on `msync`, `munmap` and exit ([`write_back`]).
     pub shared: bool,
     /// Where the bytes come from.
     pub backing: Backing,
