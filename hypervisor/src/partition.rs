@@ -46,6 +46,8 @@ pub struct PartitionConfig {
     pub cwd: Option<String>,
     /// Print every system call of the program with its arguments and result.
     pub strace: bool,
+    /// Sample the partition's CPU and print a profile at exit.
+    pub profile: bool,
     /// The file-cache policy: `none`, or `ro` with an optional budget
     /// (`ro:256M`); `None` means `ro` with the library OS's default budget.
     /// It covers the read-only exports of the built-in gateway.
@@ -299,6 +301,9 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     }
     if cfg.strace {
         cmdline += " strace=1";
+    }
+    if cfg.profile {
+        cmdline += " profile=1";
     }
     let cache = cache_spec(cfg)?;
     let cache_image = match &cfg.cache_image {

@@ -327,6 +327,9 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
         cwd: String::from(fdt.cwd),
     };
     crate::syscall::set_strace(cfg.cmdline_value("strace") == Some("1"));
+    if cfg.cmdline_value("profile") == Some("1") {
+        crate::profile::enable();
+    }
     log::info!(
         "booted in {} us: {} MiB RAM, {} vCPU, TSC {} kHz, {} free pages",
         cfg.boot_ns / 1000,
@@ -412,6 +415,9 @@ pub fn exit(code: i32) -> ! {
 /// Where the partition's time went, at `--log info`.
 fn report() {
     use core::sync::atomic::Ordering::Relaxed;
+    if let Some(p) = crate::profile::report() {
+        console::write(console::Stream::Stderr, p.as_bytes());
+    }
     if !log::log_enabled!(log::Level::Info) {
         return;
     }

@@ -31,6 +31,8 @@ pub mod p9;
 #[cfg(target_os = "none")]
 pub mod process;
 #[cfg(target_os = "none")]
+pub mod profile;
+#[cfg(target_os = "none")]
 pub mod sched;
 #[cfg(target_os = "none")]
 pub mod signal;

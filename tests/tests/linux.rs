@@ -566,4 +566,24 @@ mod tests {
             sorted_lines,
         );
     }
+
+    /// `--profile` prints where the partition's time went, on stderr only:
+    /// the program's output is unchanged.
+    #[test]
+    fn profile_goes_to_stderr() {
+        if !kvm_available() || !Path::new(BUSYBOX).exists() {
+            eprintln!("\n*** SKIPPED: needs /dev/kvm and {BUSYBOX} ***\n");
+            return;
+        }
+        let plain = astraea_cmd(&["run", "--", BUSYBOX, "sha256sum", BUSYBOX]);
+        let profiled = astraea_cmd(&["run", "--profile", "--", BUSYBOX, "sha256sum", BUSYBOX]);
+        assert_eq!(plain.code, 0, "{plain:?}");
+        assert_eq!(profiled.code, 0, "{profiled:?}");
+        assert_eq!(profiled.stdout, plain.stdout);
+        assert!(
+            profiled.stderr.contains("profile: ") && profiled.stderr.contains("samples"),
+            "{profiled:?}"
+        );
+        assert!(!plain.stderr.contains("profile: "), "{plain:?}");
+    }
 }

@@ -107,6 +107,11 @@ struct RunArgs {
     /// result, to stderr.
     #[arg(long)]
     strace: bool,
+    /// Sample where the partition's CPU time goes (every millisecond: the
+    /// program's code by mapping, the library OS, idle) and print the
+    /// profile to stderr at exit.
+    #[arg(long)]
+    profile: bool,
     /// The library OS's file cache for read-only mounts (the JDK, the
     /// host's root by default): `ro` (default; a quarter of --mem),
     /// `ro:SIZE` (e.g. ro:256M) or `none`. Read-write mounts are never
@@ -330,6 +335,7 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
             .flatten()
             .map(|d| d.to_string_lossy().into_owned()),
         strace: args.strace,
+        profile: args.profile,
         cache: args.cache.clone(),
         cache_mounts: mount_cache_choices(&args.mounts)?,
         cache_dump: args.cache_dump.clone(),

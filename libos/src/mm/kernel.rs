@@ -61,19 +61,64 @@ pub unsafe fn init_frames(ram: &[(u64, u64)], reserved: &[(u64, u64)], top: u64,
     let mut f = FRAMES.lock();
     f.init_free(0, npages, bitmap, &free[..n])
         .expect("RAM ranges from the VMM are disjoint and fit the bitmap");
+    let mut fresh = bitmap_at + (words * 8) as u64;
     for &(start, end) in reserved {
         f.reserve_range(start, end);
+        fresh = fresh.max(end);
     }
     f.reserve_range(bitmap_at, bitmap_at + (words * 8) as u64);
+    FRESH_FROM.store(
+        fresh.next_multiple_of(PAGE_SIZE as u64),
+        core::sync::atomic::Ordering::Relaxed,
+    );
+}
+
+/// Frames at or above this address have never been written since the VMM
+/// created guest RAM (a zero-filled memfd): the allocator hands out the
+/// lowest free frames first, and every frame that was ever allocated or
+/// written (the boot data, reserved ranges freed later) lies below it.
+/// Such a frame needs no zeroing, and zeroing it would cost a host page
+/// fault through the direct map on top of the one the program's first
+/// touch costs (docs/pvm.md).
+static FRESH_FROM: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(u64::MAX);
+
+/// One zero-filled frame: a never-used frame as it is, a reused one zeroed.
+pub fn alloc_zeroed_frame() -> Option<u64> {
+    use core::sync::atomic::Ordering::Relaxed;
+    let (pa, fresh) = {
+        let mut f = FRAMES.lock();
+        let pa = f.alloc(1, 1)?;
+        // Checked and moved under the allocator's lock, so no other
+        // allocation slips between.
+        let fresh = pa >= FRESH_FROM.fetch_max(pa + PAGE_SIZE as u64, Relaxed);
+        (pa, fresh)
+    };
+    if !fresh {
+        // SAFETY: a frame just allocated to us, reached through the direct map.
+        unsafe { core::ptr::write_bytes(phys_to_virt(pa) as *mut u8, 0, PAGE_SIZE) };
+    }
+    Some(pa)
 }
 
 /// `count` contiguous frames aligned to `align_pages` pages, or `None`.
 pub fn alloc_frames(count: usize, align_pages: usize) -> Option<u64> {
-    FRAMES.lock().alloc(count, align_pages)
+    let pa = FRAMES.lock().alloc(count, align_pages)?;
+    // The caller will write them: they are not fresh any more.
+    FRESH_FROM.fetch_max(
+        pa + (count * PAGE_SIZE) as u64,
+        core::sync::atomic::Ordering::Relaxed,
+    );
+    Some(pa)
 }
 
 /// Returns frames from [`alloc_frames`].
 pub fn free_frames(addr: u64, count: usize) {
+    // Frames freed without having been allocated (a reserved range such as
+    // a loaded cache image) have been written too.
+    FRESH_FROM.fetch_max(
+        addr + (count * PAGE_SIZE) as u64,
+        core::sync::atomic::Ordering::Relaxed,
+    );
     if let Err(e) = FRAMES.lock().free(addr, count) {
         panic!("freeing frames {addr:#x}+{count}: {e:?}");
     }

@@ -595,24 +595,28 @@ fn populate(
             let pa = match sp.hidden.remove(&va) {
                 Some(pa) => pa,
                 None => {
-                    let Some(pa) = alloc_frames(1, 1) else {
+                    let off = (va - lo) as usize;
+                    let src = data.and_then(|d| d.get(off..)).filter(|s| !s.is_empty());
+                    // Zero pages come zeroed (and never-used frames are not
+                    // touched at all: see `alloc_zeroed_frame`).
+                    let Some(pa) = (if src.is_some() {
+                        alloc_frames(1, 1)
+                    } else {
+                        super::kernel::alloc_zeroed_frame()
+                    }) else {
                         if va == page {
                             return Err(Fault::Oom);
                         }
                         break;
                     };
-                    let dst = phys_to_virt(pa) as *mut u8;
-                    let off = (va - lo) as usize;
-                    // SAFETY: a fresh frame we own, reached through the direct
-                    // map; exactly one page is written.
-                    unsafe {
-                        match data.and_then(|d| d.get(off..)) {
-                            Some(src) if !src.is_empty() => {
-                                let n = src.len().min(PAGE_SIZE);
-                                core::ptr::copy_nonoverlapping(src.as_ptr(), dst, n);
-                                core::ptr::write_bytes(dst.add(n), 0, PAGE_SIZE - n);
-                            }
-                            _ => core::ptr::write_bytes(dst, 0, PAGE_SIZE),
+                    if let Some(src) = src {
+                        let dst = phys_to_virt(pa) as *mut u8;
+                        let n = src.len().min(PAGE_SIZE);
+                        // SAFETY: a frame we own, reached through the direct
+                        // map; exactly one page is written.
+                        unsafe {
+                            core::ptr::copy_nonoverlapping(src.as_ptr(), dst, n);
+                            core::ptr::write_bytes(dst.add(n), 0, PAGE_SIZE - n);
                         }
                     }
                     pa
@@ -780,5 +784,22 @@ pub fn write_back(start: u64, end: u64) -> Result<(), Errno> {
 pub fn write_back_all() {
     if let Err(e) = write_back(USER_MIN, USER_MAX) {
         log::warn!("writing shared file mappings back at exit: {e}");
+    }
+}
+
+/// A name for the mapping holding `va`, for the profiler: its file or
+/// `[stack]`/`[heap]`, else its kind (`[anon rwx]` is JIT-compiled code).
+pub fn describe(va: u64) -> String {
+    let sp = SPACE.lock();
+    match sp.find(va) {
+        Some((_, a)) => match &a.name {
+            Some(n) => String::from(&**n),
+            None => {
+                let x = if a.prot & PROT_EXEC != 0 { "x" } else { "-" };
+                let w = if a.prot & PROT_WRITE != 0 { "w" } else { "-" };
+                alloc::format!("[anon r{w}{x}]")
+            }
+        },
+        None => String::from("[unmapped]"),
     }
 }

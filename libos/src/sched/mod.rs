@@ -130,6 +130,12 @@ where
 }
 
 /// Puts a runnable thread at the back of its CPU's run queue.
+/// Whether the CPU is running its idle thread.
+pub fn current_is_idle() -> bool {
+    let c = this_cpu().lock();
+    matches!((&c.current, &c.idle), (Some(cur), Some(idle)) if Arc::ptr_eq(cur, idle))
+}
+
 pub(crate) fn make_ready(t: ThreadRef) {
     // Only a blocked (or new) thread joins the run queue: a thread woken by
     // one source (a futex) may still be due from another (its timeout).
@@ -300,6 +306,9 @@ fn program_timer(c: &Cpu) {
     }
     if let Some((&(d, _), _)) = TIMERS.lock().first_key_value() {
         next = next.min(d);
+    }
+    if crate::profile::on() {
+        next = next.min(time::monotonic_ns() + crate::profile::PERIOD_NS);
     }
     if next == u64::MAX {
         return;

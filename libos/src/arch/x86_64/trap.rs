@@ -277,7 +277,16 @@ const STUB_MARK: u64 = 0x5eed;
 
 fn dispatch(frame: &mut TrapFrame) {
     match frame.vector {
-        v if v == u64::from(VECTOR_TIMER) => super::apic::timer_interrupt(),
+        v if v == u64::from(VECTOR_TIMER) => {
+            if crate::profile::on() {
+                crate::profile::sample(
+                    frame.rip,
+                    frame.cs & 3 == 3,
+                    crate::sched::current_is_idle(),
+                );
+            }
+            super::apic::timer_interrupt()
+        }
         v if v == u64::from(VECTOR_SPURIOUS) => {}
         v if v == u64::from(astraea_abi::virtio9p::VECTOR) => {
             super::apic::eoi();

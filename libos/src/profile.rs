@@ -1,0 +1,90 @@
+//! A sampling profiler for the program (`astraea run --profile`): a timer
+//! interrupt every millisecond records where the CPU was — program code (by
+//! page, grouped by mapping at exit), the kernel, or idle — and the exit
+//! report lists where the time went. For finding what a partition spends
+//! its time on that the host does not (start-up, system calls, faults).
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::sync::IrqLock;
+
+static ON: AtomicBool = AtomicBool::new(false);
+static KERNEL: AtomicU64 = AtomicU64::new(0);
+static IDLE: AtomicU64 = AtomicU64::new(0);
+static USER: IrqLock<BTreeMap<u64, u32>> = IrqLock::new(BTreeMap::new());
+/// Library OS samples by instruction, to name the hot spots at exit
+/// (`addr2line -e astraea-kernel` on `rip - 0xffff808000200000`).
+static KERNEL_RIPS: IrqLock<BTreeMap<u64, u32>> = IrqLock::new(BTreeMap::new());
+
+/// The sampling period.
+pub const PERIOD_NS: u64 = 1_000_000;
+
+/// Starts sampling.
+pub fn enable() {
+    ON.store(true, Ordering::Relaxed);
+}
+
+/// Whether sampling is on.
+pub fn on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+/// Records one sample: the interrupted instruction, whether it was the
+/// program's, and whether the CPU was idle.
+pub fn sample(rip: u64, user: bool, idle: bool) {
+    if !on() {
+        return;
+    }
+    if idle {
+        IDLE.fetch_add(1, Ordering::Relaxed);
+    } else if user {
+        *USER.lock().entry(rip >> 12).or_insert(0) += 1;
+    } else {
+        KERNEL.fetch_add(1, Ordering::Relaxed);
+        *KERNEL_RIPS.lock().entry(rip).or_insert(0) += 1;
+    }
+}
+
+/// The report: samples by mapping (program code), kernel and idle.
+pub fn report() -> Option<String> {
+    if !on() {
+        return None;
+    }
+    let pages = core::mem::take(&mut *USER.lock());
+    let mut by_area: BTreeMap<String, u64> = BTreeMap::new();
+    for (page, n) in pages {
+        let name = crate::mm::vma::describe(page << 12);
+        *by_area.entry(name).or_insert(0) += u64::from(n);
+    }
+    let kernel = KERNEL.load(Ordering::Relaxed);
+    let idle = IDLE.load(Ordering::Relaxed);
+    let user: u64 = by_area.values().sum();
+    let total = (user + kernel + idle).max(1);
+    let mut rows: Vec<(String, u64)> = by_area.into_iter().collect();
+    rows.push((
+        String::from("(library OS: system calls, faults, interrupts)"),
+        kernel,
+    ));
+    rows.push((String::from("(idle)"), idle));
+    rows.sort_by_key(|r| core::cmp::Reverse(r.1));
+    let mut out = alloc::format!("profile: {total} samples, 1 per ms\n");
+    for (name, n) in rows.iter().take(15) {
+        out += &alloc::format!(
+            "  {:5.1}%  {:6}  {name}\n",
+            *n as f64 * 100.0 / total as f64,
+            n
+        );
+    }
+    let mut hot: Vec<(u64, u32)> = core::mem::take(&mut *KERNEL_RIPS.lock())
+        .into_iter()
+        .collect();
+    hot.sort_by_key(|h| core::cmp::Reverse(h.1));
+    out += "  library OS hot spots (image offset = rip - 0xffff808000200000):\n";
+    for (rip, n) in hot.iter().take(10) {
+        out += &alloc::format!("    {n:6}  {rip:#x}\n");
+    }
+    Some(out)
+}
