@@ -221,6 +221,32 @@ impl Virtio9p {
         self.wait(head, reply.len())
     }
 
+    /// Sends `request` and has the reply's first `header.len()` bytes
+    /// written to `header` and the rest straight to the guest-physical
+    /// range `data` (a read lands where it is wanted, without a copy);
+    /// returns the reply's whole length.
+    pub fn request_split(
+        &self,
+        request: &[u8],
+        header: &mut [u8],
+        data: (u64, u32),
+    ) -> Result<usize, DeviceError> {
+        let head = self.submit_chain(&[
+            (
+                mm::virt_to_phys(request.as_ptr() as u64),
+                request.len() as u32,
+                false,
+            ),
+            (
+                mm::virt_to_phys(header.as_mut_ptr() as u64),
+                header.len() as u32,
+                true,
+            ),
+            (data.0, data.1, true),
+        ]);
+        self.wait(head, header.len() + data.1 as usize)
+    }
+
     /// Posts a request whose descriptors name arbitrary guest-physical
     /// ranges, as a hostile or buggy driver might; for tests of the VMM's
     /// checks. The device must refuse ranges outside guest RAM.
@@ -254,8 +280,20 @@ impl Virtio9p {
         }
         let len = slot.len.load(Ordering::Acquire) as usize;
         slot.done.store(false, Ordering::Relaxed);
-        let tail = self.next_of(head);
-        self.queue.lock().free.extend([head, tail]);
+        {
+            let mut q = self.queue.lock();
+            let mut id = head;
+            loop {
+                // SAFETY: `id` < queue size (ours, from the free list); the
+                // device is done with this chain.
+                let d = unsafe { core::ptr::read_volatile(q.desc.add(usize::from(id))) };
+                q.free.push(id);
+                if d.flags & DESC_F_NEXT == 0 {
+                    break;
+                }
+                id = d.next;
+            }
+        }
         self.room.wake_one();
         if len == 0 || len > room {
             return Err(DeviceError::BadReply);
@@ -270,37 +308,37 @@ impl Virtio9p {
         fence(Ordering::SeqCst);
     }
 
-    fn next_of(&self, head: u16) -> u16 {
-        let q = self.queue.lock();
-        // SAFETY: `head` < queue size; the descriptor table is ours.
-        unsafe { (*q.desc.add(usize::from(head))).next }
-    }
-
     /// Queues one request; blocks while the ring is full.
     fn submit(&self, request: (u64, u32), reply: (u64, u32)) -> u16 {
+        self.submit_chain(&[(request.0, request.1, false), (reply.0, reply.1, true)])
+    }
+
+    /// Queues one chain of `(guest-physical address, length, device writes)`
+    /// descriptors; blocks while the ring has no room for it.
+    fn submit_chain(&self, parts: &[(u64, u32, bool)]) -> u16 {
         loop {
             let mut q = self.queue.lock();
-            if let (Some(&h), Some(&t)) = (q.free.last(), q.free.iter().rev().nth(1)) {
-                let keep = q.free.len() - 2;
-                q.free.truncate(keep);
-                let d0 = Desc {
-                    addr: request.0,
-                    len: request.1,
-                    flags: DESC_F_NEXT,
-                    next: t,
-                };
-                let d1 = Desc {
-                    addr: reply.0,
-                    len: reply.1,
-                    flags: DESC_F_WRITE,
-                    next: 0,
-                };
+            if q.free.len() >= parts.len() {
+                let keep = q.free.len() - parts.len();
+                let ids: alloc::vec::Vec<u16> = q.free.drain(keep..).rev().collect();
+                for (i, &(addr, len, write)) in parts.iter().enumerate() {
+                    let last = i + 1 == parts.len();
+                    let d = Desc {
+                        addr,
+                        len,
+                        flags: if write { DESC_F_WRITE } else { 0 }
+                            | if last { 0 } else { DESC_F_NEXT },
+                        next: if last { 0 } else { ids[i + 1] },
+                    };
+                    // SAFETY: ids < queue size; the descriptor table is ours
+                    // and the device reads it only after the index update.
+                    unsafe { write_volatile(q.desc.add(usize::from(ids[i])), d) };
+                }
+                let h = ids[0];
                 let n = self.slots.len();
-                // SAFETY: h, t < queue size; the rings are ours; the device
-                // reads them only after the index update below.
+                // SAFETY: the available ring is ours; the device reads it
+                // only after the index update below.
                 unsafe {
-                    write_volatile(q.desc.add(usize::from(h)), d0);
-                    write_volatile(q.desc.add(usize::from(t)), d1);
                     let idx = q.avail_idx;
                     write_volatile(q.avail.add(2 + usize::from(idx) % n), h);
                     fence(Ordering::SeqCst);
@@ -314,7 +352,8 @@ impl Virtio9p {
             }
             drop(q);
             let q = &self.queue;
-            self.room.wait_while(|| q.lock().free.len() < 2);
+            let need = parts.len();
+            self.room.wait_while(|| q.lock().free.len() < need);
         }
     }
 
