@@ -181,7 +181,7 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
         Backing::Anon,
         Some(alloc::sync::Arc::from("[vdso]")),
     )?;
-    user::load(at, &crate::arch::user::resume_stub())?;
+    user::load(at, &crate::arch::user::RESUME_STUB)?;
     let vvar: Vec<u8> = crate::time::vdso_params()
         .iter()
         .flat_map(|v| v.to_le_bytes())

@@ -48,9 +48,7 @@ pub mod code {
 
 const SIG_DFL: u64 = 0;
 const SIG_IGN: u64 = 1;
-const SA_SIGINFO: u64 = 0x4;
 const SA_ONSTACK: u64 = 0x0800_0000;
-const SA_RESTORER: u64 = 0x0400_0000;
 const SA_NODEFER: u64 = 0x4000_0000;
 const SA_RESETHAND: u64 = 0x8000_0000;
 const SS_ONSTACK: u32 = 1;
@@ -129,7 +127,7 @@ pub fn send(tid: u64, sig: u32) -> Result<(), Errno> {
     }
     let t = crate::process::thread(tid).ok_or(Errno::ESRCH)?;
     t.user.pending.fetch_or(bit(sig), Ordering::AcqRel);
-    crate::sched::make_ready_pub(t);
+    crate::sched::make_ready(t);
     Ok(())
 }
 
@@ -371,7 +369,6 @@ fn enter_handler(info: &Info, action: &Action, regs: &mut UserRegs) -> Result<()
     regs.rax = 0;
     // DF, TF and RF clear in the handler, as Linux does.
     regs.rflags &= !(0x400 | 0x100 | 0x1_0000);
-    let _ = SA_SIGINFO | SA_RESTORER;
     Ok(())
 }
 

@@ -183,13 +183,19 @@ pub fn field(text: &str, key: &str) -> Option<u64> {
 /// after `timeout`: a hung program then fails its test instead of hanging the
 /// suite. A run that timed out has code 128 + 9 and says so on stderr.
 pub fn run_with_timeout(cmd: &mut Command, timeout: std::time::Duration) -> Run {
-    use std::io::Read;
-    let mut child = cmd
+    let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("cannot spawn");
+    wait_with_timeout(child, timeout)
+}
+
+/// Collects the output of a running `child` (stdout and stderr piped),
+/// killing it after `timeout`, as [`run_with_timeout`] does.
+pub fn wait_with_timeout(mut child: std::process::Child, timeout: std::time::Duration) -> Run {
+    use std::io::Read;
     let drain = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut v = Vec::new();

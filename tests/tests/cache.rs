@@ -128,26 +128,9 @@ mod tests {
         }
 
         /// Creates `/rw/go` and collects the waiting program's run.
-        fn finish(&self, mut child: std::process::Child) -> Run {
+        fn finish(&self, child: std::process::Child) -> Run {
             std::fs::write(self.rw().join("go"), b"").unwrap();
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while child.try_wait().unwrap().is_none() {
-                if Instant::now() > deadline {
-                    let _ = child.kill();
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let out = child.wait_with_output().unwrap();
-            use std::os::unix::process::ExitStatusExt;
-            Run {
-                code: out
-                    .status
-                    .code()
-                    .unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0)),
-                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            }
+            wait_with_timeout(child, Duration::from_secs(60))
         }
 
         /// Runs `/bin/PROG ARGS` in a partition with `--cache cache`.

@@ -6,8 +6,8 @@
 mod tests {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     use std::path::{Path, PathBuf};
-    use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
+    use std::process::Command;
+    use std::time::Duration;
 
     use astraea_tests::*;
 
@@ -37,27 +37,9 @@ mod tests {
     /// wait that never ends fails the test rather than hanging it.
     fn run_in(dir: &Path, name: &str) -> Run {
         let mount = format!("{}:/", dir.display());
-        let mut child = Command::new(astraea())
-            .args(["run", "--mount", &mount, "--", &format!("/{name}")])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("cannot run astraea");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while child.try_wait().unwrap().is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let out = child.wait_with_output().unwrap();
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        let mut cmd = Command::new(astraea());
+        cmd.args(["run", "--mount", &mount, "--", &format!("/{name}")]);
+        run_with_timeout(&mut cmd, Duration::from_secs(60))
     }
 
     /// Compiles and runs `src`; `None` if it cannot run here.

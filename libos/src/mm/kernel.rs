@@ -278,26 +278,6 @@ pub fn map_user_page(va: u64, pa: u64, flags: PteFlags) -> Result<(), crate::err
         })
 }
 
-/// Unmaps the user page at `va` and frees its frame; `false` if nothing was
-/// mapped there.
-pub fn unmap_user_page(va: u64) -> bool {
-    let pa = {
-        let mut ks = KERNEL_SPACE.lock();
-        let Some(space) = ks.as_mut() else {
-            return false;
-        };
-        space.unmap(&mut Tables, va, PageSize::Size4K)
-    };
-    match pa {
-        Ok(pa) => {
-            cpu::invlpg(va);
-            free_frames(pa & !(PAGE_SIZE as u64 - 1), 1);
-            true
-        }
-        Err(_) => false,
-    }
-}
-
 /// Unmaps every user page in `[va, va+len)`: owned frames are freed,
 /// borrowed ones (file-cache pages) handed back to the cache.
 pub fn unmap_user_range(va: u64, len: u64) {

@@ -136,7 +136,9 @@ pub fn current_is_idle() -> bool {
     matches!((&c.current, &c.idle), (Some(cur), Some(idle)) if Arc::ptr_eq(cur, idle))
 }
 
-pub(crate) fn make_ready(t: ThreadRef) {
+/// Makes a blocked (or new) thread runnable; no effect on a ready or
+/// running one.
+pub fn make_ready(t: ThreadRef) {
     // Only a blocked (or new) thread joins the run queue: a thread woken by
     // one source (a futex) may still be due from another (its timeout).
     if t.state() != State::Blocked {
@@ -222,11 +224,6 @@ pub fn add_timer(deadline: u64, t: ThreadRef) -> (u64, u64) {
 /// Removes a timer from [`add_timer`] if it has not fired.
 pub fn cancel_timer(key: (u64, u64)) {
     TIMERS.lock().remove(&key);
-}
-
-/// Makes a blocked thread runnable (no effect on a ready or running one).
-pub fn make_ready_pub(t: ThreadRef) {
-    make_ready(t);
 }
 
 /// Blocks the current thread until another makes it ready (interrupts

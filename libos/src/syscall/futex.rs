@@ -123,7 +123,7 @@ pub fn wake(addr: u64, n: u32, bitset: u32) -> u64 {
     }
     for w in &woken {
         w.woken.store(true, Ordering::Release);
-        sched::make_ready_pub(w.thread.clone());
+        sched::make_ready(w.thread.clone());
     }
     woken.len() as u64
 }

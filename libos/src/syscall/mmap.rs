@@ -7,6 +7,7 @@ use crate::errno::Errno;
 use crate::mm::vma::{self, Backing, Placement};
 
 const MAP_SHARED: u64 = 0x1;
+const MAP_PRIVATE: u64 = 0x2;
 const MAP_TYPE: u64 = 0xf;
 const MAP_SHARED_VALIDATE: u64 = 0x3;
 const MAP_FIXED: u64 = 0x10;
@@ -24,7 +25,7 @@ pub fn mmap(a: &[u64; 6]) -> Result<u64, Errno> {
     }
     let kind = flags & MAP_TYPE;
     let shared = kind == MAP_SHARED || kind == MAP_SHARED_VALIDATE;
-    if !shared && kind != 0x2 {
+    if !shared && kind != MAP_PRIVATE {
         return Err(Errno::EINVAL);
     }
     let (backing, name) = if flags & MAP_ANONYMOUS != 0 {

@@ -84,11 +84,6 @@ pub fn pvm_native_mode(page: u64) {
     PV_VIF.store(page, Ordering::SeqCst);
 }
 
-/// The kernel address of the virtual-IF page, on a PVM host running natively.
-pub fn pvm_vif_page() -> Option<u64> {
-    vif()
-}
-
 /// Whether the kernel runs natively on a PVM host.
 pub fn pvm_native() -> bool {
     vif().is_some()

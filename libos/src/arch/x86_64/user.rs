@@ -70,11 +70,6 @@ pub const RESUME_STUB: [u8; 24] = [
     0xff, 0xa4, 0x24, 0x70, 0xff, 0xff, 0xff, // jmp [rsp - 144]
 ];
 
-/// The stub, ready to be copied to [`RESUME_AT`].
-pub fn resume_stub() -> alloc::vec::Vec<u8> {
-    RESUME_STUB.to_vec()
-}
-
 /// How far below the program's stack pointer the stub's words go (rcx,
 /// r11, rip, and a spare): past the 128-byte red zone.
 pub const RESUME_SLOT_BELOW: u64 = 160;
