@@ -380,6 +380,9 @@ fn user_fault(f: &mut TrapFrame) {
         addr: f.rip,
         trap: (f.vector, f.error),
     };
+    // The program runs with no kernel lock held: one still held here was
+    // never released by the kernel path that took it.
+    crate::sync::assert_none_held("a fault of the program");
     match f.vector {
         14 => {
             let cr2 = super::cpu::cr2();
@@ -459,6 +462,13 @@ fn unhandled_exception(f: &TrapFrame) -> ! {
     } else {
         ""
     };
+    if let Some(l) = crate::sync::held_lock() {
+        log::error!(
+            "the kernel faulted holding the lock taken at {}:{}",
+            l.file(),
+            l.line()
+        );
+    }
     panic!(
         "unhandled exception {} (vector {}){stack_note} error={:#x} rip={:#x} cr2={:#x} rsp={:#x} cs={:#x} rflags={:#x}{}\n  \
          rax={:#x} rbx={:#x} rcx={:#x} rdx={:#x} rsi={:#x} rdi={:#x} rbp={:#x}",
