@@ -239,7 +239,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     vm.create_irq_chip()
         .map_err(kvm_err("KVM_CREATE_IRQCHIP"))?;
     let mut vcpu = vm.create_vcpu(0).map_err(kvm_err("KVM_CREATE_VCPU"))?;
-    vcpu::setup_cpuid(&kvm, &vcpu, 0)?;
+    let xcr0 = vcpu::setup_cpuid(&kvm, &vcpu, 0)?;
     let mut external = None;
     let mut gateway_watch = None;
     let backend: Option<Arc<dyn NinePBackend>> = match &cfg.ninep {
@@ -377,7 +377,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     };
     let state = boot::prepare(&mem, cfg.mem, &cfg.kernel, &kernel, &params)?;
     drop(image);
-    vcpu::setup_long_mode(&vcpu, &state, 0)?;
+    vcpu::setup_long_mode(&vcpu, &state, 0, xcr0)?;
     if params.pvm_native {
         vcpu::enter_pvm_native(&vcpu)?;
     }

@@ -16,6 +16,15 @@ const CR0_PG: u64 = 1 << 31;
 const CR0_MP: u64 = 1 << 1;
 const CR0_AM: u64 = 1 << 18;
 const CR4_PAE: u64 = 1 << 5;
+/// FXSAVE/FXRSTOR and SSE instructions allowed (without it every SSE
+/// instruction of the program is #UD).
+const CR4_OSFXSR: u64 = 1 << 9;
+/// Unmasked SIMD floating-point exceptions raise #XM instead of #UD.
+const CR4_OSXMMEXCPT: u64 = 1 << 10;
+/// XSAVE/XRSTOR/XGETBV allowed, and AVX once XCR0 enables it.
+const CR4_OSXSAVE: u64 = 1 << 18;
+/// XCR0's x87 and SSE bits, which XCR0 must always have.
+const XCR0_X87_SSE: u64 = 0b11;
 const EFER_LME: u64 = 1 << 8;
 const EFER_LMA: u64 = 1 << 10;
 const EFER_NXE: u64 = 1 << 11;
@@ -26,13 +35,54 @@ const MSR_MTRR_DEF_TYPE: u32 = 0x2ff;
 /// memory would be uncacheable, and every access ~100x slower.
 const MTRR_ENABLE_WB: u64 = (1 << 11) | 6;
 
+/// The host's XCR0: the state components its kernel enabled.
+fn host_xcr0() -> u64 {
+    let leaf1 = core::arch::x86_64::__cpuid(1);
+    // XGETBV needs the OS to have set CR4.OSXSAVE (CPUID.1:ECX bit 27).
+    if leaf1.ecx & (1 << 27) == 0 {
+        return XCR0_X87_SSE;
+    }
+    let (lo, hi): (u32, u32);
+    // SAFETY: XGETBV with ECX=0 only reads XCR0; OSXSAVE is set (checked).
+    unsafe {
+        core::arch::asm!("xgetbv", in("ecx") 0, out("eax") lo, out("edx") hi, options(nomem, nostack))
+    };
+    (u64::from(hi) << 32) | u64::from(lo)
+}
+
 /// Gives the guest the host's CPU features as KVM supports them (SSE, AVX,
 /// XSAVE, x2APIC), plus the hypervisor bit and the TSC-deadline timer, and
-/// hides the PMU (a guest would trap on every counter access).
-pub fn setup_cpuid(kvm: &Kvm, vcpu: &VcpuFd, id: u32) -> Result<(), VmmError> {
+/// hides the PMU (a guest would trap on every counter access). Returns the
+/// XCR0 the guest gets (0 without XSAVE): the host's enabled components
+/// that KVM supports, and CPUID advertises no component outside it.
+pub fn setup_cpuid(kvm: &Kvm, vcpu: &VcpuFd, id: u32) -> Result<u64, VmmError> {
     let mut cpuid: CpuId = kvm
         .get_supported_cpuid(KVM_MAX_CPUID_ENTRIES)
         .map_err(kvm_err("KVM_GET_SUPPORTED_CPUID"))?;
+    let xsave = cpuid
+        .as_slice()
+        .iter()
+        .any(|e| e.function == 1 && e.ecx & (1 << 26) != 0);
+    let supported = cpuid
+        .as_slice()
+        .iter()
+        .find(|e| e.function == 0xd && e.index == 0)
+        .map_or(0, |e| u64::from(e.eax) | (u64::from(e.edx) << 32));
+    let xcr0 = if xsave {
+        (supported & host_xcr0()) | XCR0_X87_SSE
+    } else {
+        0
+    };
+    for e in cpuid.as_mut_slice() {
+        if e.function == 0xd && e.index == 0 {
+            // Only the components XCR0 will have.
+            e.eax = xcr0 as u32;
+            e.edx = (xcr0 >> 32) as u32;
+        }
+        if e.function == 0xd && (2..64).contains(&e.index) && xcr0 & (1 << e.index) == 0 {
+            (e.eax, e.ebx, e.ecx, e.edx) = (0, 0, 0, 0);
+        }
+    }
     for e in cpuid.as_mut_slice() {
         match e.function {
             1 => {
@@ -49,12 +99,21 @@ pub fn setup_cpuid(kvm: &Kvm, vcpu: &VcpuFd, id: u32) -> Result<(), VmmError> {
             _ => {}
         }
     }
-    vcpu.set_cpuid2(&cpuid).map_err(kvm_err("KVM_SET_CPUID2"))
+    vcpu.set_cpuid2(&cpuid).map_err(kvm_err("KVM_SET_CPUID2"))?;
+    Ok(xcr0)
 }
 
 /// Puts the vCPU straight into 64-bit mode at the kernel's entry point, with
-/// hermit-entry's ABI: `rdi` = boot info, `rsi` = CPU id.
-pub fn setup_long_mode(vcpu: &VcpuFd, boot: &BootState, id: u32) -> Result<(), VmmError> {
+/// hermit-entry's ABI: `rdi` = boot info, `rsi` = CPU id. SSE is enabled,
+/// and XSAVE with `xcr0` (from [`setup_cpuid`]) when it is not 0: a PVM
+/// host runs the guest with its own CR4, but on VT-x/SVM the guest's CR4
+/// and XCR0 are what the program's SSE/AVX instructions meet.
+pub fn setup_long_mode(
+    vcpu: &VcpuFd,
+    boot: &BootState,
+    id: u32,
+    xcr0: u64,
+) -> Result<(), VmmError> {
     let mut sregs = vcpu.get_sregs().map_err(kvm_err("KVM_GET_SREGS"))?;
     let code = kvm_segment {
         base: 0,
@@ -95,11 +154,28 @@ pub fn setup_long_mode(vcpu: &VcpuFd, boot: &BootState, id: u32) -> Result<(), V
     sregs.gdt.base = boot.gdt.0;
     sregs.gdt.limit = boot.gdt.1;
     sregs.cr3 = boot.pml4;
-    sregs.cr4 |= CR4_PAE;
+    sregs.cr4 |= CR4_PAE | CR4_OSFXSR | CR4_OSXMMEXCPT;
+    if xcr0 != 0 {
+        sregs.cr4 |= CR4_OSXSAVE;
+    }
     // MP and AM as well: the values PVM hosts run supervisor code with.
     sregs.cr0 = CR0_PE | CR0_MP | CR0_ET | CR0_NE | CR0_WP | CR0_AM | CR0_PG;
     sregs.efer = EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE;
     vcpu.set_sregs(&sregs).map_err(kvm_err("KVM_SET_SREGS"))?;
+    if xcr0 != 0 {
+        let mut xcrs = kvm_bindings::kvm_xcrs {
+            nr_xcrs: 1,
+            ..Default::default()
+        };
+        xcrs.xcrs[0].xcr = 0;
+        xcrs.xcrs[0].value = xcr0;
+        vcpu.set_xcrs(&xcrs).map_err(kvm_err("KVM_SET_XCRS"))?;
+    }
+    tracing::debug!(
+        xcr0 = format_args!("{xcr0:#x}"),
+        cr4 = format_args!("{:#x}", sregs.cr4),
+        "FPU state enabled"
+    );
 
     let fpu = kvm_fpu {
         fcw: 0x37f,
