@@ -271,16 +271,29 @@ static long count_for(uint64_t mode) {
 
 static atomic_int tids[64];
 
+// Each thread's own thread-local word: a thread that ran with another's
+// FS base (thread pointer) would see the other's value.
+static __thread long tls_id;
+
+static int tls_ok(long want, const char *who) {
+    if (tls_id != want) {
+        fprintf(stderr, "%s: thread-local word %ld, want %ld (wrong FS base)\n", who, tls_id, want);
+        return 0;
+    }
+    return 1;
+}
+
 static void *worker(void *arg) {
     int who = (int)(long)arg;
     tids[who] = (int)syscall(SYS_gettid);
+    tls_id = who + 1;
     struct ctl *c = new_ctl();
     uint64_t seed = 0x9e3779b97f4a7c15ull * (uint64_t)(who + 1);
     for (int r = 0; r < rounds && !failed; r++) {
         uint64_t mode = (uint64_t)((r + who) % 8);
         if (mode & 2)
             madvise((void *)c->page_start, REGION, MADV_DONTNEED);
-        if (check_once(c, &seed, who, r, mode, count_for(mode)))
+        if (check_once(c, &seed, who, r, mode, count_for(mode)) || !tls_ok(who + 1, "worker"))
             failed = 1;
     }
     free_ctl(c);
@@ -288,12 +301,17 @@ static void *worker(void *arg) {
 }
 
 static void *short_lived(void *arg) {
+    if (!tls_ok(0, "new thread"))
+        failed = 1;
+    tls_id = 1000 + (long)arg;
     struct ctl *c = new_ctl();
     uint64_t seed = (uint64_t)(long)arg * 0x2545f4914f6cdd1dull + 1;
     if (check_once(c, &seed, 1000, 0, 0, 10000))
         failed = 1;
     scramble_level();
     free_ctl(c);
+    if (!tls_ok(1000 + (long)arg, "new thread"))
+        failed = 1;
     return NULL;
 }
 
@@ -301,6 +319,7 @@ static void *short_lived(void *arg) {
 // itself: a new thread must not take or leave its creator's registers.
 static void *churn(void *arg) {
     int who = (int)(long)arg;
+    tls_id = 500;
     struct ctl *c = new_ctl();
     uint64_t seed = 77;
     for (int r = 0; r < rounds * 2 && !failed; r++) {
@@ -309,7 +328,7 @@ static void *churn(void *arg) {
             perror("pthread_create");
             exit(2);
         }
-        if (check_once(c, &seed, who, r, 0, spin / 4))
+        if (check_once(c, &seed, who, r, 0, spin / 4) || !tls_ok(500, "churn"))
             failed = 1;
         pthread_join(t, NULL);
     }

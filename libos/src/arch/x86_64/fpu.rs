@@ -135,12 +135,18 @@ pub fn fork() -> Option<FpuArea> {
 }
 
 /// The current thread starts running program code: it takes the registers
-/// (with the state [`fork`] gave it, if any). Until this call a new
-/// thread is a kernel thread, which the scheduler does not switch
-/// registers for; without it the previous owner's state would never be
-/// saved and the new thread's would be taken for it.
+/// (with the state [`fork`] gave it, if any) and its FS base. Until this
+/// call a new thread is a kernel thread, for which the scheduler switches
+/// neither; without it the previous owner's state would never be saved
+/// and the new thread's would be taken for it, and a switch away and back
+/// before the thread became active would leave another thread's FS base
+/// (its thread pointer) in place.
 pub fn claim(me: &ThreadRef) {
+    use core::sync::atomic::Ordering;
+    let irq = super::cpu::irq_save();
+    super::user::set_fs_base_cached(me.user.fs_base.load(Ordering::Relaxed));
     take_registers(&mut OWNER.lock(), me);
+    super::cpu::irq_restore(irq);
 }
 
 /// The state components the CPU has enabled (XCR0).
