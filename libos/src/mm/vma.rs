@@ -803,3 +803,42 @@ pub fn describe(va: u64) -> String {
         None => String::from("[unmapped]"),
     }
 }
+
+/// `mincore`: whether each page of `[start, end)` (page-aligned) is
+/// populated — present in the page tables, or kept aside while `PROT_NONE`.
+/// `ENOMEM` if any part of the range lies outside every area. Read-only.
+pub fn resident(start: u64, end: u64) -> Result<alloc::vec::Vec<bool>, Errno> {
+    let hidden: alloc::vec::Vec<u64> = {
+        let sp = SPACE.lock();
+        if !sp.covers(start, end) {
+            return Err(Errno::ENOMEM);
+        }
+        sp.hidden.range(start..end).map(|(&v, _)| v).collect()
+    };
+    Ok((start..end)
+        .step_by(PAGE as usize)
+        .map(|p| {
+            hidden.binary_search(&p).is_ok()
+                || translate(p).is_some_and(|t| t.flags.contains(PteFlags::USER))
+        })
+        .collect())
+}
+
+/// Whether areas cover all of `[start, end)` with no gap (`madvise` and
+/// `mincore` answer `ENOMEM` otherwise). Read-only.
+pub fn covered(start: u64, end: u64) -> bool {
+    SPACE.lock().covers(start, end)
+}
+
+impl Space {
+    fn covers(&self, start: u64, end: u64) -> bool {
+        let mut at = start;
+        while at < end {
+            match self.find(at) {
+                Some((_, a)) => at = a.end,
+                None => return false,
+            }
+        }
+        true
+    }
+}

@@ -1,0 +1,34 @@
+//! `mincore(2)`: which pages of a range are in memory.
+//!
+//! A page is resident when it is populated in the program's page tables (or
+//! kept aside while `PROT_NONE`, as Linux keeps such pages in memory). File
+//! pages count once this mapping has them; the file cache's pages that no
+//! mapping has faulted in are not looked at.
+
+use crate::errno::Errno;
+use crate::mm::{user, vma};
+
+/// `mincore(addr, length, vec)`: one byte per page, bit 0 set when resident.
+/// As Linux: `EINVAL` for an unaligned `addr`, `ENOMEM` when the range
+/// reaches outside the address space or any part of it is unmapped,
+/// `EFAULT` when `vec` cannot be written.
+pub fn mincore(a: &[u64; 6]) -> Result<u64, Errno> {
+    let (addr, len, vec) = (a[0], a[1], a[2]);
+    if !addr.is_multiple_of(4096) {
+        return Err(Errno::EINVAL);
+    }
+    let end = addr
+        .checked_add(len)
+        .and_then(|e| e.checked_next_multiple_of(4096))
+        .ok_or(Errno::ENOMEM)?;
+    if end > user::USER_MAX {
+        return Err(Errno::ENOMEM);
+    }
+    if len == 0 {
+        return Ok(0);
+    }
+    let pages = vma::resident(addr, end)?;
+    let bytes: alloc::vec::Vec<u8> = pages.iter().map(|&r| u8::from(r)).collect();
+    user::copy_in(vec, &bytes)?;
+    Ok(0)
+}
