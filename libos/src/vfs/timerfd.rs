@@ -23,13 +23,17 @@ impl Timer {
         if self.next == 0 || now < self.next {
             return;
         }
-        if self.interval == 0 {
-            self.ticks = self.ticks.saturating_add(1);
-            self.next = 0;
-        } else {
-            let k = (now - self.next) / self.interval + 1;
-            self.ticks = self.ticks.saturating_add(k);
-            self.next = self.next.saturating_add(k.saturating_mul(self.interval));
+        match (now - self.next).checked_div(self.interval) {
+            // One-shot.
+            None => {
+                self.ticks = self.ticks.saturating_add(1);
+                self.next = 0;
+            }
+            Some(missed) => {
+                let k = missed + 1;
+                self.ticks = self.ticks.saturating_add(k);
+                self.next = self.next.saturating_add(k.saturating_mul(self.interval));
+            }
         }
     }
 
