@@ -66,8 +66,8 @@ pub fn madvise(a: &[u64; 6]) -> Result<u64, Errno> {
             vma::discard(addr, end - addr)?;
         }
         MADV_POPULATE_READ | MADV_POPULATE_WRITE if covered => {
-            vma::ensure(addr, end - addr, advice == MADV_POPULATE_WRITE)
-                .map_err(|_| Errno::ENOMEM)?;
+            // EFAULT where an access would have raised a signal, as Linux.
+            vma::ensure(addr, end - addr, advice == MADV_POPULATE_WRITE)?;
         }
         _ => {}
     }

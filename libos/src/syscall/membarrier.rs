@@ -48,7 +48,7 @@ fn private(register: u32) -> Result<u64, Errno> {
 
 /// `membarrier(cmd, flags, cpu_id)`.
 pub fn membarrier(a: &[u64; 6]) -> Result<u64, Errno> {
-    let (cmd, flags) = (a[0], a[1] as u32 as u64);
+    let (cmd, flags) = (u64::from(a[0] as u32), u64::from(a[1] as u32));
     let allowed = if cmd == u64::from(PRIVATE_EXPEDITED_RSEQ) {
         FLAG_CPU
     } else {
@@ -60,9 +60,7 @@ pub fn membarrier(a: &[u64; 6]) -> Result<u64, Errno> {
     if cmd == QUERY {
         return Ok(u64::from(SUPPORTED));
     }
-    let Ok(cmd) = u32::try_from(cmd) else {
-        return Err(Errno::EINVAL);
-    };
+    let cmd = cmd as u32;
     match cmd {
         GLOBAL | GLOBAL_EXPEDITED => {
             fence(Ordering::SeqCst);

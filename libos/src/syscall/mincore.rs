@@ -27,8 +27,15 @@ pub fn mincore(a: &[u64; 6]) -> Result<u64, Errno> {
     if len == 0 {
         return Ok(0);
     }
-    let pages = vma::resident(addr, end)?;
-    let bytes: alloc::vec::Vec<u8> = pages.iter().map(|&r| u8::from(r)).collect();
-    user::copy_in(vec, &bytes)?;
+    // A chunk of pages at a time, so a huge range needs no huge buffer.
+    const CHUNK: u64 = 4096 * 4096;
+    let mut at = addr;
+    while at < end {
+        let stop = end.min(at.saturating_add(CHUNK));
+        let bytes: alloc::vec::Vec<u8> =
+            vma::resident(at, stop)?.into_iter().map(u8::from).collect();
+        user::copy_in(vec + (at - addr) / 4096, &bytes)?;
+        at = stop;
+    }
     Ok(0)
 }

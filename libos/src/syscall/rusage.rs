@@ -1,9 +1,10 @@
 //! `getrusage(2)` and `times(2)`: the CPU time the process has used.
 //!
 //! The partition runs one process, so its CPU time is the time the vCPU
-//! was not idle. Of that, the time spent in system-call handlers and page
-//! faults is system time and the rest user time. There is no per-thread
-//! account yet: `RUSAGE_THREAD` reports the process's figures.
+//! was not idle. Of that, the time spent serving page faults is system
+//! time and the rest user time (time in system calls cannot be told apart
+//! from time waiting in them yet, so it counts as user time). There is no
+//! per-thread account yet: `RUSAGE_THREAD` reports the process's figures.
 
 use core::sync::atomic::Ordering;
 
@@ -13,8 +14,7 @@ use crate::mm::user;
 /// (user, system) CPU nanoseconds used so far.
 pub fn cpu_ns() -> (u64, u64) {
     let busy = crate::time::monotonic_ns().saturating_sub(crate::sched::stats().idle_ns);
-    let sys = super::stats().1 + crate::mm::vma::STATS.ns.load(Ordering::Relaxed);
-    let sys = sys.min(busy);
+    let sys = crate::mm::vma::STATS.ns.load(Ordering::Relaxed).min(busy);
     (busy - sys, sys)
 }
 
