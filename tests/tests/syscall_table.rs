@@ -101,8 +101,8 @@ const NOTES: &[(&str, Status, &str)] = &[
     (
         "mincore",
         Partial,
-        "a file page counts as resident once this mapping has it; the file cache's other pages \
-         are not looked at",
+        "a page of a file that is not cached (read-write mounts) counts as resident only once \
+         this mapping has it",
     ),
     (
         "madvise",

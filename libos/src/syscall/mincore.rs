@@ -1,9 +1,10 @@
 //! `mincore(2)`: which pages of a range are in memory.
 //!
 //! A page is resident when it is populated in the program's page tables (or
-//! kept aside while `PROT_NONE`, as Linux keeps such pages in memory). File
-//! pages count once this mapping has them; the file cache's pages that no
-//! mapping has faulted in are not looked at.
+//! kept aside while `PROT_NONE`, as Linux keeps such pages in memory), or,
+//! in a file mapping, when the file cache holds it (as Linux's page cache:
+//! files on cached read-only mounts). Files that are not cached count only
+//! the pages this mapping has.
 
 use crate::errno::Errno;
 use crate::mm::{user, vma};
