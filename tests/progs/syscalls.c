@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -402,6 +403,18 @@ static int tfd_set(int fd, int flags, long value_ns, long interval_ns, struct it
     return syscall(NR_timerfd_settime, fd, flags, &v, old);
 }
 
+static void on_usr1(int sig) {
+    (void)sig;
+}
+
+static pthread_t main_thread;
+static void *signal_later(void *arg) {
+    (void)arg;
+    usleep(30000);
+    pthread_kill(main_thread, SIGUSR1);
+    return NULL;
+}
+
 static int arm_fd;
 static void *arm_later(void *arg) {
     (void)arg;
@@ -485,6 +498,21 @@ static void test_timerfd(void) {
     show("timerfd poll forever, armed by another thread", poll(&pfd, 1, -1));
     pthread_join(th, NULL);
     read(fd, &n, 8);
+
+    /* A signal (handler without SA_RESTART) ends a blocked read, armed or not. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sigaction(SIGUSR1, &sa, NULL);
+    main_thread = pthread_self();
+    for (int armed = 0; armed < 2; armed++) {
+        tfd_set(fd, 0, armed ? 5000000000L : 0, 0, NULL);
+        pthread_create(&th, NULL, signal_later, NULL);
+        show(armed ? "timerfd read armed, signal" : "timerfd read disarmed, signal",
+             read(fd, &n, 8));
+        pthread_join(th, NULL);
+    }
+    tfd_set(fd, 0, 0, 0, NULL);
 
     struct its bad = {{0, 0}, {0, 1000000000}};
     show("timerfd_settime bad nsec", syscall(NR_timerfd_settime, fd, 0, &bad, NULL));

@@ -126,7 +126,8 @@ const NOTES: &[(&str, Status, &str)] = &[
         "timerfd_create",
         Partial,
         "alarm clocks answer EPERM (no `CAP_WAKE_ALARM`); `TFD_TIMER_CANCEL_ON_SET` never cancels \
-         (the clock is never set); a blocked read is not interrupted by signals",
+         (the clock is never set); a blocked read ends with EINTR (no restart after \
+         `SA_RESTART`)",
     ),
     ("timerfd_settime", Partial, "as `timerfd_create`"),
     (

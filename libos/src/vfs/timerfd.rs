@@ -130,7 +130,8 @@ mod imp {
         }
 
         /// The expirations since the last read, waiting for one unless
-        /// `nonblock`.
+        /// `nonblock`; `EINTR` when a signal arrives meanwhile (noticed
+        /// within [`RECHECK_NS`] of an armed timer).
         pub fn read(&self, nonblock: bool) -> Result<u64, Errno> {
             loop {
                 let now = crate::time::monotonic_ns();
@@ -144,8 +145,13 @@ mod imp {
                 if nonblock {
                     return Err(Errno::EAGAIN);
                 }
+                if crate::signal::has_deliverable() {
+                    return Err(Errno::EINTR);
+                }
                 if next == 0 {
-                    self.armed.wait_while(|| self.timer.lock().next == 0);
+                    self.armed.wait_while(|| {
+                        self.timer.lock().next == 0 && !crate::signal::has_deliverable()
+                    });
                 } else {
                     crate::sched::sleep_until_ns(next.min(now + RECHECK_NS));
                 }
