@@ -273,6 +273,12 @@ static void test_fallocate(void) {
     int ro = open(path, O_RDONLY);
     show("fallocate read-only fd", syscall(NR_fallocate, ro, 0, 0L, 10L));
     close(ro);
+    int app = open(path, O_WRONLY | O_APPEND);
+    show("fallocate PUNCH_HOLE on O_APPEND", syscall(NR_fallocate, app, 3, 0L, 2L));
+    close(app);
+    int d = open(dir, O_RDONLY | O_DIRECTORY);
+    show("fallocate directory", syscall(NR_fallocate, d, 0, 0L, 10L));
+    close(d);
     show("fallocate bad fd", syscall(NR_fallocate, 999, 0, 0L, 10L));
     close(fd);
 }
@@ -339,6 +345,11 @@ static void test_copy(void) {
     show("sendfile count 0", syscall(NR_sendfile, dst2, src, NULL, 0L));
     show("sendfile to read-only", syscall(NR_sendfile, ro, src, NULL, 10L));
     show("sendfile bad fd", syscall(NR_sendfile, 999, src, NULL, 10L));
+    write(fds[1], "pipe", 4);
+    show("sendfile from a pipe", syscall(NR_sendfile, dst2, fds[0], NULL, 4L));
+    int d = open(dir, O_RDONLY | O_DIRECTORY);
+    show("copy_file_range from a directory", syscall(NR_copy_file_range, d, NULL, dst2, NULL, 4L, 0));
+    close(d);
     close(ro);
     close(fds[0]);
     close(fds[1]);

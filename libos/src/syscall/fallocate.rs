@@ -9,7 +9,7 @@
 use alloc::vec;
 
 use crate::errno::Errno;
-use crate::fd::{self, File, O_ACCMODE, O_APPEND, Object};
+use crate::fd::{self, File, O_ACCMODE, Object};
 
 const FALLOC_FL_KEEP_SIZE: u64 = 0x01;
 const FALLOC_FL_PUNCH_HOLE: u64 = 0x02;
@@ -77,9 +77,6 @@ pub fn fallocate(a: &[u64; 6]) -> Result<u64, Errno> {
         .checked_add(len)
         .filter(|&e| e <= MAX_SIZE)
         .ok_or(EFBIG)?;
-    if o.status_flags() & O_APPEND != 0 && mode & !FALLOC_FL_KEEP_SIZE != 0 {
-        return Err(Errno::EPERM);
-    }
     match exclusive {
         0 => {}
         FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE => {
