@@ -107,8 +107,8 @@ const NOTES: &[(&str, Status, &str)] = &[
     (
         "madvise",
         Partial,
-        "`MADV_GUARD_INSTALL`/`REMOVE` (Linux 6.13) answer EINVAL; `MADV_REMOVE` and `MADV_FREE` \
-         are not refused on the mappings Linux refuses them for; paging, huge-page, fork and \
+        "`MADV_GUARD_INSTALL`/`REMOVE` (Linux 6.13) answer EINVAL; `MADV_REMOVE` drops a shared \
+         file mapping's pages but does not punch a hole in the file; paging, huge-page, fork and \
          dump advice is accepted without effect",
     ),
     (

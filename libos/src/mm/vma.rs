@@ -863,3 +863,14 @@ impl Space {
         true
     }
 }
+
+/// (file-backed, shared, `PROT_*`) of each area meeting `[start, end)`,
+/// for `madvise`'s rules. Read-only.
+pub fn kinds(start: u64, end: u64) -> alloc::vec::Vec<(bool, bool, u32)> {
+    let sp = SPACE.lock();
+    let first = sp.find(start).map_or(start, |(s, _)| s);
+    sp.areas
+        .range(first..end)
+        .map(|(_, a)| (matches!(a.backing, Backing::File { .. }), a.shared, a.prot))
+        .collect()
+}

@@ -59,6 +59,25 @@ pub fn madvise(a: &[u64; 6]) -> Result<u64, Errno> {
         return Ok(0);
     }
     let covered = end <= crate::mm::user::USER_MAX && vma::covered(addr, end);
+    // Advice that only private anonymous memory takes, and MADV_REMOVE,
+    // which needs shared writable memory, as Linux checks per area.
+    let kinds = vma::kinds(addr, end);
+    match advice {
+        MADV_FREE | MADV_WIPEONFORK | MADV_KEEPONFORK
+            if kinds.iter().any(|&(file, shared, _)| file || shared) =>
+        {
+            return Err(Errno::EINVAL);
+        }
+        MADV_REMOVE if kinds.iter().any(|&(file, shared, _)| !file && !shared) => {
+            return Err(Errno::EINVAL);
+        }
+        // Linux asks for a shared mapping that may become writable; a
+        // shared file mapping is taken to be one.
+        MADV_REMOVE if kinds.iter().any(|&(_, shared, _)| !shared) => {
+            return Err(Errno::EACCES);
+        }
+        _ => {}
+    }
     match advice {
         MADV_DONTNEED | MADV_DONTNEED_LOCKED | MADV_FREE | MADV_REMOVE
             if end <= crate::mm::user::USER_MAX =>
