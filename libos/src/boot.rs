@@ -456,6 +456,12 @@ fn report() {
 
 static PANICKING: AtomicBool = AtomicBool::new(false);
 
+/// Whether the kernel is panicking (locks stop checking their discipline
+/// so that the report gets out).
+pub fn panicking() -> bool {
+    PANICKING.load(Ordering::Relaxed)
+}
+
 #[cfg(not(test))]
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {

@@ -99,6 +99,30 @@ mod tests {
     }
 
     #[test]
+    fn a_lock_reentered_or_held_while_sleeping_panics_naming_both_places() {
+        if !kvm_available() {
+            return;
+        }
+        let r = ktest(&["lock", "reenter"]);
+        assert_eq!(r.code, 134, "{r:?}");
+        assert!(
+            r.stderr
+                .contains("lock re-entered: taken at tests/ktest/src/main.rs:")
+                && r.stderr
+                    .contains("while already held (taken at tests/ktest/src/main.rs:"),
+            "{r:?}"
+        );
+        let r = ktest(&["lock", "sleep"]);
+        assert_eq!(r.code, 134, "{r:?}");
+        assert!(
+            r.stderr.contains("a thread switch at")
+                && r.stderr
+                    .contains("while holding the lock taken at tests/ktest/src/main.rs:"),
+            "{r:?}"
+        );
+    }
+
+    #[test]
     fn panic_gives_134_and_its_message() {
         if !kvm_available() {
             return;

@@ -200,6 +200,14 @@ mod tests {
 
     /// Shared writable file mappings reach the file: on msync, on munmap,
     /// and at exit; the file never grows past its size.
+    /// Every register (general, vector, mask, MXCSR) survives preemption,
+    /// system calls, page faults, signals and thread creation.
+    fn torture(b: Build) {
+        if let Some((dir, _)) = same_as_host("torture", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     fn shmap(b: Build) {
         if let Some((dir, _)) = same_as_host("shmap", b, &["{data}"]) {
             for which in ["host", "partition"] {
@@ -360,6 +368,7 @@ mod tests {
         preempt: preempt_glibc_dynamic, preempt_musl_static, preempt_musl_static_pie;
         shmap: shmap_glibc_dynamic, shmap_musl_static, shmap_musl_static_pie;
         syscalls: syscalls_glibc_dynamic, syscalls_musl_static, syscalls_musl_static_pie;
+        torture: torture_glibc_dynamic, torture_musl_static, torture_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---

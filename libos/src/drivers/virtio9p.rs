@@ -260,6 +260,9 @@ impl Virtio9p {
     }
 
     fn wait(&self, head: u16, room: usize) -> Result<usize, DeviceError> {
+        // A reply may take long enough to sleep for: never with a lock held
+        // (another thread would find it taken), even when this one is quick.
+        crate::sync::assert_none_held("a 9P request, which may sleep,");
         let slot = &self.slots[usize::from(head)];
         let deadline = crate::time::monotonic_ns() + POLL_NS;
         while !slot.done.load(Ordering::Acquire) && crate::time::monotonic_ns() < deadline {

@@ -138,13 +138,17 @@ impl Space {
     }
 
     /// Removes `[start, end)` from the areas (splitting at the edges), and
-    /// unmaps and frees its pages.
-    fn remove(&mut self, start: u64, end: u64) {
+    /// unmaps and frees its pages. The removed areas are returned for the
+    /// caller to drop after unlocking: the last reference to a mapped file
+    /// closes it, which is 9P I/O that may sleep.
+    #[must_use = "drop the removed areas after unlocking"]
+    fn remove(&mut self, start: u64, end: u64) -> alloc::vec::Vec<Area> {
         self.split_at(start);
         self.split_at(end);
         let starts: alloc::vec::Vec<u64> = self.areas.range(start..end).map(|(&s, _)| s).collect();
+        let mut gone = alloc::vec::Vec::with_capacity(starts.len());
         for s in starts {
-            self.areas.remove(&s);
+            gone.extend(self.areas.remove(&s));
         }
         let hidden: alloc::vec::Vec<u64> = self.hidden.range(start..end).map(|(&v, _)| v).collect();
         for v in hidden {
@@ -153,6 +157,7 @@ impl Space {
             }
         }
         super::kernel::unmap_user_range(start, end - start);
+        gone
     }
 
     /// A free range of `len` bytes: at `hint` if that is free, else the
@@ -200,6 +205,8 @@ pub fn map(
     if len == 0 {
         return Err(Errno::EINVAL);
     }
+    // Replaced areas die after the lock is released (see `Space::remove`).
+    let mut _replaced = alloc::vec::Vec::new();
     let mut sp = SPACE.lock();
     let start = match placement {
         Placement::Hint(h) => sp.find_free(h, len).ok_or(Errno::ENOMEM)?,
@@ -215,7 +222,7 @@ pub fn map(
                 if matches!(placement, Placement::NoReplace(_)) {
                     return Err(Errno::EEXIST);
                 }
-                sp.remove(a, end);
+                _replaced = sp.remove(a, end);
             }
             a
         }
@@ -250,7 +257,8 @@ pub fn map(
 /// `munmap`: removes whatever is mapped in `[start, start+len)`.
 pub fn unmap(start: u64, len: u64) -> Result<(), Errno> {
     let end = range_end(start, len)?;
-    SPACE.lock().remove(start, end);
+    let gone = SPACE.lock().remove(start, end);
+    drop(gone);
     Ok(())
 }
 

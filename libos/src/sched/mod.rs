@@ -233,6 +233,7 @@ pub fn block() {
 }
 
 fn schedule() {
+    crate::sync::assert_none_held("a thread switch");
     let (save, next_rsp) = {
         let mut c = this_cpu().lock();
         let next = match c.run_queue.pop_front() {

@@ -41,6 +41,7 @@ pub fn clone(a: &[u64; 6]) -> Result<u64, Errno> {
     } else {
         me.user.fs_base.load(Ordering::Relaxed)
     };
+    let fpu = crate::arch::fpu::fork();
     crate::process::LIVE_THREADS.fetch_add(1, Ordering::AcqRel);
     let spawned = crate::sched::spawn("program", move || {
         let t = crate::sched::current();
@@ -53,7 +54,9 @@ pub fn clone(a: &[u64; 6]) -> Result<u64, Errno> {
         if flags & CLONE_CHILD_SETTID != 0 {
             let _ = user::copy_in(ctid, &(t.id() as u32).to_le_bytes());
         }
+        *t.user.fpu.lock() = fpu;
         t.user.active.store(true, Ordering::Release);
+        crate::arch::fpu::claim(&t);
         crate::process::register(&t);
         // `resume_user` never returns: a reference held on this stack would
         // keep the thread (and its kernel stack) alive after it exits.

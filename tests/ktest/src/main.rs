@@ -59,6 +59,7 @@ fn main(cfg: &BootConfig) -> i32 {
         ["fault", kind] => fault(kind),
         ["threads", n, yields] => threads(parse(n), parse(yields)),
         ["spin"] => spin(),
+        ["lock", kind] => lock_discipline(kind),
         ["sleep", ms] => sleep(parse(ms)),
         ["pingpong", rounds] => pingpong(parse(rounds)),
         ["9p-files"] => ninep_files(),
@@ -398,6 +399,24 @@ fn threads(n: u64, yields: u64) -> i32 {
 
 /// A thread spins until told to stop; the main thread can only tell it if
 /// the timer preempts the spinner.
+/// Breaks the lock discipline on purpose: `reenter` takes a lock its holder
+/// already has, `sleep` sleeps holding one. Both must panic naming the
+/// places, never hang.
+fn lock_discipline(kind: &str) -> i32 {
+    static L: astraea_libos::sync::IrqLock<u32> = astraea_libos::sync::IrqLock::new(0);
+    let held = L.lock();
+    match kind {
+        "reenter" => {
+            let again = L.lock();
+            drop(again);
+        }
+        "sleep" => sched::sleep_ns(1_000_000),
+        _ => return 2,
+    }
+    drop(held);
+    0
+}
+
 fn spin() -> i32 {
     static STOP: AtomicBool = AtomicBool::new(false);
     static SPUN: AtomicU64 = AtomicU64::new(0);

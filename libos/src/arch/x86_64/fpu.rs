@@ -90,7 +90,14 @@ pub fn switch_user_state(_prev: &ThreadRef, next: &ThreadRef) {
     }
     let fs = next.user.fs_base.load(Ordering::Relaxed);
     super::user::set_fs_base_cached(fs);
-    let mut owner = OWNER.lock();
+    take_registers(&mut OWNER.lock(), next);
+}
+
+/// Makes `next` the owner of the registers: the previous owner's state is
+/// saved (unless it has exited) and `next`'s loaded. A thread without a
+/// saved state keeps what the registers hold; only the first thread has
+/// none (every clone starts from a copy of its creator's, see [`fork`]).
+fn take_registers(owner: &mut Option<ThreadRef>, next: &ThreadRef) {
     if owner
         .as_ref()
         .is_some_and(|o| alloc::sync::Arc::ptr_eq(o, next))
@@ -108,17 +115,32 @@ pub fn switch_user_state(_prev: &ThreadRef, next: &ThreadRef) {
             save(a);
         }
     }
-    // A new thread has no saved state yet and starts from its creator's,
-    // which is what the registers hold (Linux copies the parent's too).
     if let Some(a) = next.user.fpu.lock().as_ref() {
         restore(a);
     }
     *owner = Some(next.clone());
 }
 
-/// The current thread now owns the registers (it starts running program code).
+/// A copy of the calling thread's registers, for a thread it creates
+/// (Linux's `clone` copies the parent's FPU state). The caller is in a
+/// system call, so it owns the registers and they hold its state.
+pub fn fork() -> Option<FpuArea> {
+    let irq = super::cpu::irq_save();
+    let mut a = FpuArea::new();
+    if let Some(a) = a.as_mut() {
+        save(a);
+    }
+    super::cpu::irq_restore(irq);
+    a
+}
+
+/// The current thread starts running program code: it takes the registers
+/// (with the state [`fork`] gave it, if any). Until this call a new
+/// thread is a kernel thread, which the scheduler does not switch
+/// registers for; without it the previous owner's state would never be
+/// saved and the new thread's would be taken for it.
 pub fn claim(me: &ThreadRef) {
-    *OWNER.lock() = Some(me.clone());
+    take_registers(&mut OWNER.lock(), me);
 }
 
 /// The state components the CPU has enabled (XCR0).

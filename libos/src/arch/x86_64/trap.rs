@@ -242,6 +242,9 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
         // cannot restore it.
         super::cpu::irq_save();
     }
+    if frame.cs & 3 == 3 && (frame.vector >= 32 || frame.vector == 1) {
+        finish_resume_stub(frame);
+    }
     dispatch(frame);
     if frame.cs & 3 == 3 {
         let mut regs = frame.user_regs();
@@ -269,6 +272,40 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
     if pvm {
         // The frame's RFLAGS carries the interrupted context's virtual IF.
         super::cpu::irq_restore(frame.rflags & (1 << 9) != 0);
+    }
+}
+
+/// An interrupt (or a single-step trap) that stopped the program inside the
+/// resume stub: finish the stub's work in the frame, so that the program
+/// resumes where the stub was going. Otherwise the return from this trap
+/// writes its own words over the stub's slot (the same place, when the
+/// stub has already moved the stack pointer back) and the program's
+/// return address is lost; a signal frame would overwrite it as well.
+fn finish_resume_stub(f: &mut TrapFrame) {
+    use super::user::RESUME_AT;
+    let Some(off) = f.rip.checked_sub(RESUME_AT) else {
+        return;
+    };
+    let word = |a: u64| {
+        crate::mm::user::slice(a, 8)
+            .ok()
+            .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+    };
+    let sp = f.rsp;
+    // Instruction boundaries of RESUME_STUB: mov rcx (0), mov r11 (4),
+    // lea rsp (9), jmp (17).
+    let (rcx, r11, rip, rsp) = match off {
+        0 => (word(sp), word(sp + 8), word(sp + 16), sp + 160),
+        4 => (Some(f.rcx), word(sp + 8), word(sp + 16), sp + 160),
+        9 => (Some(f.rcx), Some(f.r11), word(sp + 16), sp + 160),
+        17 => (Some(f.rcx), Some(f.r11), word(sp.wrapping_sub(144)), sp),
+        _ => return,
+    };
+    if let (Some(rcx), Some(r11), Some(rip)) = (rcx, r11, rip) {
+        f.rcx = rcx;
+        f.r11 = r11;
+        f.rip = rip;
+        f.rsp = rsp;
     }
 }
 
@@ -343,6 +380,9 @@ fn user_fault(f: &mut TrapFrame) {
         addr: f.rip,
         trap: (f.vector, f.error),
     };
+    // The program runs with no kernel lock held: one still held here was
+    // never released by the kernel path that took it.
+    crate::sync::assert_none_held("a fault of the program");
     match f.vector {
         14 => {
             let cr2 = super::cpu::cr2();
@@ -422,6 +462,13 @@ fn unhandled_exception(f: &TrapFrame) -> ! {
     } else {
         ""
     };
+    if let Some(l) = crate::sync::held_lock() {
+        log::error!(
+            "the kernel faulted holding the lock taken at {}:{}",
+            l.file(),
+            l.line()
+        );
+    }
     panic!(
         "unhandled exception {} (vector {}){stack_note} error={:#x} rip={:#x} cr2={:#x} rsp={:#x} cs={:#x} rflags={:#x}{}\n  \
          rax={:#x} rbx={:#x} rcx={:#x} rdx={:#x} rsi={:#x} rdi={:#x} rbp={:#x}",
