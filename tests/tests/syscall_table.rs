@@ -120,7 +120,8 @@ const NOTES: &[(&str, Status, &str)] = &[
     (
         "sendfile",
         Partial,
-        "from files, generated files and devices; a pipe as the source answers EINVAL",
+        "without an offset, a generated (`/proc`, `/sys`) source file's position is not \
+         advanced",
     ),
     (
         "timerfd_create",
@@ -136,6 +137,12 @@ const NOTES: &[(&str, Status, &str)] = &[
         "a wait with a time limit, or on an armed timerfd, looks again every millisecond",
     ),
     ("ppoll", Partial, "the signal mask is not applied"),
+    (
+        "statx",
+        Partial,
+        "`stx_dev_major`/`minor` and `stx_attributes` are zero; unknown flags and \
+         `STATX__RESERVED` are not refused",
+    ),
     ("pselect6", Partial, "the signal mask is not applied"),
     (
         "prctl",
