@@ -401,6 +401,32 @@ static long rusage_us(int who) {
            ru.ru_stime.tv_usec;
 }
 
+static long ts_ms(struct timespec t) {
+    return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* A thread that sleeps has used almost no CPU time, whatever the others did. */
+static pthread_t burner;
+static volatile int burned;
+static void *sleeper(void *arg) {
+    (void)arg;
+    while (!__atomic_load_n(&burned, __ATOMIC_ACQUIRE))
+        usleep(10000);
+    struct timespec own, other;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &own);
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    clockid_t cid;
+    pthread_getcpuclockid(burner, &cid);
+    clock_gettime(cid, &other);
+    printf("sleeping thread: own CPU time < 50 ms: %s, RUSAGE_THREAD < 50 ms: %s, "
+           "the burner's >= 90 ms: %s\n",
+           ts_ms(own) < 50 ? "yes" : "no",
+           ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000 < 50 ? "yes" : "no",
+           ts_ms(other) >= 90 ? "yes" : "no");
+    return NULL;
+}
+
 static void test_rusage(void) {
     long before = rusage_us(RUSAGE_SELF);
     struct tms t0, t1;
@@ -419,6 +445,16 @@ static void test_rusage(void) {
     printf("times: clock grows %s, cpu ticks grow by >= 5: %s, children %ld\n",
            c1 > c0 ? "yes" : "no", used * 1000 / ticks >= 50 ? "yes" : "no",
            (long)(t1.tms_cutime + t1.tms_cstime));
+    burner = pthread_self();
+    pthread_t th;
+    pthread_create(&th, NULL, sleeper, NULL);
+    burn(100);
+    __atomic_store_n(&burned, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    struct timespec ts;
+    show("clock_gettime bad clock 10", syscall(SYS_clock_gettime, 10, &ts));
+    show("clock_gettime bad CPU clock of a missing thread",
+         syscall(SYS_clock_gettime, (~999999 << 3) | 6, &ts));
 }
 
 /* --- timerfd -------------------------------------------------------- */

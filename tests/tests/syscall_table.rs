@@ -82,16 +82,11 @@ const NOTES: &[(&str, Status, &str)] = &[
          operations answer ENOSYS",
     ),
     (
-        "clock_gettime",
-        Partial,
-        "the CPU-time clocks (process, thread, HotSpot's per-thread ids) read the monotonic clock",
-    ),
-    (
         "getrusage",
         Partial,
-        "CPU time is the partition's busy time, system time the time in page faults (time in \
-         system calls counts as user time); no per-thread account (`RUSAGE_THREAD` reports the \
-         process)",
+        "process CPU time is the partition's busy time, system time the time in page faults \
+         (time in system calls counts as user time); `RUSAGE_THREAD` is the thread's own time, \
+         all as user time",
     ),
     (
         "times",

@@ -4,7 +4,8 @@
 //! was not idle. Of that, the time spent serving page faults is system
 //! time and the rest user time (time in system calls cannot be told apart
 //! from time waiting in them yet, so it counts as user time). There is no
-//! per-thread account yet: `RUSAGE_THREAD` reports the process's figures.
+//! `RUSAGE_THREAD` reports the calling thread's own time (the scheduler
+//! charges each thread for its runs), all of it as user time.
 
 use core::sync::atomic::Ordering;
 
@@ -35,7 +36,11 @@ pub fn getrusage(a: &[u64; 6]) -> Result<u64, Errno> {
     let mut r = [0u8; 144];
     match a[0] as i32 {
         RUSAGE_SELF | RUSAGE_THREAD => {
-            let (utime, stime) = cpu_ns();
+            let (utime, stime) = if a[0] as i32 == RUSAGE_THREAD {
+                (crate::sched::cpu_ns(&crate::sched::current()), 0)
+            } else {
+                cpu_ns()
+            };
             r[0..16].copy_from_slice(&timeval(utime));
             r[16..32].copy_from_slice(&timeval(stime));
             let m = crate::mm::stats();
