@@ -9,7 +9,8 @@ import java.nio.file.StandardOpenOption;
 /**
  * Files beyond streams: FileChannel.map READ_ONLY of the file named by its
  * argument, summed byte by byte (unsigned) into a long and cross-checked with
- * FileChannel.read; RandomAccessFile writes, seeks and reads in ./mapsum.bin;
+ * FileChannel.read, after load() and isLoaded() (madvise and mincore);
+ * RandomAccessFile writes, seeks and reads in ./mapsum.bin;
  * FileChannel.tryLock on it.
  *
  * Usage: java MapSum FILE
@@ -26,6 +27,8 @@ public class MapSum {
             size = ch.size();
             MappedByteBuffer map = ch.map(FileChannel.MapMode.READ_ONLY, 0, size);
             map.load();
+            // mincore(2) on every JDK: true once load() has touched each page.
+            boolean loaded = map.isLoaded();
             for (long i = 0; i < size; i++) {
                 mapped += map.get((int) i) & 0xff;
             }
@@ -40,7 +43,8 @@ public class MapSum {
                 }
                 buf.clear();
             }
-            System.out.println("size=" + size + " sum=" + mapped + " read_matches=" + (read == mapped));
+            System.out.println("size=" + size + " sum=" + mapped + " read_matches=" + (read == mapped)
+                    + " loaded=" + loaded);
         }
 
         try (RandomAccessFile raf = new RandomAccessFile("mapsum.bin", "rw")) {

@@ -1,7 +1,7 @@
 //! The process's file descriptors. A descriptor refers to an open file
 //! description ([`Object`]): the console or a file of the 9P namespace
 //! ([`File`]), or one the library OS serves itself (a generated `/proc` file,
-//! a device, a pipe end, an eventfd). `dup` shares the description (and its
+//! a device, a pipe end, an eventfd, a timerfd). `dup` shares the description (and its
 //! offset and status flags); close-on-exec belongs to the descriptor.
 
 use alloc::string::String;
@@ -16,6 +16,7 @@ use crate::vfs::dev::Device;
 use crate::vfs::eventfd::EventFd;
 use crate::vfs::pipe::{ReadEnd, WriteEnd};
 use crate::vfs::synthetic::Synthetic;
+use crate::vfs::timerfd::TimerFd;
 
 /// `O_NONBLOCK`.
 pub const O_NONBLOCK: u32 = 0o4000;
@@ -71,6 +72,8 @@ pub enum Object {
     PipeWrite(Arc<WriteEnd>),
     /// An eventfd.
     EventFd(Arc<EventFd>),
+    /// A timerfd.
+    TimerFd(Arc<TimerFd>),
 }
 
 impl Object {
@@ -87,6 +90,7 @@ impl Object {
             Object::PipeRead(p) => p.flags.load(Ordering::Relaxed),
             Object::PipeWrite(p) => p.flags.load(Ordering::Relaxed),
             Object::EventFd(e) => e.flags.load(Ordering::Relaxed),
+            Object::TimerFd(t) => t.flags.load(Ordering::Relaxed),
         }
     }
 
@@ -104,6 +108,7 @@ impl Object {
             Object::PipeRead(p) => &p.flags,
             Object::PipeWrite(p) => &p.flags,
             Object::EventFd(e) => &e.flags,
+            Object::TimerFd(t) => &t.flags,
         };
         let old = cell.load(Ordering::Relaxed);
         cell.store((old & !CHANGEABLE) | (new & CHANGEABLE), Ordering::Relaxed);

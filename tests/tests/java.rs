@@ -597,7 +597,7 @@ mod tests {
         // RandomAccessFile: 1000 ints i*i, int 10 replaced by -1.
         let squares: i64 = (0..1000i64).map(|i| i * i).sum::<i64>() - 100 - 1;
         Some(format!(
-            "size={BIG_FILE_BYTES} sum={} read_matches=true\n\
+            "size={BIG_FILE_BYTES} sum={} read_matches=true loaded=true\n\
              raf length={} v500=250000 sum={squares} hole=0 end=7\n\
              tryLock acquired=true shared=false\n\
              region lock=true\n",

@@ -294,6 +294,20 @@ mod tests {
         }
     }
 
+    /// mincore, membarrier, affinity, madvise, fallocate, copy_file_range,
+    /// sendfile, getrusage, times, timerfd and prctl answer as the host's;
+    /// a call Linux never implemented is ENOSYS and logged by name.
+    fn syscalls(b: Build) {
+        if let Some((dir, part)) = same_as_host("syscalls", b, &["{data}"]) {
+            assert!(
+                part.stderr.contains("183 (afs_syscall)"),
+                "an unimplemented call is logged without its name: {}",
+                part.stderr
+            );
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// syscall(999) and fork() fail with ENOSYS in a partition (on the host
     /// fork works), and the partition names the unknown call on stderr.
     fn enosys(b: Build) {
@@ -353,6 +367,7 @@ mod tests {
         enosys: enosys_glibc_dynamic, enosys_musl_static, enosys_musl_static_pie;
         preempt: preempt_glibc_dynamic, preempt_musl_static, preempt_musl_static_pie;
         shmap: shmap_glibc_dynamic, shmap_musl_static, shmap_musl_static_pie;
+        syscalls: syscalls_glibc_dynamic, syscalls_musl_static, syscalls_musl_static_pie;
         torture: torture_glibc_dynamic, torture_musl_static, torture_musl_static_pie;
     }
 

@@ -270,6 +270,14 @@ impl FileCache for BlockCache {
         Ok(Some((pa + within as u64, valid)))
     }
 
+    fn holds(&self, key: u64, offset: u64) -> bool {
+        self.inner
+            .lock()
+            .blocks
+            .get(&(key, offset / BLOCK))
+            .is_some_and(|b| offset % BLOCK < b.len as u64)
+    }
+
     fn release_page(&self, pa: u64) {
         let base = pa & !(BLOCK - 1);
         let mut g = self.inner.lock();

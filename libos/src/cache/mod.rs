@@ -73,6 +73,13 @@ pub trait FileCache: Send + Sync {
         Ok(None)
     }
 
+    /// Whether the policy holds the byte at `offset` of file `key` now
+    /// (`mincore`); never fetches.
+    fn holds(&self, key: u64, offset: u64) -> bool {
+        let _ = (key, offset);
+        false
+    }
+
     /// Unpins a frame from [`map_page`](Self::map_page).
     fn release_page(&self, pa: u64) {
         let _ = pa;

@@ -811,3 +811,74 @@ pub fn describe(va: u64) -> String {
         None => String::from("[unmapped]"),
     }
 }
+
+/// `mincore`: whether each page of `[start, end)` (page-aligned) is in
+/// memory — present in the page tables, kept aside while `PROT_NONE`, or
+/// (for a file area) held by the file cache, as Linux's page cache would.
+/// `ENOMEM` if any part of the range lies outside every area. Read-only.
+pub fn resident(start: u64, end: u64) -> Result<alloc::vec::Vec<bool>, Errno> {
+    // (start, end, cache key, file offset of start) of the file areas.
+    let mut files: alloc::vec::Vec<(u64, u64, u64, u64)> = alloc::vec::Vec::new();
+    let hidden: alloc::vec::Vec<u64> = {
+        let sp = SPACE.lock();
+        if !sp.covers(start, end) {
+            return Err(Errno::ENOMEM);
+        }
+        let first = sp.find(start).map_or(start, |(s, _)| s);
+        for (&s, a) in sp.areas.range(first..end) {
+            if let Backing::File { file, offset } = &a.backing
+                && let crate::fd::File::P9 { cache: Some(k), .. } = &**file
+            {
+                files.push((s, a.end, *k, *offset));
+            }
+        }
+        sp.hidden.range(start..end).map(|(&v, _)| v).collect()
+    };
+    let cache = crate::cache::current();
+    let cached = |p: u64| {
+        cache.is_some_and(|c| {
+            files
+                .iter()
+                .find(|f| f.0 <= p && p < f.1)
+                .is_some_and(|&(s, _, k, off)| c.holds(k, off + (p - s)))
+        })
+    };
+    Ok((start..end)
+        .step_by(PAGE as usize)
+        .map(|p| {
+            hidden.binary_search(&p).is_ok()
+                || translate(p).is_some_and(|t| t.flags.contains(PteFlags::USER))
+                || cached(p)
+        })
+        .collect())
+}
+
+/// Whether areas cover all of `[start, end)` with no gap (`madvise` and
+/// `mincore` answer `ENOMEM` otherwise). Read-only.
+pub fn covered(start: u64, end: u64) -> bool {
+    SPACE.lock().covers(start, end)
+}
+
+impl Space {
+    fn covers(&self, start: u64, end: u64) -> bool {
+        let mut at = start;
+        while at < end {
+            match self.find(at) {
+                Some((_, a)) => at = a.end,
+                None => return false,
+            }
+        }
+        true
+    }
+}
+
+/// (file-backed, shared, `PROT_*`) of each area meeting `[start, end)`,
+/// for `madvise`'s rules. Read-only.
+pub fn kinds(start: u64, end: u64) -> alloc::vec::Vec<(bool, bool, u32)> {
+    let sp = SPACE.lock();
+    let first = sp.find(start).map_or(start, |(s, _)| s);
+    sp.areas
+        .range(first..end)
+        .map(|(_, a)| (matches!(a.backing, Backing::File { .. }), a.shared, a.prot))
+        .collect()
+}

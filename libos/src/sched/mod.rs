@@ -232,6 +232,28 @@ pub fn block() {
     block_current();
 }
 
+/// Charges `prev` for its run on the CPU and starts `next`'s.
+fn account_switch(prev: &Thread, next: &Thread) {
+    let now = time::monotonic_ns();
+    let since = prev.user.on_cpu_since.load(Ordering::Relaxed);
+    prev.user
+        .cpu_ns
+        .fetch_add(now.saturating_sub(since), Ordering::Relaxed);
+    next.user.on_cpu_since.store(now, Ordering::Relaxed);
+}
+
+/// The CPU time `t` has used (ns), its current run included. With one CPU,
+/// a thread other than the caller is not running.
+pub fn cpu_ns(t: &Thread) -> u64 {
+    let used = t.user.cpu_ns.load(Ordering::Relaxed);
+    if t.id() == current().id() {
+        let since = t.user.on_cpu_since.load(Ordering::Relaxed);
+        used + time::monotonic_ns().saturating_sub(since)
+    } else {
+        used
+    }
+}
+
 fn schedule() {
     crate::sync::assert_none_held("a thread switch");
     let (save, next_rsp) = {
@@ -249,6 +271,7 @@ fn schedule() {
             return;
         }
         next.set_state(State::Running);
+        account_switch(&prev, &next);
         if c.idle.as_ref().is_some_and(|i| Arc::ptr_eq(i, &prev)) {
             let since = IDLE_SINCE.swap(0, Ordering::Relaxed);
             if since != 0 {

@@ -65,6 +65,10 @@ pub struct UserCtx {
     pub altstack: IrqLock<(u64, u64, u32)>,
     /// The saved extended state (XSAVE area), while another thread owns the FPU.
     pub fpu: IrqLock<Option<crate::arch::fpu::FpuArea>>,
+    /// Nanoseconds on the CPU before its current run (see `sched::cpu_ns`).
+    pub cpu_ns: AtomicU64,
+    /// When it last got the CPU (monotonic ns).
+    pub on_cpu_since: AtomicU64,
 }
 
 impl UserCtx {
@@ -77,6 +81,8 @@ impl UserCtx {
             pending: AtomicU64::new(0),
             altstack: IrqLock::new((0, 0, 2)),
             fpu: IrqLock::new(None),
+            cpu_ns: AtomicU64::new(0),
+            on_cpu_since: AtomicU64::new(0),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! `mmap(2)`, `munmap(2)`, `mprotect(2)`, `madvise(2)`: areas of the
+//! `mmap(2)`, `munmap(2)`, `mprotect(2)`, `msync(2)`: areas of the
 //! program's memory, populated on first touch (see `mm::vma`).
 
 use alloc::sync::Arc;
@@ -95,25 +95,5 @@ pub fn mprotect(a: &[u64; 6]) -> Result<u64, Errno> {
         return Err(Errno::EINVAL);
     }
     vma::protect(a[0], a[1], (a[2] & PROT_ALL) as u32)?;
-    Ok(0)
-}
-
-const MADV_DONTNEED: u64 = 4;
-const MADV_FREE: u64 = 8;
-const MADV_REMOVE: u64 = 9;
-
-/// `madvise(addr, length, advice)`: dropping pages is honoured; other advice
-/// is accepted and has no effect.
-pub fn madvise(a: &[u64; 6]) -> Result<u64, Errno> {
-    if !a[0].is_multiple_of(4096) {
-        return Err(Errno::EINVAL);
-    }
-    if a[1] == 0 {
-        return Ok(0);
-    }
-    match a[2] {
-        MADV_DONTNEED | MADV_FREE | MADV_REMOVE => vma::discard(a[0], a[1])?,
-        _ => {}
-    }
     Ok(0)
 }

@@ -1,16 +1,20 @@
 //! The Linux x86-64 system-call interface: a declarative table from number
 //! to handler, one handler per file, and the one place where an [`Errno`]
-//! becomes `-errno`.
+//! becomes `-errno`. Every number has a name ([`names`]) for the log of
+//! unimplemented calls and `--strace`.
 
 mod access;
+mod affinity;
 mod arch_prctl;
 mod brk;
 mod clock_gettime;
 mod clone;
+mod copy;
 mod cwd;
 mod dirs;
 mod dup;
 mod exit;
+mod fallocate;
 mod fsync;
 mod futex;
 mod getdents64;
@@ -18,13 +22,19 @@ mod getpid;
 mod getrandom;
 mod identity;
 mod ioctl;
+mod madvise;
+mod membarrier;
+mod mincore;
 mod mmap;
+mod names;
 mod open;
 mod pipe;
 mod poll;
+mod prctl;
 mod prlimit64;
 mod read;
 mod readlink;
+mod rusage;
 mod set_tid_address;
 mod signal;
 mod sleep;
@@ -33,6 +43,7 @@ mod stat;
 mod statfs;
 mod stubs;
 mod sysinfo;
+mod timerfd;
 mod truncate;
 mod uname;
 mod unsupported;
@@ -59,7 +70,8 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (11, "munmap", mmap::munmap),
     (12, "brk", brk::brk),
     (26, "msync", mmap::msync),
-    (28, "madvise", mmap::madvise),
+    (27, "mincore", mincore::mincore),
+    (28, "madvise", madvise::madvise),
     (13, "rt_sigaction", signal::rt_sigaction),
     (14, "rt_sigprocmask", signal::rt_sigprocmask),
     (15, "rt_sigreturn", signal::rt_sigreturn),
@@ -96,7 +108,8 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (158, "arch_prctl", arch_prctl::arch_prctl),
     (186, "gettid", getpid::gettid),
     (202, "futex", futex::futex),
-    (204, "sched_getaffinity", sysinfo::sched_getaffinity),
+    (203, "sched_setaffinity", affinity::sched_setaffinity),
+    (204, "sched_getaffinity", affinity::sched_getaffinity),
     (217, "getdents64", getdents64::getdents64),
     (218, "set_tid_address", set_tid_address::set_tid_address),
     (228, "clock_gettime", clock_gettime::clock_gettime),
@@ -136,8 +149,8 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (85, "creat", open::creat),
     (95, "umask", identity::umask),
     (97, "getrlimit", prlimit64::getrlimit),
-    (98, "getrusage", identity::getrusage),
-    (100, "times", identity::times),
+    (98, "getrusage", rusage::getrusage),
+    (100, "times", rusage::times),
     (102, "getuid", identity::getuid),
     (104, "getgid", identity::getgid),
     (107, "geteuid", identity::getuid),
@@ -150,7 +163,7 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (120, "getresgid", identity::getresgid),
     (121, "getpgid", identity::getpgid),
     (124, "getsid", identity::getpgid),
-    (157, "prctl", identity::prctl),
+    (157, "prctl", prctl::prctl),
     (160, "setrlimit", prlimit64::setrlimit),
     (162, "sync", fsync::sync),
     (201, "time", sleep::time),
@@ -164,9 +177,15 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (296, "pwritev", write::pwritev),
     (306, "syncfs", fsync::sync),
     (322, "execveat", unsupported::execveat),
-    (324, "membarrier", unsupported::membarrier),
+    (324, "membarrier", membarrier::membarrier),
     (436, "close_range", open::close_range),
     (221, "fadvise64", fsync::fadvise64),
+    (40, "sendfile", copy::sendfile),
+    (283, "timerfd_create", timerfd::timerfd_create),
+    (285, "fallocate", fallocate::fallocate),
+    (286, "timerfd_settime", timerfd::timerfd_settime),
+    (287, "timerfd_gettime", timerfd::timerfd_gettime),
+    (326, "copy_file_range", copy::copy_file_range),
 ];
 
 static STRACE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
@@ -218,7 +237,7 @@ fn dispatch_inner(frame: &mut SyscallFrame) {
         None => {
             log::warn!(
                 "unimplemented system call {nr} ({}) answered ENOSYS",
-                name_of(nr)
+                names::name(nr)
             );
             Err(Errno::ENOSYS)
         }
@@ -232,7 +251,7 @@ fn dispatch_inner(frame: &mut SyscallFrame) {
         let name = TABLE
             .iter()
             .find(|(n, _, _)| *n == nr)
-            .map_or_else(|| name_of(nr), |t| t.1);
+            .map_or_else(|| names::name(nr), |t| t.1);
         crate::eprintln!(
             "[strace] {name}({:#x}, {:#x}, {:#x}, {:#x}, {:#x}, {:#x}) = {}",
             args[0],
@@ -243,30 +262,6 @@ fn dispatch_inner(frame: &mut SyscallFrame) {
             args[5],
             frame.rax as i64
         );
-    }
-}
-
-/// Names of the system calls the program may still reach that are not
-/// implemented, for the log (the rest are known by number only).
-fn name_of(nr: u64) -> &'static str {
-    match nr {
-        0 => "read",
-        2 => "open",
-        3 => "close",
-        4 => "stat",
-        5 => "fstat",
-        13 => "rt_sigaction",
-        14 => "rt_sigprocmask",
-        16 => "ioctl",
-        56 => "clone",
-        435 => "clone3",
-        57 => "fork",
-        59 => "execve",
-        89 => "readlink",
-        202 => "futex",
-        257 => "openat",
-        262 => "newfstatat",
-        _ => "?",
     }
 }
 

@@ -1,7 +1,7 @@
 //! `poll(2)`, `ppoll(2)`, `select(2)`, `pselect6(2)`: readiness of any
 //! descriptors. Files of the namespace, generated files and devices are
 //! always ready; the console is ready to read (its reads wait themselves);
-//! pipes and eventfds report their state.
+//! pipes, eventfds and timerfds report their state.
 //!
 //! A wait with no time limit sleeps on the one readiness queue every pipe
 //! and eventfd change wakes. A wait with a limit polls every millisecond
@@ -32,6 +32,7 @@ fn events_of(o: &Object) -> u16 {
         Object::PipeRead(p) => p.poll(),
         Object::PipeWrite(p) => p.poll(),
         Object::EventFd(e) => e.poll(),
+        Object::TimerFd(t) => t.poll(),
     }
 }
 
@@ -56,16 +57,28 @@ impl Watch {
     }
 }
 
+/// Whether `o` can become ready without anyone waking the readiness queue
+/// (an armed timerfd expires by itself), so a wait must look again.
+fn self_readying(o: &Object) -> bool {
+    matches!(o, Object::TimerFd(t) if t.armed())
+}
+
 /// Waits until `ready()` gives a non-zero count or the deadline (monotonic
-/// ns; `None`: forever) passes; returns the last count.
-fn wait_ready(deadline: Option<u64>, mut ready: impl FnMut() -> usize) -> usize {
+/// ns; `None`: forever) passes; returns the last count. While `timed()`,
+/// a wait without a deadline also looks again every step.
+fn wait_ready(
+    deadline: Option<u64>,
+    timed: &dyn Fn() -> bool,
+    mut ready: impl FnMut() -> usize,
+) -> usize {
     loop {
         let n = ready();
         if n > 0 {
             return n;
         }
         match deadline {
-            None => crate::vfs::READINESS.wait_while(|| ready() == 0),
+            None if timed() => crate::sched::sleep_ns(POLL_STEP_NS),
+            None => crate::vfs::READINESS.wait_while(|| ready() == 0 && !timed()),
             Some(d) => {
                 let now = crate::time::monotonic_ns();
                 if now >= d {
@@ -117,7 +130,12 @@ fn do_poll(fds_addr: u64, nfds: u64, deadline: Option<u64>) -> Result<u64, Errno
         })
         .collect();
     let count = || watches.iter().filter(|w| w.revents() != 0).count();
-    let n = wait_ready(deadline, count);
+    let timed = || {
+        watches
+            .iter()
+            .any(|w| w.object.as_ref().is_some_and(self_readying))
+    };
+    let n = wait_ready(deadline, &timed, count);
     let mut out = raw;
     for (i, w) in watches.iter().enumerate() {
         out[i * 8 + 6..i * 8 + 8].copy_from_slice(&w.revents().to_le_bytes());
@@ -189,7 +207,8 @@ fn do_select(a: &[u64; 6], deadline: Option<u64>) -> Result<u64, Errno> {
         r
     };
     let count = || result().iter().map(Vec::len).sum::<usize>();
-    let n = wait_ready(deadline, count);
+    let timed = || watched.iter().any(|(_, o, _)| self_readying(o));
+    let n = wait_ready(deadline, &timed, count);
     let ready = result();
     for (k, addr) in [a[1], a[2], a[3]].into_iter().enumerate() {
         if let Some(set) = &sets[k] {

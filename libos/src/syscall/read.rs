@@ -43,11 +43,7 @@ fn read_file(f: &File, offset: Option<u64>, addr: u64, len: u64) -> Result<u64, 
     while (n as u64) < len {
         let want = chunk.min((len - n as u64) as usize);
         let at = pos + n as u64;
-        let got = match key.and_then(|k| crate::cache::current().map(|cache| (k, cache))) {
-            Some((k, cache)) => cache.read(k, at, &mut buf[..want], &mut |o, b| c.read(fid, o, b)),
-            None => c.read(fid, at, &mut buf[..want]),
-        };
-        let got = match got {
+        let got = match read_chunk(c, fid, key, at, &mut buf[..want]) {
             Ok(g) => g,
             Err(e) if n == 0 => return Err(e),
             Err(_) => break,
@@ -64,6 +60,32 @@ fn read_file(f: &File, offset: Option<u64>, addr: u64, len: u64) -> Result<u64, 
         *off.lock() = pos + n as u64;
     }
     Ok(n as u64)
+}
+
+/// One read of a 9P file at `at` into a kernel buffer (at most one
+/// message), through the file cache when the file has a key.
+fn read_chunk(
+    c: &crate::p9::Client,
+    fid: crate::p9::Fid,
+    key: Option<u64>,
+    at: u64,
+    buf: &mut [u8],
+) -> Result<usize, Errno> {
+    match key.and_then(|k| crate::cache::current().map(|cache| (k, cache))) {
+        Some((k, cache)) => cache.read(k, at, buf, &mut |o, b| c.read(fid, o, b)),
+        None => c.read(fid, at, buf),
+    }
+}
+
+/// Reads a 9P file at `at` into a kernel buffer (`copy_file_range`,
+/// `sendfile`): up to one message's worth; 0 at the end of the file.
+pub fn pread_kernel(f: &File, at: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+    let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
+    let File::P9 { fid, cache, .. } = f else {
+        return Err(Errno::EINVAL);
+    };
+    let want = buf.len().min(c.iounit() as usize);
+    read_chunk(c, *fid, *cache, at, &mut buf[..want])
 }
 
 /// Reads into `[addr, addr+len)` from `o` at `offset` (or the position).
@@ -101,6 +123,12 @@ pub fn read_object(o: &Object, offset: Option<u64>, addr: u64, len: u64) -> Resu
                 return Err(Errno::EINVAL);
             }
             positional(&e.read(nonblock)?.to_le_bytes())
+        }
+        Object::TimerFd(t) => {
+            if len < 8 {
+                return Err(Errno::EINVAL);
+            }
+            positional(&t.read(nonblock)?.to_le_bytes())
         }
     }
 }

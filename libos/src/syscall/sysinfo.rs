@@ -1,5 +1,5 @@
-//! `sysinfo(2)`, `sched_getaffinity(2)`, `clock_getres(2)`: the partition's
-//! own memory, CPUs and clock.
+//! `sysinfo(2)`, `clock_getres(2)`, `getcpu(2)`: the partition's own
+//! memory, CPU and clock.
 
 use crate::errno::Errno;
 use crate::mm::user;
@@ -16,15 +16,6 @@ pub fn sysinfo(a: &[u64; 6]) -> Result<u64, Errno> {
     b[104..108].copy_from_slice(&1u32.to_le_bytes()); // mem_unit
     user::copy_in(a[0], &b)?;
     Ok(0)
-}
-
-/// `sched_getaffinity(pid, size, mask)`: every vCPU (one today).
-pub fn sched_getaffinity(a: &[u64; 6]) -> Result<u64, Errno> {
-    if a[1] < 8 || !a[1].is_multiple_of(8) {
-        return Err(Errno::EINVAL);
-    }
-    user::copy_in(a[2], &1u64.to_le_bytes())?;
-    Ok(8)
 }
 
 /// `clock_getres(clockid, res)`: one nanosecond (the TSC is finer).

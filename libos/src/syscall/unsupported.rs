@@ -40,9 +40,3 @@ pub fn execve(_: &[u64; 6]) -> Result<u64, Errno> {
 pub fn execveat(_: &[u64; 6]) -> Result<u64, Errno> {
     refuse(&EXECVEAT_SAID, "execveat")
 }
-
-/// `membarrier(cmd, flags, cpu)`: not offered (glibc and HotSpot fall back
-/// to their own fences).
-pub fn membarrier(_: &[u64; 6]) -> Result<u64, Errno> {
-    Err(Errno::ENOSYS)
-}

@@ -58,10 +58,17 @@ fn write_file(f: &File, at: Option<u64>, bytes: &[u8]) -> Result<u64, Errno> {
 
 /// Writes `[addr, addr+len)` to `o` at `at` (or the position).
 pub fn write_object(o: &Object, at: Option<u64>, addr: u64, len: u64) -> Result<u64, Errno> {
-    let bytes = user::slice(addr, len)?;
+    write_bytes(o, at, user::slice(addr, len)?)
+}
+
+/// Writes `bytes` (the program's or the kernel's) to `o` at `at` (or the
+/// position).
+pub fn write_bytes(o: &Object, at: Option<u64>, bytes: &[u8]) -> Result<u64, Errno> {
+    let len = bytes.len() as u64;
     match o {
         Object::File(f) => write_file(f, at, bytes),
         Object::Synthetic(_) | Object::PipeRead(_) => Err(Errno::EBADF),
+        Object::TimerFd(_) => Err(Errno::EINVAL),
         Object::Device(d) => d.write(len),
         Object::PipeWrite(p) => {
             if at.is_some() {

@@ -19,6 +19,7 @@ pub mod identity;
 pub mod pipe;
 #[cfg(target_os = "none")]
 pub mod synthetic;
+pub mod timerfd;
 
 /// The process id `getpid` answers (one process per partition: the id of
 /// its first thread), which `/proc/self` links to.
