@@ -80,7 +80,27 @@ pub fn create(size: u64) -> Result<GuestMemory, VmmError> {
             r
         })
         .collect();
-    GuestMemoryMmap::from_ranges_with_files(ranges).map_err(|e| VmmError::Memory(e.to_string()))
+    GuestMemoryMmap::from_ranges_with_files(ranges).map_err(|e| VmmError::MemoryMap {
+        mib: size >> 20,
+        reason: match e {
+            vm_memory::mmap::FromRangesError::MmapRegion(
+                vm_memory::mmap::MmapRegionError::Mmap(io),
+            ) => io.to_string(),
+            e => e.to_string(),
+        },
+    })
+}
+
+/// This machine's RAM plus swap in bytes (`/proc/meminfo`), if known.
+pub fn host_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = |key: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    Some((kib("MemTotal:")? + kib("SwapTotal:").unwrap_or(0)) * 1024)
 }
 
 /// Maps `file` (read-only on disk, copy-on-write in memory) over guest RAM
