@@ -416,8 +416,17 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     let mut serial = Com1::new();
     let watchdog = HangWatchdog::arm();
     loop {
-        if let Some(e) = gateway_watch.as_ref().and_then(|w| w.lost()) {
-            return Err(e);
+        if let Some(w) = gateway_watch.as_ref() {
+            // The gateway died: the requests in flight and all later ones
+            // fail with EIO, and the program has a grace period to exit.
+            if w.gone()
+                && let Some(d) = ninep.as_mut()
+            {
+                d.server_gone();
+            }
+            if let Some(e) = w.expired() {
+                return Err(e);
+            }
         }
         if watchdog.fired() {
             return Err(crash(
@@ -433,6 +442,9 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                 tracing::trace!(port = p, value, "guest out");
                 match p {
                     port::EXIT => {
+                        if let Some(w) = gateway_watch.as_ref().filter(|w| w.has_gone()) {
+                            return Err(w.exited(value));
+                        }
                         timings.exited = t0.elapsed();
                         if let Some(mut w) = dump.take() {
                             use std::io::Write;

@@ -89,22 +89,22 @@ mod tests {
 
     // ---- 1. The gateway dies mid-run ----
 
-    /// A program loops over file writes and reads through a separate
-    /// `astraea-gateway --vhost-user` process; once it is under way the
-    /// gateway is SIGKILLed. The request in flight and every later one fail
-    /// with EIO (the program prints which and exits 3), and `astraea` ends
-    /// with status 125 and says what happened, within a few seconds.
-    #[test]
-    fn gateway_killed_mid_run_fails_io_with_eio_and_ends_the_partition() {
+    /// Runs `/ioloop /data MODE…` in a partition whose files come from a
+    /// separate `astraea-gateway --vhost-user` process, SIGKILLs the gateway
+    /// once the program is under way, and returns the run, how long the
+    /// partition lived on after the kill, and the socket's path. `None`
+    /// when the test cannot run here.
+    fn kill_the_gateway_under_ioloop(
+        name: &str,
+        mode: &[&str],
+    ) -> Option<(Run, Duration, PathBuf)> {
         if !kvm_available() {
-            return;
+            return None;
         }
-        let dir = temp_dir("gw-kill");
+        let dir = temp_dir(name);
         let export = dir.join("export");
         std::fs::create_dir_all(export.join("data")).unwrap();
-        let Some(_) = build_static("ioloop", &export) else {
-            return;
-        };
+        build_static("ioloop", &export)?;
         let sock = dir.join("gw.sock");
         let mut gw = Command::new(gateway())
             .arg("--vhost-user")
@@ -124,6 +124,7 @@ mod tests {
             .args(["run", "--gateway"])
             .arg(format!("vhost-user:{}", sock.display()))
             .args(["--", "/ioloop", "/data"])
+            .args(mode)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -131,8 +132,7 @@ mod tests {
             .expect("cannot run astraea");
         // Kill the gateway once the program has done a round of I/O and is
         // in the middle of the next ones.
-        let started = export.join("data/started");
-        let up = wait_for(&started, TIMEOUT);
+        let up = wait_for(&export.join("data/started"), TIMEOUT);
         std::thread::sleep(Duration::from_millis(300));
         gw.kill().unwrap();
         let killed = Instant::now();
@@ -140,24 +140,63 @@ mod tests {
         let r = wait_with_timeout(part, TIMEOUT);
         let took = killed.elapsed();
         assert!(up, "the program never started its loop: {r:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+        Some((r, took, sock))
+    }
+
+    /// The program's last line says an operation failed with EIO, and
+    /// `astraea` exited 125 saying what happened and then `after`.
+    fn assert_eio_and_message(r: &Run, sock: &Path, after: &str) {
+        assert_eq!(r.code, 125, "{r:?}");
+        assert!(
+            r.stdout
+                .lines()
+                .any(|l| l.starts_with("round ") && l.ends_with("failed: EIO")),
+            "the program did not see EIO: {r:?}"
+        );
+        let msg = format!(
+            "astraea: the gateway at {} closed the connection while the partition was \
+             running, so the partition lost its files (its file operations failed with EIO, \
+             and the program {after}); see the gateway's log",
+            sock.display()
+        );
+        assert!(r.stderr.contains(&msg), "expected {msg:?}: {r:?}");
+    }
+
+    /// A program loops over file writes and reads through a separate
+    /// gateway process, which is SIGKILLed: the request in flight and every
+    /// later one fail with EIO (the program prints which and exits 3), and
+    /// `astraea` ends with status 125 and says what happened, at once.
+    #[test]
+    fn gateway_killed_mid_run_fails_io_with_eio_and_ends_the_partition() {
+        let Some((r, took, sock)) = kill_the_gateway_under_ioloop("gw-kill", &[]) else {
+            return;
+        };
         assert!(
             took < GATEWAY_LOSS_LIMIT,
             "the partition took {took:?} to end after its gateway died: {r:?}"
         );
-        assert_eq!(r.code, 125, "{r:?}");
-        let last = r.stdout.lines().last().unwrap_or("");
+        assert_eq!(r.stdout.lines().count(), 1, "{r:?}");
+        assert_eio_and_message(&r, &sock, "exited with status 3");
+    }
+
+    /// A program that ignores the EIO errors and keeps trying is stopped
+    /// two seconds after its gateway died.
+    #[test]
+    fn program_that_ignores_a_dead_gateway_is_stopped() {
+        let Some((r, took, sock)) = kill_the_gateway_under_ioloop("gw-kill-keep", &["keep-going"])
+        else {
+            return;
+        };
         assert!(
-            last.starts_with("round ") && last.ends_with("failed: EIO"),
-            "the program did not see EIO: {r:?}"
+            took < GATEWAY_LOSS_LIMIT,
+            "the partition took {took:?} to end after its gateway died: {r:?}"
         );
         assert!(
-            r.stderr.contains(&format!(
-                "astraea: the gateway at {} closed the connection while the partition was running",
-                sock.display()
-            )) && r.stderr.contains("the program exited with status 3"),
-            "{r:?}"
+            took >= Duration::from_secs(2),
+            "stopped after {took:?}: {r:?}"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eio_and_message(&r, &sock, "was stopped 2 s later");
     }
 
     // ---- 2. A file shrinks under its mapping ----
