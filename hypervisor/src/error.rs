@@ -67,7 +67,7 @@ pub enum VmmError {
     },
     /// `--mem` could not be parsed.
     #[error(
-        "invalid memory size {0:?}: write a number with an optional K, M or G suffix, e.g. 512M"
+        "invalid memory size {0:?}: write a number with an optional K, M, G or T suffix, e.g. 512M"
     )]
     MemParse(String),
     /// `--cache` names no policy.

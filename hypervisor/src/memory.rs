@@ -16,7 +16,7 @@ pub type GuestMemory = GuestMemoryMmap<()>;
 /// the FDT memory node cover this much.
 pub const MAX_MEM: u64 = 64 << 30;
 
-/// Parses `512M`, `2G`, `65536K` or a plain byte count.
+/// Parses `512M`, `2G`, `1T`, `65536K` or a plain byte count.
 pub fn parse_mem_size(s: &str) -> Result<u64, VmmError> {
     let t = s.trim();
     let err = || VmmError::MemParse(s.to_string());
@@ -26,6 +26,7 @@ pub fn parse_mem_size(s: &str) -> Result<u64, VmmError> {
                 'K' => 10,
                 'M' => 20,
                 'G' => 30,
+                'T' => 40,
                 _ => return Err(err()),
             };
             (&t[..i], shift)
@@ -156,6 +157,7 @@ mod tests {
         assert_eq!(parse_mem_size("2g").unwrap(), 2 << 30);
         assert_eq!(parse_mem_size("64K").unwrap(), 64 << 10);
         assert_eq!(parse_mem_size("4096").unwrap(), 4096);
+        assert_eq!(parse_mem_size("1T").unwrap(), 1 << 40);
         for bad in ["", "M", "12X", "-1M", "0", "1.5G", "99999999999999999999G"] {
             assert!(parse_mem_size(bad).is_err(), "{bad:?} parsed");
         }

@@ -484,6 +484,7 @@ mod tests {
                 (0, host.stdout.as_str()),
                 "{java:?} in a partition: {r:?}"
             );
+            eprintln!("{java:?}: {}", r.stdout.trim_end().replace('\n', " / "));
             check_pattern(&fs.dir.join("fill-java.bin"), synced);
             fs.clear();
         }
@@ -528,7 +529,7 @@ mod tests {
 
     #[test]
     fn a_terabyte_of_memory_is_refused() {
-        let r = astraea_cmd(&["run", "--mem", "1024G"]);
+        let r = astraea_cmd(&["run", "--mem", "1T"]);
         assert_setup_error(&r, &["--mem 1048576 MiB is too large"]);
     }
 

@@ -11,6 +11,12 @@
 //! as the call. From then on the guest's requests go from KVM straight to
 //! the gateway and its completions straight back: the VMM does no data-path
 //! work at all.
+//!
+//! A watcher thread notices the gateway hang up (it died or left). The run
+//! loop then fails the queue ([`super::virtio9p::Virtio9p::server_gone`]):
+//! the guest's requests in flight and all later ones fail with EIO, the
+//! program has [`GRACE`] to exit, and the partition ends with
+//! [`VhostUserError::Lost`] (exit status 125) saying what the program did.
 
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
