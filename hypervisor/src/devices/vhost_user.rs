@@ -204,8 +204,9 @@ impl VhostUser {
 
     /// Starts watching the connection: if the gateway hangs up, `vcpu_thread`
     /// is interrupted (SIGUSR1, repeated until seen) and
-    /// [`GatewayWatch::lost`] reports it, since the guest would otherwise wait
-    /// for its replies forever.
+    /// [`GatewayWatch::gone`] reports it, since the guest would otherwise wait
+    /// for its replies forever; [`GRACE`] later it is interrupted again for
+    /// [`GatewayWatch::expired`].
     pub fn watch(&self, vcpu_thread: libc::pthread_t) -> Result<GatewayWatch, VmmError> {
         let io = |e: std::io::Error| VmmError::Boot(format!("cannot watch the gateway: {e}"));
         // SAFETY: the descriptor is the frontend's open socket, which lives
