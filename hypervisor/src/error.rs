@@ -18,6 +18,18 @@ pub enum VmmError {
          (usually `kvm`: sudo usermod -aG kvm $USER, then log in again) or run as root"
     )]
     KvmPermission(String),
+    /// The device node is not KVM's (it answers no KVM ioctl).
+    #[error(
+        "{0} is not a KVM device (it does not answer KVM_GET_API_VERSION): unset \
+         ASTRAEA_KVM_DEVICE or point it at /dev/kvm"
+    )]
+    KvmNotKvm(String),
+    /// KVM refused to create a VM because the CPU's virtualisation is taken.
+    #[error(
+        "KVM cannot create a VM: {0}. Another hypervisor (VirtualBox, VMware, another \
+         kernel module) may hold the CPU's virtualisation extensions; stop it and try again"
+    )]
+    KvmBusy(std::io::Error),
     /// Any other failure opening the KVM device node.
     #[error("cannot open {0}: {1}")]
     KvmOpen(String, std::io::Error),
@@ -55,7 +67,7 @@ pub enum VmmError {
     },
     /// `--mem` could not be parsed.
     #[error(
-        "invalid memory size {0:?}: write a number with an optional K, M or G suffix, e.g. 512M"
+        "invalid memory size {0:?}: write a number with an optional K, M, G or T suffix, e.g. 512M"
     )]
     MemParse(String),
     /// `--cache` names no policy.
@@ -79,6 +91,28 @@ pub enum VmmError {
         given: u64,
         /// The maximum, in MiB.
         max: u64,
+    },
+    /// `--mem` is more than the machine's RAM and swap together.
+    #[error(
+        "--mem {given} MiB is more than this machine has ({have} MiB of RAM and swap): \
+         use a smaller --mem"
+    )]
+    MemMoreThanHost {
+        /// What was asked for, in MiB.
+        given: u64,
+        /// RAM plus swap, in MiB.
+        have: u64,
+    },
+    /// The guest's RAM could not be mapped into this process.
+    #[error(
+        "cannot map {mib} MiB of guest memory ({reason}): this process may not have that \
+         much address space (ulimit -v) or the host is short of memory; use a smaller --mem"
+    )]
+    MemoryMap {
+        /// The size, in MiB.
+        mib: u64,
+        /// The system's reason.
+        reason: String,
     },
     /// `--cpus` out of range.
     #[error("--cpus {0} is not supported: this version runs partitions with exactly 1 vCPU")]

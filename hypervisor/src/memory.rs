@@ -16,7 +16,7 @@ pub type GuestMemory = GuestMemoryMmap<()>;
 /// the FDT memory node cover this much.
 pub const MAX_MEM: u64 = 64 << 30;
 
-/// Parses `512M`, `2G`, `65536K` or a plain byte count.
+/// Parses `512M`, `2G`, `1T`, `65536K` or a plain byte count.
 pub fn parse_mem_size(s: &str) -> Result<u64, VmmError> {
     let t = s.trim();
     let err = || VmmError::MemParse(s.to_string());
@@ -26,6 +26,7 @@ pub fn parse_mem_size(s: &str) -> Result<u64, VmmError> {
                 'K' => 10,
                 'M' => 20,
                 'G' => 30,
+                'T' => 40,
                 _ => return Err(err()),
             };
             (&t[..i], shift)
@@ -80,7 +81,27 @@ pub fn create(size: u64) -> Result<GuestMemory, VmmError> {
             r
         })
         .collect();
-    GuestMemoryMmap::from_ranges_with_files(ranges).map_err(|e| VmmError::Memory(e.to_string()))
+    GuestMemoryMmap::from_ranges_with_files(ranges).map_err(|e| VmmError::MemoryMap {
+        mib: size >> 20,
+        reason: match e {
+            vm_memory::mmap::FromRangesError::MmapRegion(
+                vm_memory::mmap::MmapRegionError::Mmap(io),
+            ) => io.to_string(),
+            e => e.to_string(),
+        },
+    })
+}
+
+/// This machine's RAM plus swap in bytes (`/proc/meminfo`), if known.
+pub fn host_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = |key: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    Some((kib("MemTotal:")? + kib("SwapTotal:").unwrap_or(0)) * 1024)
 }
 
 /// Maps `file` (read-only on disk, copy-on-write in memory) over guest RAM
@@ -136,6 +157,7 @@ mod tests {
         assert_eq!(parse_mem_size("2g").unwrap(), 2 << 30);
         assert_eq!(parse_mem_size("64K").unwrap(), 64 << 10);
         assert_eq!(parse_mem_size("4096").unwrap(), 4096);
+        assert_eq!(parse_mem_size("1T").unwrap(), 1 << 40);
         for bad in ["", "M", "12X", "-1M", "0", "1.5G", "99999999999999999999G"] {
             assert!(parse_mem_size(bad).is_err(), "{bad:?} parsed");
         }

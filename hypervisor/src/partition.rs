@@ -195,11 +195,16 @@ pub const KVM_DEVICE_ENV: &str = "ASTRAEA_KVM_DEVICE";
 fn open_kvm() -> Result<Kvm, VmmError> {
     let path = std::env::var(KVM_DEVICE_ENV).unwrap_or_else(|_| "/dev/kvm".to_string());
     let c = std::ffi::CString::new(path.clone()).map_err(|_| VmmError::KvmMissing(path.clone()))?;
-    Kvm::new_with_path(&c).map_err(|e| match e.errno() {
-        libc::ENOENT => VmmError::KvmMissing(path),
-        libc::EACCES | libc::EPERM => VmmError::KvmPermission(path),
-        n => VmmError::KvmOpen(path, std::io::Error::from_raw_os_error(n)),
-    })
+    let kvm = Kvm::new_with_path(&c).map_err(|e| match e.errno() {
+        libc::ENOENT => VmmError::KvmMissing(path.clone()),
+        libc::EACCES | libc::EPERM => VmmError::KvmPermission(path.clone()),
+        n => VmmError::KvmOpen(path.clone(), std::io::Error::from_raw_os_error(n)),
+    })?;
+    // Opening any device node succeeds; only KVM's answers this.
+    if kvm.get_api_version() < 0 {
+        return Err(VmmError::KvmNotKvm(path));
+    }
+    Ok(kvm)
 }
 
 /// Checks the configuration, builds the partition and runs it until the guest
@@ -213,6 +218,14 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         return Err(VmmError::MemTooLarge {
             given: cfg.mem >> 20,
             max: MAX_MEM >> 20,
+        });
+    }
+    // Guest RAM is allocated as the guest touches it; more than the machine
+    // could ever give would end with the host killing this process mid-run.
+    if let Some(have) = memory::host_memory().filter(|&h| cfg.mem > h) {
+        return Err(VmmError::MemMoreThanHost {
+            given: cfg.mem >> 20,
+            have: have >> 20,
         });
     }
     let image = std::fs::read(&cfg.kernel).map_err(|source| VmmError::KernelRead {
@@ -232,7 +245,13 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     // memory slots point into this mapping for the VM's whole life.
     let mem = Arc::new(memory::create(cfg.mem)?);
     let kvm = open_kvm()?;
-    let vm = Arc::new(kvm.create_vm().map_err(kvm_err("KVM_CREATE_VM"))?);
+    let vm = Arc::new(kvm.create_vm().map_err(|e| match e.errno() {
+        libc::EBUSY => VmmError::KvmBusy(std::io::Error::from_raw_os_error(libc::EBUSY)),
+        _ => VmmError::Kvm {
+            what: "KVM_CREATE_VM",
+            source: e,
+        },
+    })?);
     register_memory(&vm, &mem)?;
     vm.set_tss_address(KVM_TSS_ADDRESS)
         .map_err(kvm_err("KVM_SET_TSS_ADDR"))?;
@@ -397,8 +416,17 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     let mut serial = Com1::new();
     let watchdog = HangWatchdog::arm();
     loop {
-        if let Some(e) = gateway_watch.as_ref().and_then(|w| w.lost()) {
-            return Err(e);
+        if let Some(w) = gateway_watch.as_ref() {
+            // The gateway died: the requests in flight and all later ones
+            // fail with EIO, and the program has a grace period to exit.
+            if w.gone()
+                && let Some(d) = ninep.as_mut()
+            {
+                d.server_gone();
+            }
+            if let Some(e) = w.expired() {
+                return Err(e);
+            }
         }
         if watchdog.fired() {
             return Err(crash(
@@ -414,6 +442,9 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                 tracing::trace!(port = p, value, "guest out");
                 match p {
                     port::EXIT => {
+                        if let Some(w) = gateway_watch.as_ref().filter(|w| w.has_gone()) {
+                            return Err(w.exited(value));
+                        }
                         timings.exited = t0.elapsed();
                         if let Some(mut w) = dump.take() {
                             use std::io::Write;

@@ -153,6 +153,12 @@ pub mod virtio_mmio {
     pub const VERSION: u32 = 2;
     /// Device ID of a 9P transport.
     pub const DEVICE_ID_9P: u32 = 9;
+    /// The id of the used-ring element the VMM adds when the device's
+    /// server has gone (a vhost-user gateway that died): no descriptor
+    /// has this id, and every request in flight or made later fails (EIO).
+    /// Not in the virtio spec; the server is gone, so nothing else writes
+    /// the used ring any more.
+    pub const USED_ID_SERVER_GONE: u32 = u32::MAX;
     #[allow(missing_docs)]
     pub mod reg {
         pub const MAGIC: u64 = 0x000;

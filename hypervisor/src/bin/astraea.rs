@@ -68,7 +68,7 @@ struct RunArgs {
     /// built next to this binary).
     #[arg(long, value_name = "ELF")]
     kernel: Option<PathBuf>,
-    /// Partition memory, with an optional K, M or G suffix.
+    /// Partition memory, with an optional K, M, G or T suffix.
     #[arg(long, default_value = "512M", value_name = "SIZE")]
     mem: String,
     /// Number of vCPUs.

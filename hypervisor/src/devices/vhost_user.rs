@@ -11,6 +11,12 @@
 //! as the call. From then on the guest's requests go from KVM straight to
 //! the gateway and its completions straight back: the VMM does no data-path
 //! work at all.
+//!
+//! A watcher thread notices the gateway hang up (it died or left). The run
+//! loop then fails the queue ([`super::virtio9p::Virtio9p::server_gone`]):
+//! the guest's requests in flight and all later ones fail with EIO, the
+//! program has [`GRACE`] to exit, and the partition ends with
+//! [`VhostUserError::Lost`] (exit status 125) saying what the program did.
 
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
@@ -80,14 +86,14 @@ pub enum VhostUserError {
     /// The gateway closed the connection while the partition ran.
     #[error(
         "the gateway at {socket} closed the connection while the partition was running, \
-         so the partition lost its files; see the gateway's log (it serves one VMM per run \
-         unless started with --keep-listening)"
+         so the partition lost its files ({after}); see the gateway's log (it serves one \
+         VMM per run unless started with --keep-listening)"
     )]
     Lost {
-        /// The socket path given.
         socket: String,
+        /// What the program did after its file operations began to fail.
+        after: String,
     },
-    /// The guest put its virtqueue where there is no RAM.
     #[error(
         "the guest's 9P queue ({what} at guest-physical {gpa:#x}, {len} bytes) is not in its RAM"
     )]
@@ -198,8 +204,9 @@ impl VhostUser {
 
     /// Starts watching the connection: if the gateway hangs up, `vcpu_thread`
     /// is interrupted (SIGUSR1, repeated until seen) and
-    /// [`GatewayWatch::lost`] reports it, since the guest would otherwise wait
-    /// for its replies forever.
+    /// [`GatewayWatch::gone`] reports it, since the guest would otherwise wait
+    /// for its replies forever; [`GRACE`] later it is interrupted again for
+    /// [`GatewayWatch::expired`].
     pub fn watch(&self, vcpu_thread: libc::pthread_t) -> Result<GatewayWatch, VmmError> {
         let io = |e: std::io::Error| VmmError::Boot(format!("cannot watch the gateway: {e}"));
         // SAFETY: the descriptor is the frontend's open socket, which lives
@@ -321,6 +328,12 @@ impl DataPath for VhostUser {
 const WATCHING: u8 = 0;
 const LOST: u8 = 1;
 const REPORTED: u8 = 2;
+const EXPIRED: u8 = 3;
+const DONE: u8 = 4;
+
+/// How long a program may run on after its gateway has gone (its file
+/// operations failing with EIO) before the partition is ended anyway.
+pub const GRACE: Duration = Duration::from_secs(2);
 
 /// Watches a gateway connection for the partition's run loop.
 pub struct GatewayWatch {
@@ -330,17 +343,50 @@ pub struct GatewayWatch {
 }
 
 impl GatewayWatch {
-    /// The error to end the partition with, once the gateway has gone.
-    pub fn lost(&self) -> Option<VmmError> {
+    /// Whether the gateway has just gone: true once, after which the
+    /// device's requests are to be failed ([`super::virtio9p::Virtio9p::server_gone`])
+    /// and the program has [`GRACE`] to exit.
+    pub fn gone(&self) -> bool {
         self.lost
             .compare_exchange(LOST, REPORTED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
+    /// Whether the gateway went earlier in this run.
+    pub fn has_gone(&self) -> bool {
+        self.lost.load(Ordering::SeqCst) >= REPORTED
+    }
+
+    /// The error to end the partition with once the program has had its
+    /// [`GRACE`] and is still running.
+    pub fn expired(&self) -> Option<VmmError> {
+        self.lost
+            .compare_exchange(EXPIRED, DONE, Ordering::SeqCst, Ordering::SeqCst)
             .ok()
             .map(|_| {
-                VhostUserError::Lost {
-                    socket: self.socket.clone(),
-                }
-                .into()
+                self.error(format!(
+                    "its file operations failed with EIO, and the program was stopped \
+                     {} s later",
+                    GRACE.as_secs()
+                ))
             })
+    }
+
+    /// The error to end the partition with when the program exited with
+    /// `status` after the gateway had gone.
+    pub fn exited(&self, status: u32) -> VmmError {
+        self.lost.store(DONE, Ordering::SeqCst);
+        self.error(format!(
+            "its file operations failed with EIO, and the program exited with status {status}"
+        ))
+    }
+
+    fn error(&self, after: String) -> VmmError {
+        VhostUserError::Lost {
+            socket: self.socket.clone(),
+            after,
+        }
+        .into()
     }
 }
 
@@ -395,20 +441,56 @@ fn watch_socket(sock: &OwnedFd, stop: &EventFd, lost: &AtomicU8, vcpu: libc::pth
     }
     tracing::debug!("the vhost-user gateway hung up");
     lost.store(LOST, Ordering::SeqCst);
-    // A signal that lands just before the vCPU enters KVM_RUN is missed, so
-    // repeat it until the run loop has taken the error (or the partition ended).
-    while lost.load(Ordering::SeqCst) == LOST {
-        // SAFETY: `vcpu` names the thread running the partition; a thread
-        // that has ended makes this fail with ESRCH, nothing worse.
-        if unsafe { libc::pthread_kill(vcpu, libc::SIGUSR1) } != 0 {
-            return;
+    if !interrupt_while(lost, LOST, stop, vcpu) {
+        return;
+    }
+    // The run loop failed the device's requests; give the program its
+    // grace, then make the run loop end the partition.
+    let mut poll_stop = [libc::pollfd {
+        fd: stop.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    let deadline = std::time::Instant::now() + GRACE;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
         }
-        let mut poll_stop = [fds[1]];
-        // SAFETY: as above, one pollfd; waits up to 10 ms for `stop`.
-        if unsafe { libc::poll(poll_stop.as_mut_ptr(), 1, 10) } > 0 {
+        // SAFETY: one valid pollfd for the call's duration.
+        if unsafe { libc::poll(poll_stop.as_mut_ptr(), 1, left.as_millis() as i32 + 1) } > 0 {
             return;
         }
     }
+    if lost
+        .compare_exchange(REPORTED, EXPIRED, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
+    {
+        interrupt_while(lost, EXPIRED, stop, vcpu);
+    }
+}
+
+/// Interrupts the vCPU every 10 ms while `lost` is `state` (a signal that
+/// lands just before the vCPU enters `KVM_RUN` is missed); false if the
+/// partition ended meanwhile.
+fn interrupt_while(lost: &AtomicU8, state: u8, stop: &EventFd, vcpu: libc::pthread_t) -> bool {
+    while lost.load(Ordering::SeqCst) == state {
+        // SAFETY: `vcpu` names the thread running the partition; a thread
+        // that has ended makes this fail with ESRCH, nothing worse.
+        if unsafe { libc::pthread_kill(vcpu, libc::SIGUSR1) } != 0 {
+            return false;
+        }
+        let mut poll_stop = [libc::pollfd {
+            fd: stop.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        // SAFETY: one pollfd; waits up to 10 ms for `stop`.
+        if unsafe { libc::poll(poll_stop.as_mut_ptr(), 1, 10) } > 0 {
+            return false;
+        }
+    }
+    true
 }
 
 /// This process's address of `len` bytes of guest RAM at `gpa`, all in one region.

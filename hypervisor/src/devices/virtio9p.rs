@@ -24,7 +24,7 @@ use kvm_bindings::{
 };
 use kvm_ioctls::{IoEventAddress, NoDatamatch, VmFd};
 use virtio_queue::{Queue, QueueT};
-use vm_memory::{Bytes, GuestAddress};
+use vm_memory::{Address, Bytes, GuestAddress};
 use vmm_sys_util::eventfd::EventFd;
 
 use astraea_abi::virtio_mmio::{self as vm_abi, reg, status};
@@ -188,6 +188,45 @@ impl Virtio9p {
         path: Box<dyn DataPath>,
     ) -> Result<Self, VmmError> {
         Self::build(vm, mem, place, tag, Arc::new(Elsewhere), Some(path))
+    }
+
+    /// The server behind the queue has gone (a vhost-user gateway that
+    /// died): tells the driver by adding a used element with
+    /// [`vm_abi::USED_ID_SERVER_GONE`] and interrupting, so that the
+    /// requests in flight (whose heads only the dead server knew) and every
+    /// later one fail with EIO instead of waiting for ever. The device
+    /// reports DEVICE_NEEDS_RESET from then on.
+    pub fn server_gone(&mut self) {
+        self.status |= DEVICE_NEEDS_RESET;
+        if !self.active {
+            return;
+        }
+        let (used, size) = {
+            let q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+            (q.used_ring(), q.size())
+        };
+        let mem = &*self.shared.mem;
+        let idx_at = GuestAddress(used + 2);
+        let Ok(idx) = mem.read_obj::<u16>(idx_at) else {
+            tracing::warn!("the 9P used ring is not in guest RAM");
+            return;
+        };
+        let elem = GuestAddress(used + 4 + 8 * u64::from(idx % size.max(1)));
+        let written = mem
+            .write_obj(vm_abi::USED_ID_SERVER_GONE, elem)
+            .and_then(|()| mem.write_obj(0u32, elem.unchecked_add(4)));
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if written
+            .and_then(|()| mem.write_obj(idx.wrapping_add(1), idx_at))
+            .is_err()
+        {
+            tracing::warn!("cannot tell the driver that the 9P server has gone");
+            return;
+        }
+        self.shared.interrupt_status.fetch_or(1, Ordering::SeqCst);
+        if let Err(e) = self.shared.irq.write(1) {
+            tracing::warn!(?e, "cannot raise the 9P interrupt");
+        }
     }
 
     /// The error that stopped the device, once: the partition cannot go on.

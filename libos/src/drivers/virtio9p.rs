@@ -37,6 +37,9 @@ pub enum DeviceError {
     NoMemory,
     /// The device answered with an empty or oversized reply.
     BadReply,
+    /// The server behind the device has gone (the VMM said so with
+    /// `USED_ID_SERVER_GONE`): no request will be answered any more.
+    Gone,
 }
 
 #[repr(C)]
@@ -78,6 +81,8 @@ pub struct Virtio9p {
     /// Waiters asleep until an interrupt: while there are none, the device
     /// is asked not to interrupt.
     sleepers: AtomicU32,
+    /// The server has gone: requests in flight were failed, new ones fail.
+    gone: AtomicBool,
 }
 
 static DEVICE: spin::Once<Virtio9p> = spin::Once::new();
@@ -177,6 +182,7 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
         room: WaitQueue::new(),
         tag,
         sleepers: AtomicU32::new(0),
+        gone: AtomicBool::new(false),
     };
     dev.set_avail_flags(VIRTQ_AVAIL_F_NO_INTERRUPT);
     wr(
@@ -217,7 +223,7 @@ impl Virtio9p {
                 mm::virt_to_phys(reply.as_mut_ptr() as u64),
                 reply.len() as u32,
             ),
-        );
+        )?;
         self.wait(head, reply.len())
     }
 
@@ -243,7 +249,7 @@ impl Virtio9p {
                 true,
             ),
             (data.0, data.1, true),
-        ]);
+        ])?;
         self.wait(head, header.len() + data.1 as usize)
     }
 
@@ -255,7 +261,7 @@ impl Virtio9p {
         request: (u64, u32),
         reply: (u64, u32),
     ) -> Result<usize, DeviceError> {
-        let head = self.submit(request, reply);
+        let head = self.submit(request, reply)?;
         self.wait(head, reply.1 as usize)
     }
 
@@ -298,6 +304,9 @@ impl Virtio9p {
             }
         }
         self.room.wake_one();
+        if len == 0 && self.gone.load(Ordering::Acquire) {
+            return Err(DeviceError::Gone);
+        }
         if len == 0 || len > room {
             return Err(DeviceError::BadReply);
         }
@@ -312,15 +321,19 @@ impl Virtio9p {
     }
 
     /// Queues one request; blocks while the ring is full.
-    fn submit(&self, request: (u64, u32), reply: (u64, u32)) -> u16 {
+    fn submit(&self, request: (u64, u32), reply: (u64, u32)) -> Result<u16, DeviceError> {
         self.submit_chain(&[(request.0, request.1, false), (reply.0, reply.1, true)])
     }
 
     /// Queues one chain of `(guest-physical address, length, device writes)`
-    /// descriptors; blocks while the ring has no room for it.
-    fn submit_chain(&self, parts: &[(u64, u32, bool)]) -> u16 {
+    /// descriptors; blocks while the ring has no room for it. Fails once
+    /// the server has gone.
+    fn submit_chain(&self, parts: &[(u64, u32, bool)]) -> Result<u16, DeviceError> {
         loop {
             let mut q = self.queue.lock();
+            if self.gone.load(Ordering::Acquire) {
+                return Err(DeviceError::Gone);
+            }
             if q.free.len() >= parts.len() {
                 let keep = q.free.len() - parts.len();
                 let ids: alloc::vec::Vec<u16> = q.free.drain(keep..).rev().collect();
@@ -351,12 +364,14 @@ impl Virtio9p {
                 fence(Ordering::SeqCst);
                 drop(q);
                 wr(self.base, reg::QUEUE_NOTIFY, 0);
-                return h;
+                return Ok(h);
             }
             drop(q);
             let q = &self.queue;
             let need = parts.len();
-            self.room.wait_while(|| q.lock().free.len() < need);
+            let gone = &self.gone;
+            self.room
+                .wait_while(|| q.lock().free.len() < need && !gone.load(Ordering::Acquire));
         }
     }
 
@@ -380,6 +395,18 @@ impl Virtio9p {
                 )
             };
             q.last_used = q.last_used.wrapping_add(1);
+            if id == vm_abi::USED_ID_SERVER_GONE {
+                // Only the dead server knew which requests it had taken:
+                // fail them all (an empty reply), and every later one.
+                self.gone.store(true, Ordering::Release);
+                for s in &self.slots {
+                    s.len.store(0, Ordering::Relaxed);
+                    s.done.store(true, Ordering::Release);
+                    s.wq.wake_all();
+                }
+                self.room.wake_all();
+                continue;
+            }
             if let Some(s) = self.slots.get(id as usize) {
                 s.len.store(len, Ordering::Relaxed);
                 s.done.store(true, Ordering::Release);

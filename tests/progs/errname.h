@@ -1,0 +1,24 @@
+/* The symbolic name of an errno value (musl has no strerrorname_np). */
+#include <errno.h>
+#include <stdio.h>
+
+static const char *errname(int e)
+{
+    static char buf[32];
+    switch (e) {
+    case EIO: return "EIO";
+    case ENOSPC: return "ENOSPC";
+    case EDQUOT: return "EDQUOT";
+    case EFBIG: return "EFBIG";
+    case ENOENT: return "ENOENT";
+    case EBADF: return "EBADF";
+    case EINVAL: return "EINVAL";
+    case ENOMEM: return "ENOMEM";
+    case EROFS: return "EROFS";
+    case ENOTCONN: return "ENOTCONN";
+    case ECONNRESET: return "ECONNRESET";
+    case EPIPE: return "EPIPE";
+    }
+    snprintf(buf, sizeof buf, "errno %d", e);
+    return buf;
+}
