@@ -210,6 +210,21 @@ pub fn setup_long_mode(
     vcpu.set_regs(&regs).map_err(kvm_err("KVM_SET_REGS"))
 }
 
+/// What kind of KVM this is, for the log: PVM, or hardware virtualisation
+/// by the CPU's vendor extension.
+pub fn host_kind(pvm: bool) -> &'static str {
+    if pvm {
+        return "PVM (shadow paging, no VT-x/SVM)";
+    }
+    let vmx = core::arch::x86_64::__cpuid(1).ecx & (1 << 5) != 0;
+    let svm = core::arch::x86_64::__cpuid(0x8000_0001).ecx & (1 << 2) != 0;
+    match (vmx, svm) {
+        (true, _) => "Intel VT-x",
+        (_, true) => "AMD SVM",
+        _ => "hardware virtualisation (neither VT-x nor SVM visible)",
+    }
+}
+
 /// Whether the host is PVM (shadow-paging virtualisation; see docs/pvm.md):
 /// its signature MSR reads back "PVM".
 pub fn is_pvm_host(vcpu: &VcpuFd) -> bool {

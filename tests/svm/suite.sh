@@ -1,0 +1,30 @@
+#!/bin/sh
+# What tests/tests/svm.rs runs on standard KVM (inside tests/svm/run.sh's
+# emulated SVM machine), from the scratch directory the test prepared: each
+# case NAME leaves NAME.out, NAME.err and NAME.rc there for the test to
+# compare with the host's.
+#
+#   suite.sh REPO [JDK_HOME...]
+repo=$1
+shift
+astraea="$repo/target/release/astraea"
+kdir="$repo/target/x86_64-unknown-none/release"
+case_() {
+    name=$1
+    shift
+    echo "svm: $name: $*" >&2
+    "$@" > "$name.out" 2> "$name.err"
+    echo $? > "$name.rc"
+}
+case_ hostkind "$astraea" run --log info --kernel "$kdir/astraea-kernel" -- /bin/busybox echo hello-from-svm
+case_ ktest "$astraea" run --kernel "$kdir/astraea-ktest"
+case_ torture-static "$astraea" run -- ./torture-static 3 12
+case_ torture-dynamic "$astraea" run -- ./torture-dynamic 3 12
+case_ files "$astraea" run -- ./files-static "$PWD/files-data"
+case_ mmap "$astraea" run -- ./mmap-static
+case_ kread "$astraea" run -- ./kread-static
+for home in "$@"; do
+    v=$(basename "$home")
+    case_ "java-version-$v" "$astraea" run --mem 1G -- "$home/bin/java" -version
+    case_ "jitchurn-$v" "$astraea" run --mem 1G -- "$home/bin/java" -cp . JitChurn 3
+done
