@@ -14,7 +14,7 @@
 //!   transaction is open and its changes are on disk, then the database is
 //!   reopened (in a partition, and on the host from a copy) and must hold
 //!   exactly the committed rows.
-//! * Jackson databind 2.21 (`JsonRoundTrip`): a 38 MB generated document,
+//! * Jackson databind 2.21 (`JsonRoundTrip`): a 19 MB generated document,
 //!   objects → file → objects, tree and streaming parser, CRC32s.
 //! * `java.util.zip`/`java.util.jar` (`ZipJar`): multi-MB zip, jar, zip file
 //!   system (adding an entry through it only in `zipfs_write_*`), gzip, every

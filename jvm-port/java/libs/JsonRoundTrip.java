@@ -25,7 +25,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
  * the file back to objects (equal), to a tree, and through the streaming
  * parser; CRC32s and sums printed. Deterministic (seeded Random).
  *
- * Arguments: OUT_FILE [ITEMS]
+ * Arguments: OUT_FILE [ITEMS] (50000)
  */
 public class JsonRoundTrip {
     public static class Tag {
@@ -68,7 +68,7 @@ public class JsonRoundTrip {
 
     public static void main(String[] args) throws Exception {
         Path out = Paths.get(args[0]);
-        int n = args.length > 1 ? Integer.parseInt(args[1]) : 100_000;
+        int n = args.length > 1 ? Integer.parseInt(args[1]) : 50_000;
         Random r = new Random(42);
         List<Item> items = new ArrayList<>(n);
         for (int k = 0; k < n; k++) {
