@@ -361,14 +361,17 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "known: hangs in a partition (the library OS spins on a lock in a page fault, mm::vma), issue 10"]
+    #[ignore = "known: hangs intermittently in a partition after the first segments are flushed \
+                (no more system calls, a vCPU spinning; the library OS's lock in a page fault, \
+                mm::vma); passed 1 of 3 runs, issue 10"]
     fn lucene9_jdk17() {
         lucene("lucene9", JDK17, "lucene9");
     }
 
     #[test]
     #[ignore = "known: mincore (syscall 27) is not implemented: Lucene's prefetch gets \
-                IOException: Function not implemented from MappedMemorySegment.isLoaded, issue 10"]
+                IOException: Function not implemented from MappedMemorySegment.isLoaded during \
+                forceMerge; and the same hang as lucene9_jdk17 before it, issue 10"]
     fn lucene10_jdk25() {
         lucene("lucene10", JDK25, "lucene10");
     }
