@@ -1,0 +1,595 @@
+//! Real Java libraries from Maven Central, unchanged, in partitions (issue
+//! 10): each program of `jvm-port/java/libs/` runs on the host JVM and then
+//! in a partition (`astraea run --mem 2G --log info -- <jdk>/bin/java …`),
+//! and the two must print exactly the same stdout and exit the same way.
+//!
+//! * Lucene 9.12.3 on JDK 17 and Lucene 10.3.2 on JDK 25 (`LuceneDocs`):
+//!   index the first 3000 regular files (sorted, no symbolic links) of the
+//!   host's `/usr/share/common-licenses` and `/usr/share/doc` into an
+//!   MMapDirectory, force-merge, CheckIndex, run queries, print the top hits
+//!   with their exact scores.
+//! * H2 2.3 (`H2Db`): 100 000 rows in transactions, aggregates, close,
+//!   reopen, update, reopen; and a crash: the process (`astraea` for a
+//!   partition, `java` on the host) is killed with SIGKILL while a
+//!   transaction is open and its changes are on disk, then the database is
+//!   reopened (in a partition, and on the host from a copy) and must hold
+//!   exactly the committed rows.
+//! * Jackson databind 2.21 (`JsonRoundTrip`): a 19 MB generated document,
+//!   objects → file → objects, tree and streaming parser, CRC32s.
+//! * `java.util.zip`/`java.util.jar` (`ZipJar`): multi-MB zip, jar, zip file
+//!   system (adding an entry through it only in `zipfs_write_*`), gzip, every
+//!   CRC checked.
+//! * Parallel streams and fork/join (`ParallelStreams`).
+//!
+//! The jars come from `./x javalibs` (Maven, into `target/javalibs/`); a test
+//! runs it itself when they are missing. Without mvn or Maven Central, a
+//! JDK, or `/dev/kvm` a test says so loudly and passes.
+//!
+//! Known failures today are `#[ignore]`d with the reason: run them with
+//! `cargo test -p astraea-tests --test java_libs -- --ignored`.
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader, Read};
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Stdio};
+    use std::sync::{Mutex, OnceLock};
+    use std::time::{Duration, Instant};
+
+    use astraea_tests::*;
+
+    /// How long one program may run on the host.
+    const HOST_TIMEOUT: Duration = Duration::from_secs(240);
+    /// How long one partition may run.
+    const PARTITION_TIMEOUT: Duration = Duration::from_secs(300);
+    /// How many files Lucene indexes.
+    const LUCENE_FILES: usize = 3000;
+
+    /// A JDK: its name, its home, and the `--release` its javac compiles for.
+    #[derive(Clone, Copy)]
+    struct Jdk {
+        name: &'static str,
+        home: &'static str,
+        release: &'static str,
+    }
+    const JDK17: Jdk = Jdk {
+        name: "17",
+        home: "/usr/lib/jvm/java-17-openjdk-amd64",
+        release: "17",
+    };
+    const JDK25: Jdk = Jdk {
+        name: "25",
+        home: "/usr/lib/jvm/temurin-25-jdk-amd64",
+        release: "21",
+    };
+
+    fn skip(why: &str) {
+        eprintln!("\n*** SKIPPED: {why}; this test did not run. ***\n");
+    }
+
+    /// This test process's scratch directory (those of ended processes are
+    /// removed).
+    fn root() -> &'static Path {
+        static R: OnceLock<PathBuf> = OnceLock::new();
+        R.get_or_init(|| {
+            let top = workspace().join("target").join("java-libs-tests");
+            if let Ok(entries) = std::fs::read_dir(&top) {
+                for e in entries.flatten() {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if let Some(pid) = name.strip_prefix("pid-")
+                        && !Path::new("/proc").join(pid).exists()
+                    {
+                        let _ = std::fs::remove_dir_all(e.path());
+                    }
+                }
+            }
+            let root = top.join(format!("pid-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&root);
+            std::fs::create_dir_all(&root).unwrap();
+            root
+        })
+    }
+
+    /// The directory of a jar set (`target/javalibs/SET`), fetched by
+    /// `./x javalibs` if it is not there yet; `None` (loudly) if it cannot be.
+    fn jars(set: &str) -> Option<PathBuf> {
+        static FETCH: Mutex<bool> = Mutex::new(false);
+        let dir = workspace().join("target").join("javalibs").join(set);
+        let done = |d: &Path| d.join(".complete").is_file();
+        if !done(&dir) {
+            let mut tried = FETCH.lock().unwrap_or_else(|e| e.into_inner());
+            if !*tried && !done(&dir) {
+                *tried = true;
+                let st = Command::new("bash")
+                    .arg(workspace().join("x"))
+                    .arg("javalibs")
+                    .current_dir(workspace())
+                    .stdin(Stdio::null())
+                    .status();
+                eprintln!("./x javalibs: {st:?}");
+            }
+        }
+        if done(&dir) {
+            Some(dir)
+        } else {
+            skip(&format!(
+                "the {set} jars are not in {} (./x javalibs needs mvn and Maven Central)",
+                dir.display()
+            ));
+            None
+        }
+    }
+
+    /// The class path entry of a jar set.
+    fn jar_cp(dir: &Path) -> String {
+        format!("{}/*", dir.display())
+    }
+
+    /// What a test needs: the JDK, KVM, the jars; `None` (loudly) if any is
+    /// missing.
+    fn ready(jdk: Jdk, set: Option<&str>, partition: bool) -> Option<Option<PathBuf>> {
+        if !Path::new(jdk.home).join("bin/javac").is_file() {
+            skip(&format!(
+                "JDK {} (with javac) is not at {}",
+                jdk.name, jdk.home
+            ));
+            return None;
+        }
+        if partition && !kvm_available() {
+            return None;
+        }
+        match set {
+            Some(s) => jars(s).map(Some),
+            None => Some(None),
+        }
+    }
+
+    /// Compiles `jvm-port/java/libs/SOURCE.java` with the JDK's javac against
+    /// the jars into a directory of its own, once per test process.
+    fn compile(jdk: Jdk, source: &str, jars: Option<&Path>) -> PathBuf {
+        static DONE: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+        let key = format!("{source}-{}", jdk.name);
+        let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, p)) = done.iter().find(|(k, _)| *k == key) {
+            return p.clone();
+        }
+        let out = root()
+            .join("classes")
+            .join(format!("{source}-{}", jdk.name));
+        let _ = std::fs::remove_dir_all(&out);
+        std::fs::create_dir_all(&out).unwrap();
+        let src = workspace()
+            .join("jvm-port/java/libs")
+            .join(format!("{source}.java"));
+        let mut c = Command::new(Path::new(jdk.home).join("bin/javac"));
+        c.args(["--release", jdk.release, "-Xlint:all", "-d"])
+            .arg(&out);
+        if let Some(j) = jars {
+            c.arg("-cp").arg(jar_cp(j));
+        }
+        let o = c.arg(&src).output().expect("cannot run javac");
+        assert!(
+            o.status.success(),
+            "javac {} failed:\n{}",
+            src.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        done.push((key, out.clone()));
+        out
+    }
+
+    /// A fresh working directory for one run.
+    fn workdir(parts: &[&str]) -> PathBuf {
+        let d = root().join("runs").join(parts.join("-"));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// The `java` arguments: temporary directory, class path, main class,
+    /// program arguments. `java.io.tmpdir` is the working directory `dir`:
+    /// a partition sees the host's `/tmp` read-only (only its working
+    /// directory is writable), and H2 puts large results in temporary files.
+    fn java_args(
+        dir: &Path,
+        classes: &Path,
+        jars: Option<&Path>,
+        main: &str,
+        args: &[String],
+    ) -> Vec<String> {
+        let mut cp = classes.display().to_string();
+        if let Some(j) = jars {
+            cp = format!("{cp}:{}", jar_cp(j));
+        }
+        let mut a = vec![
+            format!("-Djava.io.tmpdir={}", dir.display()),
+            "-cp".to_string(),
+            cp,
+            main.to_string(),
+        ];
+        a.extend_from_slice(args);
+        a
+    }
+
+    fn host_cmd(jdk: Jdk, dir: &Path, java: &[String]) -> Command {
+        let mut c = Command::new(Path::new(jdk.home).join("bin/java"));
+        c.args(java).current_dir(dir);
+        c
+    }
+
+    fn partition_cmd(jdk: Jdk, dir: &Path, cpus: u32, java: &[String]) -> Command {
+        let mut c = Command::new(astraea());
+        c.args(["run", "--mem", "2G", "--log", "info", "--cpus"])
+            .arg(cpus.to_string())
+            .arg("--")
+            .arg(Path::new(jdk.home).join("bin/java"))
+            .args(java)
+            .current_dir(dir);
+        c
+    }
+
+    /// The end of a partition's stderr, for failure messages.
+    fn tail(s: &str) -> String {
+        let lines: Vec<&str> = s.lines().collect();
+        lines[lines.len().saturating_sub(60)..].join("\n")
+    }
+
+    /// Checks that the partition's run equals the host's.
+    fn same_as_host(ctx: &str, host: &Run, part: &Run) {
+        assert_eq!(
+            host.code, 0,
+            "{ctx}: the host run failed:\n{}\n{}",
+            host.stdout, host.stderr
+        );
+        assert!(
+            part.stdout == host.stdout && part.code == host.code,
+            "{ctx}: the partition differs from the host (exit {} vs {}).\n\
+             --- host stdout ---\n{}\n--- partition stdout ---\n{}\n\
+             --- partition stderr (end) ---\n{}",
+            part.code,
+            host.code,
+            host.stdout,
+            part.stdout,
+            tail(&part.stderr)
+        );
+        assert!(
+            !part.stderr.contains("unimplemented system call"),
+            "{ctx}: the JVM reached a system call the library OS lacks:\n{}",
+            tail(&part.stderr)
+        );
+    }
+
+    /// Runs `main` on the host and in a partition with the same arguments
+    /// (each in a fresh working directory, given to `args`), and compares.
+    fn host_vs_partition(
+        test: &str,
+        jdk: Jdk,
+        source: &str,
+        set: Option<&str>,
+        cpus: u32,
+        args: &dyn Fn(&Path) -> Vec<String>,
+    ) {
+        let Some(jars) = ready(jdk, set, true) else {
+            return;
+        };
+        let jars = jars.as_deref();
+        let classes = compile(jdk, source, jars);
+        let ctx = format!("{test} on JDK {}", jdk.name);
+
+        let dir = workdir(&[test, jdk.name, "host"]);
+        let t0 = Instant::now();
+        let host = run_with_timeout(
+            &mut host_cmd(
+                jdk,
+                &dir,
+                &java_args(&dir, &classes, jars, source, &args(&dir)),
+            ),
+            HOST_TIMEOUT,
+        );
+        let host_time = t0.elapsed();
+
+        let dir = workdir(&[test, jdk.name, "partition"]);
+        let t0 = Instant::now();
+        let part = run_with_timeout(
+            &mut partition_cmd(
+                jdk,
+                &dir,
+                cpus,
+                &java_args(&dir, &classes, jars, source, &args(&dir)),
+            ),
+            PARTITION_TIMEOUT,
+        );
+        eprintln!(
+            "{ctx}: host {host_time:.1?}, partition {:.1?}",
+            t0.elapsed()
+        );
+        same_as_host(&ctx, &host, &part);
+    }
+
+    // ---- Lucene ----
+
+    /// The list of files Lucene indexes, written once: the first
+    /// [`LUCENE_FILES`] regular files (symbolic links left out) under the
+    /// host's common licences and package documentation, sorted by path.
+    fn lucene_files() -> Option<&'static Path> {
+        static L: OnceLock<Option<PathBuf>> = OnceLock::new();
+        let l = L.get_or_init(|| {
+            fn walk(d: &Path, out: &mut Vec<String>) {
+                let Ok(rd) = std::fs::read_dir(d) else { return };
+                for e in rd.flatten() {
+                    let p = e.path();
+                    let Ok(md) = std::fs::symlink_metadata(&p) else {
+                        continue;
+                    };
+                    if md.is_dir() {
+                        walk(&p, out);
+                    } else if md.is_file()
+                        && let Some(s) = p.to_str()
+                        && !s.contains('\n')
+                    {
+                        out.push(s.to_string());
+                    }
+                }
+            }
+            let mut files = Vec::new();
+            for r in ["/usr/share/common-licenses", "/usr/share/doc"] {
+                walk(Path::new(r), &mut files);
+            }
+            files.sort();
+            files.truncate(LUCENE_FILES);
+            if files.len() < 100 {
+                return None;
+            }
+            let list = root().join("lucene-files.txt");
+            std::fs::write(&list, files.join("\n") + "\n").unwrap();
+            Some(list)
+        });
+        if l.is_none() {
+            skip("fewer than 100 files under /usr/share/doc and /usr/share/common-licenses");
+        }
+        l.as_deref()
+    }
+
+    fn lucene(test: &str, jdk: Jdk, set: &str) {
+        let Some(list) = lucene_files() else { return };
+        host_vs_partition(test, jdk, "LuceneDocs", Some(set), 1, &|dir| {
+            vec![
+                dir.join("index").display().to_string(),
+                list.display().to_string(),
+            ]
+        });
+    }
+
+    #[test]
+    #[ignore = "known: hangs intermittently in a partition after the first segments are flushed \
+                (no more system calls, a vCPU spinning; the library OS's lock in a page fault, \
+                mm::vma); passed 2 of 4 runs (37 s and 71 s when it passes), issue 10"]
+    fn lucene9_jdk17() {
+        lucene("lucene9", JDK17, "lucene9");
+    }
+
+    #[test]
+    #[ignore = "known: mincore (syscall 27) is not implemented: Lucene's prefetch gets \
+                IOException: Function not implemented from MappedMemorySegment.isLoaded during \
+                forceMerge; and the same hang as lucene9_jdk17 before it, issue 10"]
+    fn lucene10_jdk25() {
+        lucene("lucene10", JDK25, "lucene10");
+    }
+
+    // ---- H2 ----
+
+    fn h2_db(dir: &Path) -> String {
+        dir.join("db").display().to_string()
+    }
+
+    #[test]
+    fn h2_jdk17() {
+        host_vs_partition("h2", JDK17, "H2Db", Some("h2"), 1, &|d| {
+            vec!["full".into(), h2_db(d)]
+        });
+    }
+
+    #[test]
+    fn h2_jdk25() {
+        host_vs_partition("h2", JDK25, "H2Db", Some("h2"), 1, &|d| {
+            vec!["full".into(), h2_db(d)]
+        });
+    }
+
+    /// Starts `cmd`, waits for the line READY on its stdout and kills it
+    /// (SIGKILL); returns what it printed up to READY, and its stderr.
+    fn kill_when_ready(mut cmd: Command, what: &str) -> (String, String) {
+        let mut child: Child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+        let mut err = child.stderr.take().unwrap();
+        let err = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = err.read_to_end(&mut v);
+            String::from_utf8_lossy(&v).into_owned()
+        });
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if line == "READY" {
+                    let _ = tx.send(Some(text.clone()));
+                }
+                text.push_str(&line);
+                text.push('\n');
+            }
+            let _ = tx.send(None);
+        });
+        let got = rx.recv_timeout(PARTITION_TIMEOUT);
+        // SIGKILL, at READY or at the timeout.
+        let _ = child.kill();
+        let status = child.wait().expect("cannot wait");
+        let err = err.join().unwrap_or_default();
+        match got {
+            Ok(Some(text)) => (text, err),
+            other => panic!(
+                "{what} never printed READY ({}; exit {status}):\n--- stderr (end) ---\n{}",
+                if other.is_err() { "timed out" } else { "ended" },
+                tail(&err)
+            ),
+        }
+    }
+
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap().flatten() {
+            if e.file_type().unwrap().is_file() {
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+
+    /// The crash variant: kill in the middle of a transaction, reopen.
+    fn h2_crash(jdk: Jdk) {
+        let Some(jars) = ready(jdk, Some("h2"), true) else {
+            return;
+        };
+        let jars = jars.as_deref();
+        let classes = compile(jdk, "H2Db", jars);
+        let ctx = format!("h2 crash on JDK {}", jdk.name);
+        let args =
+            |mode: &str, d: &Path| java_args(d, &classes, jars, "H2Db", &[mode.into(), h2_db(d)]);
+
+        // The reference: the same on the host, killing java.
+        let hdir = workdir(&["h2crash", jdk.name, "host"]);
+        let (host_before, _) =
+            kill_when_ready(host_cmd(jdk, &hdir, &args("crash", &hdir)), "java crash");
+        let host_verify = run_with_timeout(
+            &mut host_cmd(jdk, &hdir, &args("verify", &hdir)),
+            HOST_TIMEOUT,
+        );
+        assert_eq!(host_verify.code, 0, "{ctx}, host verify: {host_verify:?}");
+        assert!(
+            host_verify.stdout.contains(" consistent\n"),
+            "{ctx}, host: {host_verify:?}"
+        );
+
+        // In a partition, killing astraea.
+        let pdir = workdir(&["h2crash", jdk.name, "partition"]);
+        let t0 = Instant::now();
+        let (part_before, part_err) = kill_when_ready(
+            partition_cmd(jdk, &pdir, 1, &args("crash", &pdir)),
+            "astraea crash",
+        );
+        assert_eq!(
+            part_before,
+            host_before,
+            "{ctx}: before the kill, the partition printed differently:\n--- stderr (end) ---\n{}",
+            tail(&part_err)
+        );
+        // The host reads what the partition left (from a copy).
+        let cdir = workdir(&["h2crash", jdk.name, "partition-copy"]);
+        copy_dir(&pdir, &cdir);
+        let part_verify = run_with_timeout(
+            &mut partition_cmd(jdk, &pdir, 1, &args("verify", &pdir)),
+            PARTITION_TIMEOUT,
+        );
+        eprintln!("{ctx}: partition crash + verify {:.1?}", t0.elapsed());
+        same_as_host(
+            &format!("{ctx}, verify in a partition"),
+            &host_verify,
+            &part_verify,
+        );
+        let copy_verify = run_with_timeout(
+            &mut host_cmd(jdk, &cdir, &args("verify", &cdir)),
+            HOST_TIMEOUT,
+        );
+        assert_eq!(
+            copy_verify.stdout, host_verify.stdout,
+            "{ctx}: the host reads the partition's database differently: {copy_verify:?}"
+        );
+    }
+
+    #[test]
+    fn h2_crash_jdk17() {
+        h2_crash(JDK17);
+    }
+
+    #[test]
+    fn h2_crash_jdk25() {
+        h2_crash(JDK25);
+    }
+
+    // ---- Jackson, zip/jar, parallel streams ----
+
+    fn json_args(d: &Path) -> Vec<String> {
+        vec![d.join("items.json").display().to_string()]
+    }
+
+    #[test]
+    fn jackson_jdk17() {
+        host_vs_partition(
+            "jackson",
+            JDK17,
+            "JsonRoundTrip",
+            Some("jackson"),
+            1,
+            &json_args,
+        );
+    }
+
+    #[test]
+    fn jackson_jdk25() {
+        host_vs_partition(
+            "jackson",
+            JDK25,
+            "JsonRoundTrip",
+            Some("jackson"),
+            1,
+            &json_args,
+        );
+    }
+
+    fn zip_args(d: &Path) -> Vec<String> {
+        vec![d.join("zips").display().to_string()]
+    }
+
+    /// With an entry added through the zip file system, which sets the
+    /// rewritten archive's permissions when it closes.
+    fn zipfs_write_args(d: &Path) -> Vec<String> {
+        vec![d.join("zips").display().to_string(), "write".into()]
+    }
+
+    #[test]
+    #[ignore = "known: chmod (syscall 90) is not implemented: the zip file system's close gets \
+                FileSystemException: zipfstmp….tmp: Function not implemented, issue 10"]
+    fn zipfs_write_jdk17() {
+        host_vs_partition("zipfs-write", JDK17, "ZipJar", None, 1, &zipfs_write_args);
+    }
+
+    #[test]
+    fn zip_jdk17() {
+        host_vs_partition("zip", JDK17, "ZipJar", None, 1, &zip_args);
+    }
+
+    #[test]
+    fn zip_jdk25() {
+        host_vs_partition("zip", JDK25, "ZipJar", None, 1, &zip_args);
+    }
+
+    /// Partitions have one vCPU today (`--cpus 2` is refused), so the pools
+    /// run their work on one processor; the results must not change.
+    #[test]
+    fn parallel_jdk17() {
+        host_vs_partition("parallel", JDK17, "ParallelStreams", None, 1, &|_| {
+            Vec::new()
+        });
+    }
+
+    #[test]
+    fn parallel_jdk25() {
+        host_vs_partition("parallel", JDK25, "ParallelStreams", None, 1, &|_| {
+            Vec::new()
+        });
+    }
+}
