@@ -629,11 +629,20 @@ fn pvm_native(vcpu: &VcpuFd) -> bool {
     tracing::debug!(pvm, allowed, "PVM host check");
     let kind = vcpu::host_kind(pvm);
     if pvm && allowed {
-        tracing::info!(host = kind, "KVM host: the library OS runs natively at CPL 3 with the virtual interrupt flag page; returns to the program by sysretq through the resume stub");
+        tracing::info!(
+            host = kind,
+            "KVM host: the library OS runs natively at CPL 3 with the virtual interrupt flag page; returns to the program by sysretq through the resume stub"
+        );
     } else if pvm {
-        tracing::info!(host = kind, "KVM host: the library OS runs emulated ({PVM_NATIVE_ENV}=0)");
+        tracing::info!(
+            host = kind,
+            "KVM host: the library OS runs emulated ({PVM_NATIVE_ENV}=0)"
+        );
     } else {
-        tracing::info!(host = kind, "KVM host: the library OS runs in ring 0 with its pages supervisor-only; real cli/sti");
+        tracing::info!(
+            host = kind,
+            "KVM host: the library OS runs in ring 0 with its pages supervisor-only; real cli/sti"
+        );
     }
     pvm && allowed
 }

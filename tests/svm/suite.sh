@@ -21,7 +21,7 @@ case_ ktest "$astraea" run --kernel "$kdir/astraea-ktest"
 case_ torture-static "$astraea" run -- ./torture-static 3 12
 case_ torture-dynamic "$astraea" run -- ./torture-dynamic 3 12
 case_ files "$astraea" run -- ./files-static "$PWD/files-data"
-case_ mmap "$astraea" run -- ./mmap-static
+case_ mmap "$astraea" run -- ./mmap-static "$PWD/mmap-data"
 case_ kread "$astraea" run -- ./kread-static
 for home in "$@"; do
     v=$(basename "$home")

@@ -1,0 +1,181 @@
+//! The same partition on standard KVM: `tests/svm/run.sh` boots an emulated
+//! AMD machine with SVM (QEMU/TCG, Debian's Linux and `kvm_amd`), and
+//! `tests/svm/suite.sh` runs there — on that ordinary, hardware-style KVM —
+//! the test kernel's scenarios, the register torture (static and dynamic),
+//! the file and memory programs, a check that the program cannot touch the
+//! library OS's memory, and `java -version` plus a JIT-heavy program on
+//! both JDKs. Every output is compared with what the host (or the expected
+//! file) gives. About 20x slower than native: a few minutes.
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+    use std::time::Duration;
+
+    use astraea_tests::*;
+
+    const JDKS: [&str; 2] = [
+        "/usr/lib/jvm/java-17-openjdk-amd64",
+        "/usr/lib/jvm/temurin-25-jdk-amd64",
+    ];
+
+    fn skip(why: &str) {
+        eprintln!("\n*** SKIPPED: {why}; the standard-KVM (SVM) test did not run. ***\n");
+    }
+
+    fn compile(dir: &Path, out: &str, src: &str, cc: &str, flags: &[&str]) -> bool {
+        let o = Command::new(cc)
+            .args(flags)
+            .args(["-O2", "-o"])
+            .arg(dir.join(out))
+            .arg(workspace().join("tests/progs").join(src))
+            .output();
+        matches!(o, Ok(o) if o.status.success())
+    }
+
+    fn read(dir: &Path, name: &str) -> (i32, String, String) {
+        let f = |ext: &str| {
+            std::fs::read_to_string(dir.join(format!("{name}.{ext}"))).unwrap_or_default()
+        };
+        let rc = f("rc").trim().parse().unwrap_or(-1);
+        (rc, f("out"), f("err"))
+    }
+
+    fn expected(prog: &str) -> String {
+        std::fs::read_to_string(
+            workspace()
+                .join("tests/progs")
+                .join(format!("{prog}.stdout")),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn standard_kvm_runs_what_pvm_runs() {
+        if std::env::var_os("ASTRAEA_SKIP_SVM").is_some() {
+            skip("ASTRAEA_SKIP_SVM is set");
+            return;
+        }
+        if Command::new("musl-gcc").arg("--version").output().is_err() {
+            skip("musl-gcc is not installed (./x test installs it)");
+            return;
+        }
+        let dir: PathBuf = workspace()
+            .join("target")
+            .join(format!("svm-scratch-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("files-data")).unwrap();
+        std::fs::create_dir_all(dir.join("mmap-data")).unwrap();
+        for (out, src, cc, flags) in [
+            ("torture-static", "torture.c", "musl-gcc", &["-static"][..]),
+            ("torture-dynamic", "torture.c", "gcc", &["-pthread"][..]),
+            ("files-static", "files.c", "musl-gcc", &["-static"][..]),
+            ("mmap-static", "mmap.c", "musl-gcc", &["-static"][..]),
+            ("kread-static", "kread.c", "musl-gcc", &["-static"][..]),
+        ] {
+            assert!(
+                compile(&dir, out, src, cc, flags),
+                "cannot build {src} with {cc}"
+            );
+        }
+        let jdks: Vec<&str> = JDKS
+            .iter()
+            .copied()
+            .filter(|h| Path::new(h).join("bin/java").is_file())
+            .collect();
+        if jdks.len() < JDKS.len() {
+            eprintln!("\n*** NOTE: only these JDKs are installed: {jdks:?} ***\n");
+        }
+        let mut host_jit = Vec::new();
+        for home in &jdks {
+            let o = Command::new(Path::new(home).join("bin/javac"))
+                .args(["--release", "17", "-d"])
+                .arg(&dir)
+                .arg(workspace().join("tests/java/JitChurn.java"))
+                .output()
+                .expect("javac");
+            assert!(o.status.success(), "javac: {o:?}");
+            let host = host_in(
+                &dir,
+                &[&format!("{home}/bin/java"), "-cp", ".", "JitChurn", "3"],
+                &[],
+                Duration::from_secs(300),
+            );
+            assert_eq!(host.code, 0, "{host:?}");
+            host_jit.push(host.stdout);
+        }
+        let mut cmd = Command::new(workspace().join("tests/svm/run.sh"));
+        cmd.arg(&dir)
+            .arg("sh")
+            .arg(workspace().join("tests/svm/suite.sh"))
+            .arg(workspace())
+            .args(&jdks);
+        let r = run_with_timeout(&mut cmd, Duration::from_secs(1800));
+        if r.code == 77 {
+            skip(&format!(
+                "QEMU or Debian's kernel could not be installed: {}",
+                r.stderr
+            ));
+            return;
+        }
+        let console = std::fs::read_to_string(dir.join("svm-console.log")).unwrap_or_default();
+        assert_eq!(
+            r.code, 0,
+            "the emulated SVM machine failed: {r:?}\nconsole:\n{console}"
+        );
+
+        let (rc, out, err) = read(&dir, "hostkind");
+        assert_eq!((rc, out.as_str()), (0, "hello-from-svm\n"), "{err}");
+        assert!(
+            err.contains("AMD SVM") && !err.contains("PVM"),
+            "host kind: {err}"
+        );
+        let (rc, out, err) = read(&dir, "ktest");
+        assert_eq!(rc, 0, "test kernel on SVM:\n{out}\n{err}");
+        for t in ["torture-static", "torture-dynamic"] {
+            let (rc, out, err) = read(&dir, t);
+            assert_eq!(
+                (rc, out.as_str()),
+                (0, "torture: 3 threads, 12 rounds: every register intact\n"),
+                "{t} on SVM: {err}"
+            );
+        }
+        let (rc, out, err) = read(&dir, "files");
+        assert_eq!(
+            (rc, out.as_str()),
+            (0, expected("files").as_str()),
+            "files on SVM: {err}"
+        );
+        let (rc, out, err) = read(&dir, "mmap");
+        assert_eq!(
+            (rc, out.as_str()),
+            (0, expected("mmap").as_str()),
+            "mmap on SVM: {err}"
+        );
+        let (rc, out, err) = read(&dir, "kread");
+        assert_eq!(
+            (rc, out.as_str()),
+            (
+                0,
+                "read of library-OS memory: SIGSEGV\nwrite to library-OS memory: SIGSEGV\n"
+            ),
+            "the program reached library-OS memory on SVM: {err}"
+        );
+        for (home, want) in jdks.iter().zip(&host_jit) {
+            let v = Path::new(home)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let (rc, _, err) = read(&dir, &format!("java-version-{v}"));
+            assert!(
+                rc == 0 && err.contains("64-Bit Server VM"),
+                "java -version ({v}) on SVM: {rc} {err}"
+            );
+            let (rc, out, err) = read(&dir, &format!("jitchurn-{v}"));
+            assert_eq!((rc, &out), (0, want), "JitChurn ({v}) on SVM: {err}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
