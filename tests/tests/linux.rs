@@ -286,6 +286,15 @@ mod tests {
         }
     }
 
+    /// File-system edge cases a partition once got wrong (no-follow stats,
+    /// O_CREAT | O_EXCL, symlink/link/chmod, ENOTDIR, ELOOP, renameat2
+    /// flags, utimensat, SEEK_DATA/SEEK_HOLE, access).
+    fn fsedges(b: Build) {
+        if let Some((dir, _)) = same_as_host("fsedges", b, &["{data}"]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// syscall(999) and fork() fail with ENOSYS in a partition (on the host
     /// fork works), and the partition names the unknown call on stderr.
     fn enosys(b: Build) {
@@ -345,6 +354,7 @@ mod tests {
         enosys: enosys_glibc_dynamic, enosys_musl_static, enosys_musl_static_pie;
         preempt: preempt_glibc_dynamic, preempt_musl_static, preempt_musl_static_pie;
         shmap: shmap_glibc_dynamic, shmap_musl_static, shmap_musl_static_pie;
+        fsedges: fsedges_glibc_dynamic, fsedges_musl_static, fsedges_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---

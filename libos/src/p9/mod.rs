@@ -258,17 +258,27 @@ impl Client {
     /// a relative one at the link's directory. The gateway itself never
     /// follows a link out of an export, so links are resolved here.
     pub fn walk_path(&self, path: &str) -> Result<Fid, Errno> {
-        self.walk_path_depth(path, 0)
+        self.walk_path_depth(path, true, 0)
     }
 
-    fn walk_path_depth(&self, path: &str, depth: u32) -> Result<Fid, Errno> {
+    /// [`walk_path`](Self::walk_path), but a symbolic link in the last
+    /// position is the result itself (`lstat`, `O_NOFOLLOW`, `unlink`).
+    pub fn walk_path_nofollow(&self, path: &str) -> Result<Fid, Errno> {
+        self.walk_path_depth(path, false, 0)
+    }
+
+    fn walk_path_depth(&self, path: &str, follow_last: bool, depth: u32) -> Result<Fid, Errno> {
         const MAX_LINKS: u32 = 40;
         let names: Vec<&str> = path
             .split('/')
             .filter(|c| !c.is_empty() && *c != ".")
             .collect();
         let link_at = match self.walk_detail(self.root, &names) {
-            Ok((fid, ty)) if ty & astraea_9p::QTSYMLINK == 0 || names.is_empty() => return Ok(fid),
+            Ok((fid, ty))
+                if ty & astraea_9p::QTSYMLINK == 0 || names.is_empty() || !follow_last =>
+            {
+                return Ok(fid);
+            }
             Ok((fid, _)) => {
                 self.clunk(fid);
                 names.len()
@@ -277,6 +287,17 @@ impl Client {
                 if w.matched > 0 && w.last_ty.is_some_and(|t| t & astraea_9p::QTSYMLINK != 0) =>
             {
                 w.matched
+            }
+            // A walk that stopped after a file that is neither a directory
+            // nor a link stopped because it cannot be walked through: Linux
+            // says ENOTDIR for `file/x`, not ENOENT.
+            Err(w)
+                if w.errno == Errno::ENOENT
+                    && w.matched > 0
+                    && w.last_ty
+                        .is_some_and(|t| t & (astraea_9p::QTDIR | astraea_9p::QTSYMLINK) == 0) =>
+            {
+                return Err(Errno::ENOTDIR);
             }
             Err(w) => return Err(w.errno),
         };
@@ -300,7 +321,7 @@ impl Client {
             next.push('/');
             next.push_str(rest);
         }
-        self.walk_path_depth(&crate::fd::absolute(&next), depth + 1)
+        self.walk_path_depth(&crate::fd::absolute(&next), follow_last, depth + 1)
     }
 
     /// Opens a walked fid with Linux `O_*` flags.
@@ -624,6 +645,35 @@ impl Client {
         };
         match self.rpc(&t, &mut buf)? {
             RMessage::Getlock { lock } => Ok((lock.ty, lock.start, lock.length)),
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
+    /// Makes a symbolic link `name` to `target` in the directory `dirfid`.
+    pub fn symlink(&self, dirfid: Fid, name: &str, target: &str) -> Result<Qid, Errno> {
+        let mut buf = self.buffer();
+        let t = TMessage::Symlink {
+            fid: dirfid,
+            name: Str::from(name),
+            target: Str::from(target),
+            gid: 0,
+        };
+        match self.rpc(&t, &mut buf)? {
+            RMessage::Symlink { qid } => Ok(qid),
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
+    /// Makes `name` in the directory `dirfid` a hard link to `fid`.
+    pub fn link(&self, dirfid: Fid, fid: Fid, name: &str) -> Result<(), Errno> {
+        let mut buf = self.buffer();
+        let t = TMessage::Link {
+            dfid: dirfid,
+            fid,
+            name: Str::from(name),
+        };
+        match self.rpc(&t, &mut buf)? {
+            RMessage::Link => Ok(()),
             _ => Err(Errno::EPROTO),
         }
     }

@@ -14,7 +14,9 @@ fn split(path: &str) -> Result<(&str, &str), Errno> {
     Ok((if dir.is_empty() { "/" } else { dir }, name))
 }
 
-fn with_dir<T>(
+/// Runs `f` on the directory of `path` (walked, links followed) and the
+/// last name; generated files answer `EPERM`.
+pub(super) fn with_dir<T>(
     path: &str,
     f: impl FnOnce(crate::p9::Fid, &str) -> Result<T, Errno>,
 ) -> Result<T, Errno> {
@@ -107,7 +109,37 @@ pub fn rename(a: &[u64; 6]) -> Result<u64, Errno> {
     rename_paths(&path_arg(AT_FDCWD, a[0])?, &path_arg(AT_FDCWD, a[1])?)
 }
 
-/// `renameat(olddirfd, old, newdirfd, new)` (and `renameat2` without flags).
+/// `renameat(olddirfd, old, newdirfd, new)`.
 pub fn renameat(a: &[u64; 6]) -> Result<u64, Errno> {
     rename_paths(&path_arg(a[0], a[1])?, &path_arg(a[2], a[3])?)
+}
+
+/// `renameat2(olddirfd, old, newdirfd, new, flags)`. `RENAME_NOREPLACE`
+/// is checked here before the rename (9P has no such flag; a file that
+/// appears in between is replaced). `RENAME_EXCHANGE` and
+/// `RENAME_WHITEOUT` have no 9P message: `EINVAL`, as Linux answers on a
+/// file system without them.
+pub fn renameat2(a: &[u64; 6]) -> Result<u64, Errno> {
+    const RENAME_NOREPLACE: u64 = 1;
+    let from = path_arg(a[0], a[1])?;
+    let to = path_arg(a[2], a[3])?;
+    match a[4] {
+        0 => rename_paths(&from, &to),
+        RENAME_NOREPLACE => {
+            let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+            // The source must exist first (Linux looks it up before the
+            // target's existence matters).
+            let old = c.walk_path_nofollow(&from)?;
+            c.clunk(old);
+            match c.walk_path_nofollow(&to) {
+                Ok(fid) => {
+                    c.clunk(fid);
+                    Err(Errno::EEXIST)
+                }
+                Err(Errno::ENOENT) => rename_paths(&from, &to),
+                Err(e) => Err(e),
+            }
+        }
+        _ => Err(Errno::EINVAL),
+    }
 }

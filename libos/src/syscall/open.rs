@@ -14,7 +14,11 @@ use crate::vfs::synthetic::Synthetic;
 
 const AT_FDCWD: i64 = -100;
 const O_CREAT: u32 = 0o100;
+const O_EXCL: u32 = 0o200;
 const O_DIRECTORY: u32 = 0o200000;
+const O_NOFOLLOW: u32 = 0o400000;
+const S_IFMT: u32 = 0o170000;
+const S_IFLNK: u32 = 0o120000;
 
 /// Reads a NUL-terminated path from user memory (at most 4096 bytes).
 pub fn user_path(addr: u64) -> Result<String, Errno> {
@@ -101,14 +105,46 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
     let lflags = flags & !(O_CLOEXEC);
     let mut cache = None;
+    // O_CREAT | O_EXCL never follows a link in the last position: an
+    // existing name (even a dangling link) is EEXIST. O_NOFOLLOW opens the
+    // link itself, which the open then refuses with ELOOP.
+    let excl = flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL;
+    let nofollow = excl || flags & O_NOFOLLOW != 0;
     if flags & O_CREAT == 0
+        && !nofollow
         && let Some(Err(e)) = crate::cache::lookup_attr(&path)
     {
         return Err(e);
     }
-    let fid = match c.walk_path(&path) {
+    let walked = if nofollow {
+        c.walk_path_nofollow(&path)
+    } else {
+        c.walk_path(&path)
+    };
+    let fid = match walked {
         Ok(fid) => {
+            let refused = if excl {
+                Some(Errno::EEXIST)
+            } else if flags & O_NOFOLLOW != 0 {
+                match c.getattr(fid) {
+                    Ok(st) if st.mode & S_IFMT == S_IFLNK => Some(Errno::ELOOP),
+                    Ok(_) => None,
+                    Err(e) => Some(e),
+                }
+            } else {
+                None
+            };
+            if let Some(e) = refused {
+                c.clunk(fid);
+                return Err(e);
+            }
             match c.open(fid, lflags & !O_CREAT) {
+                // O_CREAT of an existing directory: Linux refuses it even
+                // for reading.
+                Ok(qid) if flags & O_CREAT != 0 && qid.ty & astraea_9p::QTDIR != 0 => {
+                    c.clunk(fid);
+                    return Err(Errno::EISDIR);
+                }
                 // A regular file opened for reading under a cacheable mount
                 // goes through the file cache, keyed by its inode.
                 Ok(qid) if flags & O_ACCMODE == 0 && qid.ty == 0 => {
@@ -136,7 +172,9 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
             dfid
         }
         Err(e) => {
-            crate::cache::remember_attr(&path, &Err(e));
+            if !nofollow {
+                crate::cache::remember_attr(&path, &Err(e));
+            }
             return Err(e);
         }
     };

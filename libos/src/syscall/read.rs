@@ -175,7 +175,7 @@ pub fn lseek(a: &[u64; 6]) -> Result<u64, Errno> {
     let (cell, size) = match &o {
         Object::File(f) => match &**f {
             File::P9 { fid, offset, .. } => {
-                let size = if a[2] == 2 {
+                let size = if matches!(a[2], 2..=4) {
                     let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
                     c.getattr(*fid)?.size
                 } else {
@@ -194,6 +194,17 @@ pub fn lseek(a: &[u64; 6]) -> Result<u64, Errno> {
         0 => 0,
         1 => *cell.lock() as i64,
         2 => size as i64,
+        // SEEK_DATA, SEEK_HOLE: 9P cannot ask where the holes are, so the
+        // whole file is data, as in Linux's generic implementation.
+        3 | 4 => {
+            let off = a[1] as i64;
+            if off < 0 || off as u64 >= size {
+                return Err(Errno::ENXIO);
+            }
+            let pos = if a[2] == 3 { off as u64 } else { size };
+            *cell.lock() = pos;
+            return Ok(pos);
+        }
         _ => return Err(Errno::EINVAL),
     };
     let pos = base

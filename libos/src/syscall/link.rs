@@ -1,0 +1,49 @@
+//! `link(2)`, `linkat(2)`: a `Tlink` of the old file into the new name's
+//! directory. Like Linux, a symbolic link is linked itself unless
+//! `AT_SYMLINK_FOLLOW` asks for its target.
+
+use crate::errno::Errno;
+
+const AT_SYMLINK_FOLLOW: u64 = 0x400;
+const AT_EMPTY_PATH: u64 = 0x1000;
+
+fn link_at(old: &str, new: &str, follow: bool) -> Result<u64, Errno> {
+    if !matches!(
+        super::open::route_path(old),
+        crate::vfs::route::Route::Namespace
+    ) {
+        return Err(Errno::EPERM);
+    }
+    let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+    let fid = if follow {
+        c.walk_path(old)?
+    } else {
+        c.walk_path_nofollow(old)?
+    };
+    let r = super::dirs::with_dir(new, |d, name| c.link(d, fid, name).map(|_| 0));
+    c.clunk(fid);
+    r
+}
+
+/// `link(old, new)`.
+pub fn link(a: &[u64; 6]) -> Result<u64, Errno> {
+    let old = crate::fd::absolute(&super::open::user_path(a[0])?);
+    let new = crate::fd::absolute(&super::open::user_path(a[1])?);
+    link_at(&old, &new, false)
+}
+
+/// `linkat(olddirfd, old, newdirfd, new, flags)`.
+pub fn linkat(a: &[u64; 6]) -> Result<u64, Errno> {
+    if a[4] & !(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let old = super::open::user_path(a[1])?;
+    if old.is_empty() {
+        // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH, which a program here
+        // does not have; without the flag an empty path is ENOENT.
+        return Err(Errno::ENOENT);
+    }
+    let old = super::open::resolve(a[0], &old)?;
+    let new = super::open::resolve(a[2], &super::open::user_path(a[3])?)?;
+    link_at(&old, &new, a[4] & AT_SYMLINK_FOLLOW != 0)
+}
