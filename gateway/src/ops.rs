@@ -577,7 +577,18 @@ impl SessionInner {
             return Err(errno(libc::EROFS));
         }
         let v = attr.valid;
-        if v & P9_SETATTR_MODE != 0 {
+        // An open fid changes the file it has open, which its path may no
+        // longer name (unlinked or replaced since): fchmod and futimens.
+        let opened = f.opened().ok();
+        let open_file = match opened.as_deref() {
+            Some(Opened::Host { file, .. }) => Some(file),
+            _ => None,
+        };
+        if v & P9_SETATTR_MODE != 0
+            && let Some(file) = open_file
+        {
+            sys::chmod_fd(file.as_fd(), attr.mode)?;
+        } else if v & P9_SETATTR_MODE != 0 {
             let fd = self.ns().open(e, rel, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
             let st = sys::fstat(fd.as_fd())?;
             if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
@@ -634,8 +645,12 @@ impl SessionInner {
                 attr.mtime_sec,
                 attr.mtime_nsec,
             );
-            let (dir, name) = self.ns().parent_and_name(e, rel)?;
-            sys::utimensat_nofollow(dir.as_fd(), &name, atime, mtime)?;
+            if let Some(file) = open_file {
+                sys::futimens(file.as_fd(), atime, mtime)?;
+            } else {
+                let (dir, name) = self.ns().parent_and_name(e, rel)?;
+                sys::utimensat_nofollow(dir.as_fd(), &name, atime, mtime)?;
+            }
         }
         encode(tag, &RMessage::Setattr)
     }

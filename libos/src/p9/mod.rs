@@ -258,16 +258,33 @@ impl Client {
     /// a relative one at the link's directory. The gateway itself never
     /// follows a link out of an export, so links are resolved here.
     pub fn walk_path(&self, path: &str) -> Result<Fid, Errno> {
-        self.walk_path_depth(path, true, 0)
+        self.walk_path_depth(path, true, 0).map(|(fid, _)| fid)
+    }
+
+    /// [`walk_path`](Self::walk_path) to a directory: `ENOTDIR` if the
+    /// path names anything else (the parent of a name to create or remove).
+    pub fn walk_path_dir(&self, path: &str) -> Result<Fid, Errno> {
+        let (fid, ty) = self.walk_path_depth(path, true, 0)?;
+        if ty & astraea_9p::QTDIR == 0 && path.split('/').any(|c| !c.is_empty()) {
+            self.clunk(fid);
+            return Err(Errno::ENOTDIR);
+        }
+        Ok(fid)
     }
 
     /// [`walk_path`](Self::walk_path), but a symbolic link in the last
     /// position is the result itself (`lstat`, `O_NOFOLLOW`, `unlink`).
     pub fn walk_path_nofollow(&self, path: &str) -> Result<Fid, Errno> {
-        self.walk_path_depth(path, false, 0)
+        self.walk_path_depth(path, false, 0).map(|(fid, _)| fid)
     }
 
-    fn walk_path_depth(&self, path: &str, follow_last: bool, depth: u32) -> Result<Fid, Errno> {
+    /// The walk itself: the fid and the type of the file it reached.
+    fn walk_path_depth(
+        &self,
+        path: &str,
+        follow_last: bool,
+        depth: u32,
+    ) -> Result<(Fid, u8), Errno> {
         const MAX_LINKS: u32 = 40;
         let names: Vec<&str> = path
             .split('/')
@@ -277,7 +294,13 @@ impl Client {
             Ok((fid, ty))
                 if ty & astraea_9p::QTSYMLINK == 0 || names.is_empty() || !follow_last =>
             {
-                return Ok(fid);
+                // The root's walk of no names says nothing of its type.
+                let ty = if names.is_empty() {
+                    astraea_9p::QTDIR
+                } else {
+                    ty
+                };
+                return Ok((fid, ty));
             }
             Ok((fid, _)) => {
                 self.clunk(fid);

@@ -29,7 +29,7 @@ pub(super) fn with_dir<T>(
     }
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
     let (dir, name) = split(path)?;
-    let d = c.walk_path(dir)?;
+    let d = c.walk_path_dir(dir)?;
     let r = f(d, name);
     c.clunk(d);
     r
@@ -127,8 +127,9 @@ pub fn renameat2(a: &[u64; 6]) -> Result<u64, Errno> {
         0 => rename_paths(&from, &to),
         RENAME_NOREPLACE => {
             let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
-            // The source must exist first (Linux looks it up before the
-            // target's existence matters).
+            // In Linux's order: both parents, then the source, then the
+            // target's existence.
+            with_dir(&from, |_, _| with_dir(&to, |_, _| Ok(())))?;
             let old = c.walk_path_nofollow(&from)?;
             c.clunk(old);
             match c.walk_path_nofollow(&to) {

@@ -105,6 +105,7 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
     let lflags = flags & !(O_CLOEXEC);
     let mut cache = None;
+    let mut dir = false;
     // O_CREAT | O_EXCL never follows a link in the last position: an
     // existing name (even a dangling link) is EEXIST. O_NOFOLLOW opens the
     // link itself, which the open then refuses with ELOOP.
@@ -153,7 +154,7 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
                         crate::cache::note_path(key, &path);
                     }
                 }
-                Ok(_) => {}
+                Ok(qid) => dir = qid.ty & astraea_9p::QTDIR != 0,
                 Err(e) => {
                     c.clunk(fid);
                     return Err(e);
@@ -163,7 +164,7 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
         }
         Err(Errno::ENOENT) if flags & O_CREAT != 0 => {
             let (dir, name) = path.rsplit_once('/').ok_or(Errno::EINVAL)?;
-            let dfid = c.walk_path(if dir.is_empty() { "/" } else { dir })?;
+            let dfid = c.walk_path_dir(if dir.is_empty() { "/" } else { dir })?;
             let mode = mode & 0o7777 & !crate::vfs::identity::umask();
             if let Err(e) = c.create(dfid, name, lflags & !O_CREAT & !O_DIRECTORY, mode) {
                 c.clunk(dfid);
@@ -185,6 +186,7 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
             path,
             flags: AtomicU32::new(flags & (O_ACCMODE | O_APPEND | O_NONBLOCK)),
             cache,
+            dir,
         })),
         flags & O_CLOEXEC != 0,
     )

@@ -14,6 +14,7 @@ const CHUNK: u64 = 1 << 20;
 fn read_file(f: &File, offset: Option<u64>, addr: u64, len: u64) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
     let (fid, pos, key) = match f {
+        File::P9 { dir: true, .. } => return Err(Errno::EISDIR),
         File::P9 {
             fid,
             offset: off,
@@ -174,6 +175,10 @@ pub fn lseek(a: &[u64; 6]) -> Result<u64, Errno> {
     let o = fd::object(a[0])?;
     let (cell, size) = match &o {
         Object::File(f) => match &**f {
+            // A directory's position is only set or moved (getdents64
+            // reads it from the start); its end, data and holes are EINVAL,
+            // as on tmpfs.
+            File::P9 { dir: true, .. } if a[2] > 1 => return Err(Errno::EINVAL),
             File::P9 { fid, offset, .. } => {
                 let size = if matches!(a[2], 2..=4) {
                     let c = crate::p9::mounted().ok_or(Errno::EBADF)?;

@@ -6,6 +6,9 @@ use crate::mm::user;
 use crate::vfs::route::{Route, SynDir};
 
 fn read_link(path: &str, buf: u64, size: u64) -> Result<u64, Errno> {
+    if (size as i64) <= 0 {
+        return Err(Errno::EINVAL);
+    }
     let target = match super::open::route_path(path) {
         Route::Exe => crate::process::EXE.lock().clone(),
         // /proc/self is a link to /proc/<pid>.
@@ -17,8 +20,7 @@ fn read_link(path: &str, buf: u64, size: u64) -> Result<u64, Errno> {
         Route::File(_) | Route::Dir(_) | Route::Dev(_) => return Err(Errno::EINVAL),
         Route::Namespace => {
             let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
-            let names: alloc::vec::Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-            let fid = c.walk(c.root(), &names)?;
+            let fid = c.walk_path_nofollow(path)?;
             let t = c.readlink(fid);
             c.clunk(fid);
             t?

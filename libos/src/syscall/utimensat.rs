@@ -80,7 +80,16 @@ pub fn utimensat(a: &[u64; 6]) -> Result<u64, Errno> {
         let b = user::slice(a[2], 32)?;
         Some([(word(b, 0), word(b, 1)), (word(b, 2), word(b, 3))])
     };
-    apply(a[0], a[1], times_attr(times)?, a[3])
+    // Linux finds the file before it looks at the times.
+    let attr = times_attr(times);
+    if attr.is_err() && a[1] != 0 {
+        let p = super::open::user_path(a[1])?;
+        if !p.is_empty() {
+            let path = super::open::resolve(a[0], &p)?;
+            super::stat::path_stat_at(&path, a[3] & AT_SYMLINK_NOFOLLOW == 0)?;
+        }
+    }
+    apply(a[0], a[1], attr?, a[3])
 }
 
 /// `utimes(path, times)`: microseconds.
