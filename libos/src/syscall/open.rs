@@ -17,6 +17,8 @@ const O_CREAT: u32 = 0o100;
 const O_EXCL: u32 = 0o200;
 const O_DIRECTORY: u32 = 0o200000;
 const O_NOFOLLOW: u32 = 0o400000;
+/// `__O_TMPFILE | O_DIRECTORY`.
+const O_TMPFILE: u32 = 0o20200000;
 const S_IFMT: u32 = 0o170000;
 const S_IFLNK: u32 = 0o120000;
 
@@ -109,6 +111,11 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
     // O_CREAT | O_EXCL never follows a link in the last position: an
     // existing name (even a dangling link) is EEXIST. O_NOFOLLOW opens the
     // link itself, which the open then refuses with ELOOP.
+    if flags & O_TMPFILE == O_TMPFILE {
+        // No 9P message makes an unnamed file; this is what Linux answers
+        // on a file system without them (libcs then make a named one).
+        return Err(Errno::EOPNOTSUPP);
+    }
     let excl = flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL;
     let nofollow = excl || flags & O_NOFOLLOW != 0;
     if flags & O_CREAT == 0
