@@ -174,5 +174,38 @@ int main(int argc, char **argv) {
     printf("access dir X_OK: %s\n", err(faccessat(AT_FDCWD, at("dir"), X_OK, 0)));
     printf("access dangling nofollow: %s\n",
            err(faccessat(AT_FDCWD, at("dangling"), F_OK, AT_SYMLINK_NOFOLLOW)));
+
+    /* A trailing slash names a directory (following a link); ".." walks
+     * through what precedes it. */
+    printf("open creat m/: %s\n", err(open(at("m/"), O_CREAT | O_RDWR, 0644)));
+    printf("open creat file/: %s\n", err(open(at("file/"), O_CREAT | O_RDWR, 0644)));
+    r = open(at("ldir/"), O_RDONLY | O_NOFOLLOW);
+    printf("open nofollow ldir/: %s\n", err(r));
+    if (r >= 0)
+        close(r);
+    printf("open lfile/: %s\n", err(open(at("lfile/"), O_RDONLY)));
+    r = lstat(at("ldir/"), &st);
+    printf("lstat ldir/: %s %s\n", err(r), kind(st.st_mode));
+    printf("stat file/: %s\n", err(stat(at("file/"), &st)));
+    printf("unlink dir/: %s\n", err(unlink(at("dir/"))));
+    printf("unlink ldir/: %s\n", err(unlink(at("ldir/"))));
+    printf("unlink file/: %s\n", err(unlink(at("file/"))));
+    printf("symlink m/: %s\n", err(symlink("x", at("m/"))));
+    printf("symlink file/: %s\n", err(symlink("x", at("file/"))));
+    printf("link file m/: %s\n", err(link(at("file"), at("m/"))));
+    printf("link file/ m: %s\n", err(link(at("file/"), at("m"))));
+    printf("link dir/ m: %s\n", err(link(at("dir/"), at("m"))));
+    printf("rename file m/: %s\n", err(rename(at("file"), at("m/"))));
+    printf("rename m/ q: %s\n", err(rename(at("m/"), at("q"))));
+    printf("rename dir q/: %s\n", err(rename(at("dir"), at("q/"))));
+    printf("rename q/ dir: %s\n", err(rename(at("q/"), at("dir"))));
+    printf("rmdir ldir/: %s\n", err(rmdir(at("ldir/"))));
+    printf("readlink ldir/: %s\n", err(readlink(at("ldir/"), (char[64]){0}, 64)));
+    printf("chmod file/: %s\n", err(chmod(at("file/"), 0644)));
+    printf("access file/: %s\n", err(access(at("file/"), F_OK)));
+    printf("stat missing/..: %s\n", err(stat(at("missing/../file"), &st)));
+    printf("stat file/..: %s\n", err(stat(at("file/../file"), &st)));
+    printf("stat dir/..: %s\n", err(stat(at("dir/../file"), &st)));
+    printf("open empty path: %s\n", err(open("", O_RDONLY)));
     return 0;
 }

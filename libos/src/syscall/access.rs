@@ -53,7 +53,7 @@ fn check(path: &str, mode: u64, follow: bool) -> Result<u64, Errno> {
 /// `access(path, mode)`.
 pub fn access(a: &[u64; 6]) -> Result<u64, Errno> {
     check(
-        &crate::fd::absolute(&super::open::user_path(a[0])?),
+        &super::open::abs(&super::open::user_path(a[0])?)?,
         a[1],
         true,
     )

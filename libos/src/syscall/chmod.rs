@@ -29,6 +29,10 @@ pub fn setattr_path(path: &str, follow: bool, attr: SetAttr) -> Result<u64, Errn
         _ => return Err(Errno::EPERM),
     }
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+    let follow = follow || super::open::dir_slash(path);
+    if super::open::dir_slash(path) {
+        super::stat::path_stat_at(path, true)?;
+    }
     let fid = if follow {
         c.walk_path(path)?
     } else {
@@ -61,7 +65,7 @@ pub fn setattr_fd(n: u64, attr: SetAttr) -> Result<u64, Errno> {
 
 /// `chmod(path, mode)`.
 pub fn chmod(a: &[u64; 6]) -> Result<u64, Errno> {
-    let path = fd::absolute(&super::open::user_path(a[0])?);
+    let path = super::open::abs(&super::open::user_path(a[0])?)?;
     setattr_path(&path, true, mode_attr(a[1]))
 }
 

@@ -6,7 +6,13 @@ use crate::errno::Errno;
 const AT_REMOVEDIR: u64 = 0x200;
 
 /// Splits an absolute path into (directory, name).
+/// A trailing slash is dropped here; the callers apply its rules.
 fn split(path: &str) -> Result<(&str, &str), Errno> {
+    let path = if path.len() > 1 {
+        path.trim_end_matches('/')
+    } else {
+        path
+    };
     let (dir, name) = path.rsplit_once('/').ok_or(Errno::EINVAL)?;
     if name.is_empty() {
         return Err(Errno::EINVAL);
@@ -60,6 +66,10 @@ fn unlink_at(path: &str, flags: u64) -> Result<u64, Errno> {
             if st?.mode & 0o170000 == 0o040000 {
                 return Err(Errno::EISDIR);
             }
+            if super::open::dir_slash(path) {
+                // `name/` names a directory, and this is not one.
+                return Err(Errno::ENOTDIR);
+            }
         }
         c.unlinkat(d, name, (flags & AT_REMOVEDIR) as u32)
             .map(|_| 0)
@@ -97,8 +107,23 @@ pub fn unlinkat(a: &[u64; 6]) -> Result<u64, Errno> {
     unlink_at(&path_arg(a[0], a[1])?, a[2])
 }
 
+/// A trailing slash on either name of a rename needs the source to be a
+/// directory (checked after both parents, as Linux does).
+fn rename_slashes(from: &str, to: &str) -> Result<(), Errno> {
+    if !super::open::dir_slash(from) && !super::open::dir_slash(to) {
+        return Ok(());
+    }
+    with_dir(from, |_, _| with_dir(to, |_, _| Ok(())))?;
+    let st = super::stat::path_stat_at(from.trim_end_matches('/'), false)?;
+    if st.mode & 0o170000 != 0o040000 {
+        return Err(Errno::ENOTDIR);
+    }
+    Ok(())
+}
+
 fn rename_paths(from: &str, to: &str) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+    rename_slashes(from, to)?;
     with_dir(from, |fd, fname| {
         with_dir(to, |td, tname| c.renameat(fd, fname, td, tname).map(|_| 0))
     })
@@ -130,9 +155,9 @@ pub fn renameat2(a: &[u64; 6]) -> Result<u64, Errno> {
             // In Linux's order: both parents, then the source, then the
             // target's existence.
             with_dir(&from, |_, _| with_dir(&to, |_, _| Ok(())))?;
-            let old = c.walk_path_nofollow(&from)?;
+            let old = c.walk_path_nofollow(from.trim_end_matches('/'))?;
             c.clunk(old);
-            match c.walk_path_nofollow(&to) {
+            match c.walk_path_nofollow(to.trim_end_matches('/')) {
                 Ok(fid) => {
                     c.clunk(fid);
                     Err(Errno::EEXIST)

@@ -15,20 +15,38 @@ fn link_at(old: &str, new: &str, follow: bool) -> Result<u64, Errno> {
         return Err(Errno::EPERM);
     }
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+    let follow = follow || super::open::dir_slash(old);
+    if super::open::dir_slash(old) {
+        // `old/` follows a link and must be a directory (which the
+        // gateway's link then refuses, after the new name's checks).
+        super::stat::path_stat_at(old, true)?;
+    }
     let fid = if follow {
         c.walk_path(old)?
     } else {
         c.walk_path_nofollow(old)?
     };
-    let r = super::dirs::with_dir(new, |d, name| c.link(d, fid, name).map(|_| 0));
+    let r = super::dirs::with_dir(new, |d, name| {
+        if super::open::dir_slash(new) {
+            // The new name would be a file, not a directory.
+            return match c.walk(d, &[name]) {
+                Ok(f) => {
+                    c.clunk(f);
+                    Err(Errno::EEXIST)
+                }
+                Err(e) => Err(e),
+            };
+        }
+        c.link(d, fid, name).map(|_| 0)
+    });
     c.clunk(fid);
     r
 }
 
 /// `link(old, new)`.
 pub fn link(a: &[u64; 6]) -> Result<u64, Errno> {
-    let old = crate::fd::absolute(&super::open::user_path(a[0])?);
-    let new = crate::fd::absolute(&super::open::user_path(a[1])?);
+    let old = super::open::abs(&super::open::user_path(a[0])?)?;
+    let new = super::open::abs(&super::open::user_path(a[1])?)?;
     link_at(&old, &new, false)
 }
 

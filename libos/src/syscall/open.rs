@@ -35,10 +35,18 @@ pub fn user_path(addr: u64) -> Result<String, Errno> {
     Err(Errno::ENAMETOOLONG)
 }
 
-/// Resolves a path relative to a directory descriptor.
+/// Resolves a path relative to a directory descriptor into an absolute
+/// one without `.` and `..`. A trailing slash is kept: it says the path
+/// must name a directory (see [`dir_slash`]). Each `..` is checked as Linux
+/// walks it: what precedes it must be a directory.
 pub fn resolve(dirfd: u64, path: &str) -> Result<String, Errno> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
     // dirfd is a C int: only its low 32 bits count.
-    if !path.starts_with('/') && i64::from(dirfd as i32) != AT_FDCWD {
+    let raw = if path.starts_with('/') {
+        String::from(path)
+    } else if i64::from(dirfd as i32) != AT_FDCWD {
         let base = match fd::object(dirfd)? {
             Object::File(f) => match &*f {
                 File::P9 { path: base, .. } => base.clone(),
@@ -47,9 +55,55 @@ pub fn resolve(dirfd: u64, path: &str) -> Result<String, Errno> {
             Object::Synthetic(s) => s.path.clone(),
             _ => return Err(Errno::ENOTDIR),
         };
-        return Ok(fd::absolute(&alloc::format!("{base}/{path}")));
+        alloc::format!("{base}/{path}")
+    } else {
+        alloc::format!("{}/{path}", fd::absolute("."))
+    };
+    check_dotdot(&raw)?;
+    let mut abs = fd::absolute(&raw);
+    if path.ends_with('/') && abs != "/" {
+        abs.push('/');
     }
-    Ok(fd::absolute(path))
+    Ok(abs)
+}
+
+/// [`resolve`] against the working directory.
+pub fn abs(path: &str) -> Result<String, Errno> {
+    resolve(AT_FDCWD as u64, path)
+}
+
+/// Whether a resolved path ends in a slash: it must name a directory
+/// (a link in the last position is then followed, even by `lstat`).
+pub fn dir_slash(path: &str) -> bool {
+    path.len() > 1 && path.ends_with('/')
+}
+
+/// Paths are made absolute by text, but Linux walks `a/..` through `a`,
+/// which must then be a directory: `missing/..` is ENOENT, `file/..`
+/// ENOTDIR. (A link before `..` is still taken as text.)
+fn check_dotdot(raw: &str) -> Result<(), Errno> {
+    if !raw.split('/').any(|c| c == "..") {
+        return Ok(());
+    }
+    let mut prefix: alloc::vec::Vec<&str> = alloc::vec::Vec::new();
+    for c in raw.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                if !prefix.is_empty() {
+                    let p = alloc::format!("/{}", prefix.join("/"));
+                    if matches!(route_path(&p), Route::Namespace) {
+                        let c9 = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+                        let fid = c9.walk_path_dir(&p)?;
+                        c9.clunk(fid);
+                    }
+                    prefix.pop();
+                }
+            }
+            c => prefix.push(c),
+        }
+    }
+    Ok(())
 }
 
 /// Where `path` is served: the library OS's own files, or 9P (with
@@ -116,8 +170,13 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
         // on a file system without them (libcs then make a named one).
         return Err(Errno::EOPNOTSUPP);
     }
+    let slash = dir_slash(&path);
+    if slash && flags & O_CREAT != 0 {
+        // Only a directory can be named with a slash, and open makes none.
+        return Err(Errno::EISDIR);
+    }
     let excl = flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL;
-    let nofollow = excl || flags & O_NOFOLLOW != 0;
+    let nofollow = !slash && (excl || flags & O_NOFOLLOW != 0);
     if flags & O_CREAT == 0
         && !nofollow
         && let Some(Err(e)) = crate::cache::lookup_attr(&path)
@@ -146,7 +205,20 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
                 c.clunk(fid);
                 return Err(e);
             }
-            match c.open(fid, lflags & !O_CREAT) {
+            if slash {
+                match c.getattr(fid) {
+                    Ok(st) if st.mode & S_IFMT == 0o040000 => {}
+                    Ok(_) => {
+                        c.clunk(fid);
+                        return Err(Errno::ENOTDIR);
+                    }
+                    Err(e) => {
+                        c.clunk(fid);
+                        return Err(e);
+                    }
+                }
+            }
+            match c.open(fid, lflags & !O_CREAT & !O_NOFOLLOW) {
                 // O_CREAT of an existing directory: Linux refuses it even
                 // for reading.
                 Ok(qid) if flags & O_CREAT != 0 && qid.ty & astraea_9p::QTDIR != 0 => {
@@ -202,7 +274,7 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
 /// `open(path, flags, mode)`.
 pub fn open(a: &[u64; 6]) -> Result<u64, Errno> {
     let p = user_path(a[0])?;
-    open_path(fd::absolute(&p), a[1] as u32, a[2] as u32)
+    open_path(abs(&p)?, a[1] as u32, a[2] as u32)
 }
 
 /// `openat(dirfd, path, flags, mode)`.
@@ -215,7 +287,7 @@ pub fn openat(a: &[u64; 6]) -> Result<u64, Errno> {
 pub fn creat(a: &[u64; 6]) -> Result<u64, Errno> {
     let p = user_path(a[0])?;
     // O_CREAT | O_WRONLY | O_TRUNC
-    open_path(fd::absolute(&p), 0o1101, a[1] as u32)
+    open_path(abs(&p)?, 0o1101, a[1] as u32)
 }
 
 /// `close(fd)`.

@@ -18,6 +18,12 @@ fn read_link(path: &str, buf: u64, size: u64) -> Result<u64, Errno> {
         Route::Missing => return Err(Errno::ENOENT),
         Route::NoDevice => return Err(Errno::ENXIO),
         Route::File(_) | Route::Dir(_) | Route::Dev(_) => return Err(Errno::EINVAL),
+        // `name/` follows a link: a directory is not a link, the rest not
+        // a directory.
+        Route::Namespace if super::open::dir_slash(path) => {
+            super::stat::path_stat_at(path, true)?;
+            return Err(Errno::EINVAL);
+        }
         Route::Namespace => {
             let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
             let fid = c.walk_path_nofollow(path)?;
@@ -33,7 +39,7 @@ fn read_link(path: &str, buf: u64, size: u64) -> Result<u64, Errno> {
 
 /// `readlink(path, buf, size)`.
 pub fn readlink(a: &[u64; 6]) -> Result<u64, Errno> {
-    let p = crate::fd::absolute(&super::open::user_path(a[0])?);
+    let p = super::open::abs(&super::open::user_path(a[0])?)?;
     read_link(&p, a[1], a[2])
 }
 

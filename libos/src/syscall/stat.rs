@@ -79,6 +79,15 @@ pub fn path_stat(path: &str) -> Result<Stat, Errno> {
 /// The attributes of a path; with `follow` false a symbolic link in the
 /// last position is described itself (`lstat`, `AT_SYMLINK_NOFOLLOW`).
 pub fn path_stat_at(path: &str, follow: bool) -> Result<Stat, Errno> {
+    if super::open::dir_slash(path) {
+        // `name/` follows a link and must be a directory.
+        let st = path_stat_at(path.trim_end_matches('/'), true)?;
+        return if st.mode & 0o170000 == 0o040000 {
+            Ok(st)
+        } else {
+            Err(Errno::ENOTDIR)
+        };
+    }
     let ns = match super::open::route_path(path) {
         Route::Namespace => alloc::string::String::from(path),
         Route::Exe if !follow => return Ok(crate::vfs::synthetic::stat_link()),
@@ -122,14 +131,14 @@ pub fn fstat(a: &[u64; 6]) -> Result<u64, Errno> {
 
 /// `stat(path, statbuf)`.
 pub fn stat(a: &[u64; 6]) -> Result<u64, Errno> {
-    let st = path_stat(&fd::absolute(&super::open::user_path(a[0])?))?;
+    let st = path_stat(&super::open::abs(&super::open::user_path(a[0])?)?)?;
     user::copy_in(a[1], &encode(&st))?;
     Ok(0)
 }
 
 /// `lstat(path, statbuf)`: a symbolic link is described, not followed.
 pub fn lstat(a: &[u64; 6]) -> Result<u64, Errno> {
-    let st = path_stat_at(&fd::absolute(&super::open::user_path(a[0])?), false)?;
+    let st = path_stat_at(&super::open::abs(&super::open::user_path(a[0])?)?, false)?;
     user::copy_in(a[1], &encode(&st))?;
     Ok(0)
 }
