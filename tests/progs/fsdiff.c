@@ -162,6 +162,9 @@ static void op_open(unsigned i) {
         {O_RDWR | O_CREAT | O_NOFOLLOW, "RDWR|CREAT|NOFOLLOW"},
         {O_RDONLY | O_CREAT, "RDONLY|CREAT"},
         {O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, "WRONLY|CREAT|EXCL|NOFOLLOW"},
+        {O_RDONLY | O_CREAT | O_DIRECTORY, "RDONLY|CREAT|DIRECTORY"},
+        {O_WRONLY | O_DIRECTORY, "WRONLY|DIRECTORY"},
+        {O_RDONLY | O_TRUNC, "RDONLY|TRUNC"},
     };
     unsigned c = pick(sizeof combos / sizeof *combos);
     unsigned s = pick(NSLOTS);
@@ -684,6 +687,45 @@ static void op_mmap(unsigned i) {
     end();
 }
 
+/* dup (the copy shares the file position and flags), F_GETFL, F_SETFL. */
+static void op_fcntl(unsigned i) {
+    unsigned s = pick(NSLOTS), t = pick(NSLOTS), v = pick(3);
+    int fd = slot_fd(s);
+    static const char *groups[] = {"dup", "fcntl(F_GETFL)", "fcntl(F_SETFL)"};
+    begin(i, groups[v]);
+    add(" slot=%u", s);
+    if (v == 0)
+        add(" to=%u", t);
+    int append = pick(2);
+    if (v == 2)
+        add(" %s", append ? "APPEND" : "0");
+    if (fd < 0) {
+        add(" = empty");
+        end();
+        return;
+    }
+    if (v == 0) {
+        if (s == t) {
+            add(" = same");
+        } else {
+            int n = dup(fd);
+            if (result(n)) {
+                if (slot[t] >= 0)
+                    close(slot[t]);
+                slot[t] = n;
+                add(" = ok");
+            }
+        }
+    } else if (v == 1) {
+        int fl = fcntl(fd, F_GETFL);
+        if (result(fl))
+            add(" = %o", fl & (O_ACCMODE | O_APPEND | O_NONBLOCK));
+    } else if (result(fcntl(fd, F_SETFL, append ? O_APPEND : 0))) {
+        add(" = ok");
+    }
+    end();
+}
+
 typedef void (*op_fn)(unsigned);
 static const struct {
     op_fn fn;
@@ -693,6 +735,7 @@ static const struct {
     {op_truncate, 4}, {op_stat, 12}, {op_readlink, 3}, {op_symlink, 5}, {op_link, 3},
     {op_rename, 4}, {op_unlink, 5},  {op_mkdir, 3},    {op_chmod, 3},   {op_utimens, 3},
     {op_getdents, 3}, {op_access, 3}, {op_fsync, 2},   {op_cat, 4},     {op_mmap, 4},
+    {op_fcntl, 3},
 };
 #define NOPS (sizeof ops / sizeof *ops)
 

@@ -112,6 +112,15 @@ pub fn route_path(path: &str) -> Route {
     route(path, crate::vfs::pid(), crate::vfs::cpus())
 }
 
+/// Flag combinations refused before the path is looked at.
+fn check_flags(flags: u32) -> Result<(), Errno> {
+    if flags & (O_CREAT | O_DIRECTORY) == O_CREAT | O_DIRECTORY && flags & O_TMPFILE != O_TMPFILE {
+        // Linux (since 6.4) refuses the combination outright.
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
 fn open_path(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
     let cloexec = flags & O_CLOEXEC != 0;
     let status = flags & (O_ACCMODE | O_APPEND | O_NONBLOCK);
@@ -274,12 +283,14 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
 /// `open(path, flags, mode)`.
 pub fn open(a: &[u64; 6]) -> Result<u64, Errno> {
     let p = user_path(a[0])?;
+    check_flags(a[1] as u32)?;
     open_path(abs(&p)?, a[1] as u32, a[2] as u32)
 }
 
 /// `openat(dirfd, path, flags, mode)`.
 pub fn openat(a: &[u64; 6]) -> Result<u64, Errno> {
     let p = user_path(a[1])?;
+    check_flags(a[2] as u32)?;
     open_path(resolve(a[0], &p)?, a[2] as u32, a[3] as u32)
 }
 
