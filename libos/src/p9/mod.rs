@@ -344,7 +344,42 @@ impl Client {
             next.push('/');
             next.push_str(rest);
         }
+        self.check_dotdot_depth(&next, depth)?;
         self.walk_path_depth(&crate::fd::absolute(&next), follow_last, depth + 1)
+    }
+
+    /// Paths are made absolute by text, but Linux walks `a/..` through
+    /// `a`, which must be a directory: `missing/..` is ENOENT, `file/..`
+    /// ENOTDIR, a looping link ELOOP. This walks what precedes each `..`
+    /// of the absolute path `raw`. (A link before `..` is still taken as
+    /// text: `link/..` is the link's own directory.)
+    pub fn check_dotdot(&self, raw: &str) -> Result<(), Errno> {
+        self.check_dotdot_depth(raw, 0)
+    }
+
+    fn check_dotdot_depth(&self, raw: &str, depth: u32) -> Result<(), Errno> {
+        if !raw.split('/').any(|c| c == "..") {
+            return Ok(());
+        }
+        let mut prefix: Vec<&str> = Vec::new();
+        for c in raw.split('/') {
+            match c {
+                "" | "." => {}
+                ".." => {
+                    if !prefix.is_empty() {
+                        let p = alloc::format!("/{}", prefix.join("/"));
+                        let (fid, ty) = self.walk_path_depth(&p, true, depth + 1)?;
+                        self.clunk(fid);
+                        if ty & astraea_9p::QTDIR == 0 {
+                            return Err(Errno::ENOTDIR);
+                        }
+                        prefix.pop();
+                    }
+                }
+                c => prefix.push(c),
+            }
+        }
+        Ok(())
     }
 
     /// Opens a walked fid with Linux `O_*` flags.

@@ -121,8 +121,19 @@ fn rename_slashes(from: &str, to: &str) -> Result<(), Errno> {
     Ok(())
 }
 
-fn rename_paths(from: &str, to: &str) -> Result<u64, Errno> {
+/// The target path of a rename: (absolute, raw), its `..` checked after
+/// the source's directory is found (Linux's order).
+type Target = (alloc::string::String, alloc::string::String);
+
+fn target_arg(dirfd: u64, addr: u64) -> Result<Target, Errno> {
+    super::open::resolve_unchecked(dirfd, &super::open::user_path(addr)?)
+}
+
+fn rename_paths(from: &str, target: &Target) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+    with_dir(from, |_, _| Ok(()))?;
+    super::open::check_dotdot(&target.0, &target.1)?;
+    let to = target.0.as_str();
     rename_slashes(from, to)?;
     with_dir(from, |fd, fname| {
         with_dir(to, |td, tname| c.renameat(fd, fname, td, tname).map(|_| 0))
@@ -131,12 +142,14 @@ fn rename_paths(from: &str, to: &str) -> Result<u64, Errno> {
 
 /// `rename(old, new)`.
 pub fn rename(a: &[u64; 6]) -> Result<u64, Errno> {
-    rename_paths(&path_arg(AT_FDCWD, a[0])?, &path_arg(AT_FDCWD, a[1])?)
+    let from = path_arg(AT_FDCWD, a[0])?;
+    rename_paths(&from, &target_arg(AT_FDCWD, a[1])?)
 }
 
 /// `renameat(olddirfd, old, newdirfd, new)`.
 pub fn renameat(a: &[u64; 6]) -> Result<u64, Errno> {
-    rename_paths(&path_arg(a[0], a[1])?, &path_arg(a[2], a[3])?)
+    let from = path_arg(a[0], a[1])?;
+    rename_paths(&from, &target_arg(a[2], a[3])?)
 }
 
 /// `renameat2(olddirfd, old, newdirfd, new, flags)`. `RENAME_NOREPLACE`
@@ -147,14 +160,17 @@ pub fn renameat(a: &[u64; 6]) -> Result<u64, Errno> {
 pub fn renameat2(a: &[u64; 6]) -> Result<u64, Errno> {
     const RENAME_NOREPLACE: u64 = 1;
     let from = path_arg(a[0], a[1])?;
-    let to = path_arg(a[2], a[3])?;
+    let target = target_arg(a[2], a[3])?;
+    let to = target.0.as_str();
     match a[4] {
-        0 => rename_paths(&from, &to),
+        0 => rename_paths(&from, &target),
         RENAME_NOREPLACE => {
             let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
             // In Linux's order: both parents, then the source, then the
             // target's existence.
-            with_dir(&from, |_, _| with_dir(&to, |_, _| Ok(())))?;
+            with_dir(&from, |_, _| Ok(()))?;
+            super::open::check_dotdot(to, &target.1)?;
+            with_dir(&from, |_, _| with_dir(to, |_, _| Ok(())))?;
             let old = c.walk_path_nofollow(from.trim_end_matches('/'))?;
             c.clunk(old);
             match c.walk_path_nofollow(to.trim_end_matches('/')) {
@@ -162,7 +178,7 @@ pub fn renameat2(a: &[u64; 6]) -> Result<u64, Errno> {
                     c.clunk(fid);
                     Err(Errno::EEXIST)
                 }
-                Err(Errno::ENOENT) => rename_paths(&from, &to),
+                Err(Errno::ENOENT) => rename_paths(&from, &target),
                 Err(e) => Err(e),
             }
         }

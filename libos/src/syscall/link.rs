@@ -2,12 +2,16 @@
 //! directory. Like Linux, a symbolic link is linked itself unless
 //! `AT_SYMLINK_FOLLOW` asks for its target.
 
+use alloc::string::String;
+
 use crate::errno::Errno;
 
 const AT_SYMLINK_FOLLOW: u64 = 0x400;
 const AT_EMPTY_PATH: u64 = 0x1000;
+const AT_FDCWD: u64 = (-100i64) as u64;
 
-fn link_at(old: &str, new: &str, follow: bool) -> Result<u64, Errno> {
+/// `new` is (absolute, raw): its `..` are checked after `old` is found.
+fn link_at(old: &str, new: &(String, String), follow: bool) -> Result<u64, Errno> {
     if !matches!(
         super::open::route_path(old),
         crate::vfs::route::Route::Namespace
@@ -26,6 +30,11 @@ fn link_at(old: &str, new: &str, follow: bool) -> Result<u64, Errno> {
     } else {
         c.walk_path_nofollow(old)?
     };
+    if let Err(e) = super::open::check_dotdot(&new.0, &new.1) {
+        c.clunk(fid);
+        return Err(e);
+    }
+    let new = new.0.as_str();
     let r = super::dirs::with_dir(new, |d, name| {
         if super::open::dir_slash(new) {
             // The new name would be a file, not a directory.
@@ -46,7 +55,7 @@ fn link_at(old: &str, new: &str, follow: bool) -> Result<u64, Errno> {
 /// `link(old, new)`.
 pub fn link(a: &[u64; 6]) -> Result<u64, Errno> {
     let old = super::open::abs(&super::open::user_path(a[0])?)?;
-    let new = super::open::abs(&super::open::user_path(a[1])?)?;
+    let new = super::open::resolve_unchecked(AT_FDCWD, &super::open::user_path(a[1])?)?;
     link_at(&old, &new, false)
 }
 
@@ -62,6 +71,6 @@ pub fn linkat(a: &[u64; 6]) -> Result<u64, Errno> {
         return Err(Errno::ENOENT);
     }
     let old = super::open::resolve(a[0], &old)?;
-    let new = super::open::resolve(a[2], &super::open::user_path(a[3])?)?;
+    let new = super::open::resolve_unchecked(a[2], &super::open::user_path(a[3])?)?;
     link_at(&old, &new, a[4] & AT_SYMLINK_FOLLOW != 0)
 }

@@ -40,6 +40,15 @@ pub fn user_path(addr: u64) -> Result<String, Errno> {
 /// must name a directory (see [`dir_slash`]). Each `..` is checked as Linux
 /// walks it: what precedes it must be a directory.
 pub fn resolve(dirfd: u64, path: &str) -> Result<String, Errno> {
+    let (abs, raw) = resolve_unchecked(dirfd, path)?;
+    check_dotdot(&abs, &raw)?;
+    Ok(abs)
+}
+
+/// [`resolve`] without the `..` check, which the caller makes later with
+/// [`check_dotdot`] (the second path of `link` and `rename` is looked up
+/// after the first). Returns the absolute path and the raw one.
+pub fn resolve_unchecked(dirfd: u64, path: &str) -> Result<(String, String), Errno> {
     if path.is_empty() {
         return Err(Errno::ENOENT);
     }
@@ -59,12 +68,20 @@ pub fn resolve(dirfd: u64, path: &str) -> Result<String, Errno> {
     } else {
         alloc::format!("{}/{path}", fd::absolute("."))
     };
-    check_dotdot(&raw)?;
     let mut abs = fd::absolute(&raw);
     if path.ends_with('/') && abs != "/" {
         abs.push('/');
     }
-    Ok(abs)
+    Ok((abs, raw))
+}
+
+/// The `..` check of [`resolve`] (see `p9::Client::check_dotdot`), for
+/// paths of the 9P namespace.
+pub fn check_dotdot(abs: &str, raw: &str) -> Result<(), Errno> {
+    if !raw.contains("..") || !matches!(route_path(abs), Route::Namespace) {
+        return Ok(());
+    }
+    crate::p9::mounted().ok_or(Errno::ENOENT)?.check_dotdot(raw)
 }
 
 /// [`resolve`] against the working directory.
@@ -76,34 +93,6 @@ pub fn abs(path: &str) -> Result<String, Errno> {
 /// (a link in the last position is then followed, even by `lstat`).
 pub fn dir_slash(path: &str) -> bool {
     path.len() > 1 && path.ends_with('/')
-}
-
-/// Paths are made absolute by text, but Linux walks `a/..` through `a`,
-/// which must then be a directory: `missing/..` is ENOENT, `file/..`
-/// ENOTDIR. (A link before `..` is still taken as text.)
-fn check_dotdot(raw: &str) -> Result<(), Errno> {
-    if !raw.split('/').any(|c| c == "..") {
-        return Ok(());
-    }
-    let mut prefix: alloc::vec::Vec<&str> = alloc::vec::Vec::new();
-    for c in raw.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                if !prefix.is_empty() {
-                    let p = alloc::format!("/{}", prefix.join("/"));
-                    if matches!(route_path(&p), Route::Namespace) {
-                        let c9 = crate::p9::mounted().ok_or(Errno::ENOENT)?;
-                        let fid = c9.walk_path_dir(&p)?;
-                        c9.clunk(fid);
-                    }
-                    prefix.pop();
-                }
-            }
-            c => prefix.push(c),
-        }
-    }
-    Ok(())
 }
 
 /// Where `path` is served: the library OS's own files, or 9P (with
