@@ -260,9 +260,10 @@ mod tests {
                 "9P cannot ask where holes are: the whole file is data (Linux's generic \
                  answer); the host's file system reports its holes"
             }
-            "mmap-read" => {
+            "mmap-read" | "msync(MAP_SHARED)" => {
                 "a shared mapping is a copy written back on msync/munmap/exit \
-                 (docs/linux.md): it does not see later write(2)s"
+                 (docs/linux.md): it does not see later write(2)s, and its write-back \
+                 can undo them"
             }
             "renameat2(RENAME_EXCHANGE)" | "renameat2(RENAME_WHITEOUT)" => {
                 "no 9P message exchanges or whites out names; EINVAL is what Linux answers \
