@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -35,6 +36,8 @@ static const char *err(long r) {
     case EPERM: return "EPERM";
     case ENOSYS: return "ENOSYS";
     case ENXIO: return "ENXIO";
+    case ENODEV: return "ENODEV";
+    case EBADF: return "EBADF";
     case EACCES: return "EACCES";
     case EOPNOTSUPP: return "EOPNOTSUPP";
     default: return strerror(errno);
@@ -207,5 +210,44 @@ int main(int argc, char **argv) {
     printf("stat file/..: %s\n", err(stat(at("file/../file"), &st)));
     printf("stat dir/..: %s\n", err(stat(at("dir/../file"), &st)));
     printf("open empty path: %s\n", err(open("", O_RDONLY)));
+
+    /* Found by fsdiff. A directory descriptor: read EISDIR, mmap ENODEV,
+     * SEEK_END EINVAL (as tmpfs). */
+    fd = open(at("dir"), O_RDONLY | O_DIRECTORY);
+    char b[16];
+    printf("read dir: %s\n", err(read(fd, b, sizeof b)));
+    void *m = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+    printf("mmap dir: %s\n", err(m == MAP_FAILED ? -1 : 0));
+    close(fd);
+    /* A zero-byte write moves nothing even with O_APPEND; pwrite with
+     * O_APPEND appends. */
+    fd = open(at("app"), O_CREAT | O_RDWR | O_APPEND, 0644);
+    write(fd, "0123456789", 10);
+    lseek(fd, 3, SEEK_SET);
+    r = write(fd, "", 0);
+    printf("append write 0: %ld pos=%ld\n", r, (long)lseek(fd, 0, SEEK_CUR));
+    r = pwrite(fd, "ab", 2, 1);
+    fstat(fd, &st);
+    printf("append pwrite: %ld size=%ld pos=%ld\n", r, (long)st.st_size, (long)lseek(fd, 0, SEEK_CUR));
+    /* fchmod and futimens of an open file whose name is gone. */
+    unlink(at("app"));
+    r = fchmod(fd, 0600);
+    fstat(fd, &st);
+    printf("fchmod unlinked: %s %o nlink=%ld\n", err(r), st.st_mode & 07777, (long)st.st_nlink);
+    printf("futimens unlinked: %s\n", err(futimens(fd, NULL)));
+    close(fd);
+    /* readlink through a directory link; check order of renameat2,
+     * utimensat and open flags. */
+    symlink("dir", at("dir/inner"));
+    printf("readlink ldir/inner: %s\n", err(readlink(at("ldir/inner"), b, sizeof b)));
+    r = syscall(SYS_renameat2, AT_FDCWD, at("missing"), AT_FDCWD, at("file/x"), 1);
+    printf("renameat2 noreplace missing file/x: %s\n", err(r));
+    printf("utimensat bad nsec missing: %s\n", err(utimensat(AT_FDCWD, at("missing"), bad, 0)));
+    printf("open creat|directory: %s\n", err(open(at("missing/../x"), O_CREAT | O_DIRECTORY, 0644)));
+    /* A link whose target's ".." passes through itself loops. */
+    symlink("self/../file", at("self"));
+    printf("stat self-loop: %s\n", err(stat(at("self"), &st)));
+    symlink("gone/../file", at("viagone"));
+    printf("stat via missing dir: %s\n", err(stat(at("viagone"), &st)));
     return 0;
 }
