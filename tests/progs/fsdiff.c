@@ -544,9 +544,37 @@ static void op_utimens(unsigned i) {
 static void op_getdents(unsigned i) {
     static const char *dirs[] = {".", "d0", "d0/d1", "f0", "s0", "nope"};
     const char *n = dirs[pick(6)];
+    unsigned s = pick(NSLOTS);
+    int on_slot = pick(3) == 0;
+    int fd;
+    if (on_slot) {
+        /* On a descriptor the sequence holds: the position carries over
+         * between calls (a second call at the end returns nothing). */
+        begin(i, "getdents64(open descriptor)");
+        add(" slot=%u", s);
+        fd = slot_fd(s);
+        if (fd < 0) {
+            add(" = empty");
+            end();
+            return;
+        }
+        char buf[4096];
+        long r = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (result(r)) {
+            int count = 0;
+            for (long off = 0; off < r; count++) {
+                unsigned short reclen;
+                memcpy(&reclen, buf + off + 16, 2);
+                off += reclen;
+            }
+            add(" = %d", count);
+        }
+        end();
+        return;
+    }
     begin(i, "getdents64");
     add(" %s", n);
-    int fd = openat(dfd, n, O_RDONLY | O_DIRECTORY);
+    fd = openat(dfd, n, O_RDONLY | O_DIRECTORY);
     if (!result(fd)) {
         end();
         return;
