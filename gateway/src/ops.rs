@@ -79,9 +79,12 @@ fn open_flags(p9: u32) -> Result<i32, Errno> {
         P9_DOTL_RDWR => libc::O_RDWR,
         _ => return Err(errno(libc::EINVAL)),
     };
+    // P9_DOTL_APPEND is not passed on: every Twrite carries its offset
+    // (the client puts appends at the end), and on a host descriptor with
+    // O_APPEND Linux's pwrite ignores the offset, so a client that clears
+    // O_APPEND later (fcntl F_SETFL) would still append.
     for (bit, flag) in [
         (P9_DOTL_TRUNC, libc::O_TRUNC),
-        (P9_DOTL_APPEND, libc::O_APPEND),
         (P9_DOTL_NONBLOCK, libc::O_NONBLOCK),
         (P9_DOTL_DSYNC, libc::O_DSYNC),
         (P9_DOTL_DIRECTORY, libc::O_DIRECTORY),

@@ -236,6 +236,16 @@ int main(int argc, char **argv) {
     printf("fchmod unlinked: %s %o nlink=%ld\n", err(r), st.st_mode & 07777, (long)st.st_nlink);
     printf("futimens unlinked: %s\n", err(futimens(fd, NULL)));
     close(fd);
+    /* O_APPEND cleared by F_SETFL: the next write goes to the position,
+     * not the end (the file was truncated meanwhile). */
+    fd = open(at("app2"), O_CREAT | O_RDWR | O_APPEND, 0644);
+    write(fd, "0123456789", 10);
+    close(open(at("app2"), O_WRONLY | O_TRUNC));
+    fcntl(fd, F_SETFL, 0);
+    write(fd, "ab", 2);
+    fstat(fd, &st);
+    printf("write after F_SETFL 0: size=%ld\n", (long)st.st_size);
+    close(fd);
     /* readlink through a directory link; check order of renameat2,
      * utimensat and open flags. */
     symlink("dir", at("dir/inner"));
