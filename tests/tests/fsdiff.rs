@@ -309,13 +309,18 @@ mod tests {
         s
     }
 
-    /// (group, verdict) pairs of a rendered table.
+    /// (group, verdict) pairs of a rendered table, without the rows of
+    /// known differences whose count depends on the host's file system
+    /// (how many holes it reports): those are what they are.
     fn verdicts(doc: &str) -> Vec<(String, String)> {
         doc.lines()
             .filter(|l| l.starts_with("| `"))
             .map(|l| {
                 let cols: Vec<&str> = l.split(" | ").collect();
                 (cols[0].to_string(), cols.get(1).unwrap_or(&"").to_string())
+            })
+            .filter(|(group, _)| {
+                why(group.trim_start_matches("| `").trim_end_matches('`')).is_empty()
             })
             .collect()
     }
