@@ -269,7 +269,9 @@ static void op_lseek(unsigned i) {
     long long off = odd_off();
     if (w == 1 || w == 2)
         off -= (long long)pick(3) * 4096;
-    begin(i, w >= 3 ? "lseek(SEEK_DATA/SEEK_HOLE)" : "lseek");
+    struct stat st;
+    int dir = fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+    begin(i, dir ? "lseek(directory)" : w >= 3 ? "lseek(SEEK_DATA/SEEK_HOLE)" : "lseek");
     add(" slot=%u off=%lld %s", s, off, wn[w]);
     if (fd < 0) {
         add(" = empty");
@@ -278,7 +280,15 @@ static void op_lseek(unsigned i) {
     }
     long long was = lseek(fd, 0, SEEK_CUR);
     long long r = lseek(fd, off, whences[w]);
-    if (w >= 3) {
+    if (dir && !(w == 0 && off == 0)) {
+        /* A directory's position is an opaque cookie of its file system
+         * (only a rewind to 0 means the same everywhere): table only, and
+         * put back. */
+        add(" = ~ dir %s", r < 0 ? ename(errno) : "ok");
+        if (r >= 0)
+            add(" %lld", r);
+        lseek(fd, was, SEEK_SET);
+    } else if (w >= 3) {
         /* Where holes are is up to the file system (a file of holes has no
          * data: ENXIO): the answer goes to the table only, and the
          * position is put back so later calls do not depend on it. */

@@ -260,6 +260,10 @@ mod tests {
                 "9P cannot ask where holes are: the whole file is data (Linux's generic \
                  answer); the host's file system reports its holes"
             }
+            "lseek(directory)" => {
+                "a directory's position is its file system's cookie (here the entry \
+                 index); only a rewind to 0 is compared"
+            }
             "mmap-read" | "msync(MAP_SHARED)" => {
                 "a shared mapping is a copy written back on msync/munmap/exit \
                  (docs/linux.md): it does not see later write(2)s, and its write-back \
