@@ -79,9 +79,12 @@ fn open_flags(p9: u32) -> Result<i32, Errno> {
         P9_DOTL_RDWR => libc::O_RDWR,
         _ => return Err(errno(libc::EINVAL)),
     };
+    // P9_DOTL_APPEND is not passed on: every Twrite carries its offset
+    // (the client puts appends at the end), and on a host descriptor with
+    // O_APPEND Linux's pwrite ignores the offset, so a client that clears
+    // O_APPEND later (fcntl F_SETFL) would still append.
     for (bit, flag) in [
         (P9_DOTL_TRUNC, libc::O_TRUNC),
-        (P9_DOTL_APPEND, libc::O_APPEND),
         (P9_DOTL_NONBLOCK, libc::O_NONBLOCK),
         (P9_DOTL_DSYNC, libc::O_DSYNC),
         (P9_DOTL_DIRECTORY, libc::O_DIRECTORY),
@@ -577,7 +580,18 @@ impl SessionInner {
             return Err(errno(libc::EROFS));
         }
         let v = attr.valid;
-        if v & P9_SETATTR_MODE != 0 {
+        // An open fid changes the file it has open, which its path may no
+        // longer name (unlinked or replaced since): fchmod and futimens.
+        let opened = f.opened().ok();
+        let open_file = match opened.as_deref() {
+            Some(Opened::Host { file, .. }) => Some(file),
+            _ => None,
+        };
+        if v & P9_SETATTR_MODE != 0
+            && let Some(file) = open_file
+        {
+            sys::chmod_fd(file.as_fd(), attr.mode)?;
+        } else if v & P9_SETATTR_MODE != 0 {
             let fd = self.ns().open(e, rel, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
             let st = sys::fstat(fd.as_fd())?;
             if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
@@ -634,8 +648,12 @@ impl SessionInner {
                 attr.mtime_sec,
                 attr.mtime_nsec,
             );
-            let (dir, name) = self.ns().parent_and_name(e, rel)?;
-            sys::utimensat_nofollow(dir.as_fd(), &name, atime, mtime)?;
+            if let Some(file) = open_file {
+                sys::futimens(file.as_fd(), atime, mtime)?;
+            } else {
+                let (dir, name) = self.ns().parent_and_name(e, rel)?;
+                sys::utimensat_nofollow(dir.as_fd(), &name, atime, mtime)?;
+            }
         }
         encode(tag, &RMessage::Setattr)
     }

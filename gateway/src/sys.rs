@@ -313,6 +313,14 @@ pub(crate) fn utimensat_nofollow(
     .map(drop)
 }
 
+/// `futimens`: the times of an open file.
+pub(crate) fn futimens(fd: BorrowedFd<'_>, atime: TimeSpec, mtime: TimeSpec) -> Result<(), Errno> {
+    let times = [atime.raw(), mtime.raw()];
+    // SAFETY: `fd` is open for the call; `times` is an array of exactly two
+    // `timespec`s that outlives it.
+    retry(|| unsafe { libc::futimens(fd.as_raw_fd(), times.as_ptr()) }).map(drop)
+}
+
 /// Changes the mode of the inode an `O_PATH` descriptor refers to.
 ///
 /// `fchmod` refuses `O_PATH` descriptors and `fchmodat` follows symlinks, so

@@ -702,6 +702,16 @@ mod tests {
             .is_err()
         );
         assert!(t.root().join("hello.txt").exists());
+        // A hard link into an escaping directory link.
+        c.walk_path(17, "hello.txt").unwrap();
+        assert!(
+            c.ok(&TMessage::Link {
+                dfid: 16,
+                fid: 17,
+                name: Str::from("linked"),
+            })
+            .is_err()
+        );
         // Nothing outside was read, created or changed.
         assert_eq!(t.outside(), vec!["secret.txt"]);
         assert_eq!(

@@ -46,6 +46,8 @@ pub enum File {
         flags: AtomicU32,
         /// The file-cache key (its inode) when reads go through the cache.
         cache: Option<u64>,
+        /// Whether it is a directory (read, mmap and most seeks refuse it).
+        dir: bool,
     },
 }
 

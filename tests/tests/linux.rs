@@ -308,6 +308,15 @@ mod tests {
         }
     }
 
+    /// File-system edge cases a partition once got wrong (no-follow stats,
+    /// O_CREAT | O_EXCL, symlink/link/chmod, ENOTDIR, ELOOP, renameat2
+    /// flags, utimensat, SEEK_DATA/SEEK_HOLE, access).
+    fn fsedges(b: Build) {
+        if let Some((dir, _)) = same_as_host("fsedges", b, &["{data}"]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// syscall(999) and fork() fail with ENOSYS in a partition (on the host
     /// fork works), and the partition names the unknown call on stderr.
     fn enosys(b: Build) {
@@ -369,6 +378,7 @@ mod tests {
         shmap: shmap_glibc_dynamic, shmap_musl_static, shmap_musl_static_pie;
         syscalls: syscalls_glibc_dynamic, syscalls_musl_static, syscalls_musl_static_pie;
         torture: torture_glibc_dynamic, torture_musl_static, torture_musl_static_pie;
+        fsedges: fsedges_glibc_dynamic, fsedges_musl_static, fsedges_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---

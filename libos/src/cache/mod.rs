@@ -351,6 +351,16 @@ pub fn lookup_attr(path: &str) -> Option<Result<astraea_9p::Stat, Errno>> {
     ATTRS.lock().get(path).copied()
 }
 
+/// Forgets what is known of `path`'s attributes (after a change made here).
+pub fn forget_attr(path: &str) {
+    if for_path(path).is_none() {
+        return;
+    }
+    let mut a = ATTRS.lock();
+    a.remove(path);
+    a.remove(alloc::format!("{path}\0nofollow").as_str());
+}
+
 /// Remembers the outcome of looking up `path`, if it is on a cached mount
 /// and the outcome is final (attributes, or `ENOENT`).
 pub fn remember_attr(path: &str, r: &Result<astraea_9p::Stat, Errno>) {

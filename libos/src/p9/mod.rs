@@ -258,17 +258,50 @@ impl Client {
     /// a relative one at the link's directory. The gateway itself never
     /// follows a link out of an export, so links are resolved here.
     pub fn walk_path(&self, path: &str) -> Result<Fid, Errno> {
-        self.walk_path_depth(path, 0)
+        self.walk_path_depth(path, true, 0).map(|(fid, _)| fid)
     }
 
-    fn walk_path_depth(&self, path: &str, depth: u32) -> Result<Fid, Errno> {
+    /// [`walk_path`](Self::walk_path) to a directory: `ENOTDIR` if the
+    /// path names anything else (the parent of a name to create or remove).
+    pub fn walk_path_dir(&self, path: &str) -> Result<Fid, Errno> {
+        let (fid, ty) = self.walk_path_depth(path, true, 0)?;
+        if ty & astraea_9p::QTDIR == 0 && path.split('/').any(|c| !c.is_empty()) {
+            self.clunk(fid);
+            return Err(Errno::ENOTDIR);
+        }
+        Ok(fid)
+    }
+
+    /// [`walk_path`](Self::walk_path), but a symbolic link in the last
+    /// position is the result itself (`lstat`, `O_NOFOLLOW`, `unlink`).
+    pub fn walk_path_nofollow(&self, path: &str) -> Result<Fid, Errno> {
+        self.walk_path_depth(path, false, 0).map(|(fid, _)| fid)
+    }
+
+    /// The walk itself: the fid and the type of the file it reached.
+    fn walk_path_depth(
+        &self,
+        path: &str,
+        follow_last: bool,
+        depth: u32,
+    ) -> Result<(Fid, u8), Errno> {
         const MAX_LINKS: u32 = 40;
         let names: Vec<&str> = path
             .split('/')
             .filter(|c| !c.is_empty() && *c != ".")
             .collect();
         let link_at = match self.walk_detail(self.root, &names) {
-            Ok((fid, ty)) if ty & astraea_9p::QTSYMLINK == 0 || names.is_empty() => return Ok(fid),
+            Ok((fid, ty))
+                if ty & astraea_9p::QTSYMLINK == 0 || names.is_empty() || !follow_last =>
+            {
+                // The root's walk of no names says nothing of its type.
+                let ty = if names.is_empty() {
+                    astraea_9p::QTDIR
+                } else {
+                    ty
+                };
+                return Ok((fid, ty));
+            }
             Ok((fid, _)) => {
                 self.clunk(fid);
                 names.len()
@@ -277,6 +310,17 @@ impl Client {
                 if w.matched > 0 && w.last_ty.is_some_and(|t| t & astraea_9p::QTSYMLINK != 0) =>
             {
                 w.matched
+            }
+            // A walk that stopped after a file that is neither a directory
+            // nor a link stopped because it cannot be walked through: Linux
+            // says ENOTDIR for `file/x`, not ENOENT.
+            Err(w)
+                if w.errno == Errno::ENOENT
+                    && w.matched > 0
+                    && w.last_ty
+                        .is_some_and(|t| t & (astraea_9p::QTDIR | astraea_9p::QTSYMLINK) == 0) =>
+            {
+                return Err(Errno::ENOTDIR);
             }
             Err(w) => return Err(w.errno),
         };
@@ -300,7 +344,42 @@ impl Client {
             next.push('/');
             next.push_str(rest);
         }
-        self.walk_path_depth(&crate::fd::absolute(&next), depth + 1)
+        self.check_dotdot_depth(&next, depth)?;
+        self.walk_path_depth(&crate::fd::absolute(&next), follow_last, depth + 1)
+    }
+
+    /// Paths are made absolute by text, but Linux walks `a/..` through
+    /// `a`, which must be a directory: `missing/..` is ENOENT, `file/..`
+    /// ENOTDIR, a looping link ELOOP. This walks what precedes each `..`
+    /// of the absolute path `raw`. (A link before `..` is still taken as
+    /// text: `link/..` is the link's own directory.)
+    pub fn check_dotdot(&self, raw: &str) -> Result<(), Errno> {
+        self.check_dotdot_depth(raw, 0)
+    }
+
+    fn check_dotdot_depth(&self, raw: &str, depth: u32) -> Result<(), Errno> {
+        if !raw.split('/').any(|c| c == "..") {
+            return Ok(());
+        }
+        let mut prefix: Vec<&str> = Vec::new();
+        for c in raw.split('/') {
+            match c {
+                "" | "." => {}
+                ".." => {
+                    if !prefix.is_empty() {
+                        let p = alloc::format!("/{}", prefix.join("/"));
+                        let (fid, ty) = self.walk_path_depth(&p, true, depth + 1)?;
+                        self.clunk(fid);
+                        if ty & astraea_9p::QTDIR == 0 {
+                            return Err(Errno::ENOTDIR);
+                        }
+                        prefix.pop();
+                    }
+                }
+                c => prefix.push(c),
+            }
+        }
+        Ok(())
     }
 
     /// Opens a walked fid with Linux `O_*` flags.
@@ -624,6 +703,35 @@ impl Client {
         };
         match self.rpc(&t, &mut buf)? {
             RMessage::Getlock { lock } => Ok((lock.ty, lock.start, lock.length)),
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
+    /// Makes a symbolic link `name` to `target` in the directory `dirfid`.
+    pub fn symlink(&self, dirfid: Fid, name: &str, target: &str) -> Result<Qid, Errno> {
+        let mut buf = self.buffer();
+        let t = TMessage::Symlink {
+            fid: dirfid,
+            name: Str::from(name),
+            target: Str::from(target),
+            gid: 0,
+        };
+        match self.rpc(&t, &mut buf)? {
+            RMessage::Symlink { qid } => Ok(qid),
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
+    /// Makes `name` in the directory `dirfid` a hard link to `fid`.
+    pub fn link(&self, dirfid: Fid, fid: Fid, name: &str) -> Result<(), Errno> {
+        let mut buf = self.buffer();
+        let t = TMessage::Link {
+            dfid: dirfid,
+            fid,
+            name: Str::from(name),
+        };
+        match self.rpc(&t, &mut buf)? {
+            RMessage::Link => Ok(()),
             _ => Err(Errno::EPROTO),
         }
     }

@@ -1,23 +1,50 @@
-//! `access(2)` and `faccessat(2)`: existence checks (the gateway enforces
-//! the real permissions when the file is used; generated files are
-//! read-only).
+//! `access(2)`, `faccessat(2)`, `faccessat2(2)`: the mode bits checked
+//! against the process's ids (the gateway enforces the real permissions
+//! when the file is used; generated files are read-only).
 
 use crate::errno::Errno;
 use crate::vfs::route::Route;
 
+const X_OK: u64 = 1;
 const W_OK: u64 = 2;
+const R_OK: u64 = 4;
+const AT_EACCESS: u64 = 0x200;
+const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
+const AT_EMPTY_PATH: u64 = 0x1000;
 
-fn check(path: &str, mode: u64) -> Result<u64, Errno> {
+/// Whether the mode bits of `st` grant `mode` to the process, as Linux's
+/// permission check does (the user's real ids, which are its effective
+/// ones here); root may read and write anything and execute anything with
+/// an execute bit (or a directory).
+fn permitted(st: &astraea_9p::Stat, mode: u64) -> bool {
+    let (uid, gid) = crate::vfs::identity::ids();
+    let want = (mode & 7) as u32;
+    if uid == 0 {
+        return want & X_OK as u32 == 0 || st.mode & 0o111 != 0 || st.mode & 0o170000 == 0o040000;
+    }
+    let bits = if st.uid == uid {
+        (st.mode >> 6) & 7
+    } else if st.gid == gid {
+        (st.mode >> 3) & 7
+    } else {
+        st.mode & 7
+    };
+    bits & want == want
+}
+
+fn check(path: &str, mode: u64, follow: bool) -> Result<u64, Errno> {
+    if mode & !(R_OK | W_OK | X_OK) != 0 {
+        return Err(Errno::EINVAL);
+    }
     match super::open::route_path(path) {
         Route::File(_) | Route::Dir(_) if mode & W_OK != 0 => Err(Errno::EACCES),
         Route::Namespace => {
-            if let Some(known) = crate::cache::lookup_attr(path) {
-                return known.map(|_| 0);
+            let st = super::stat::path_stat_at(path, follow)?;
+            if permitted(&st, mode) {
+                Ok(0)
+            } else {
+                Err(Errno::EACCES)
             }
-            let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
-            let fid = c.walk_path(path)?;
-            c.clunk(fid);
-            Ok(0)
         }
         _ => super::stat::path_stat(path).map(|_| 0),
     }
@@ -25,13 +52,30 @@ fn check(path: &str, mode: u64) -> Result<u64, Errno> {
 
 /// `access(path, mode)`.
 pub fn access(a: &[u64; 6]) -> Result<u64, Errno> {
-    check(&crate::fd::absolute(&super::open::user_path(a[0])?), a[1])
+    check(
+        &super::open::abs(&super::open::user_path(a[0])?)?,
+        a[1],
+        true,
+    )
 }
 
-/// `faccessat(dirfd, path, mode)` and `faccessat2`.
+/// `faccessat(dirfd, path, mode)`: no flags (the system call has none).
 pub fn faccessat(a: &[u64; 6]) -> Result<u64, Errno> {
     check(
         &super::open::resolve(a[0], &super::open::user_path(a[1])?)?,
         a[2],
+        true,
+    )
+}
+
+/// `faccessat2(dirfd, path, mode, flags)`.
+pub fn faccessat2(a: &[u64; 6]) -> Result<u64, Errno> {
+    if a[3] & !(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    check(
+        &super::open::resolve(a[0], &super::open::user_path(a[1])?)?,
+        a[2],
+        a[3] & AT_SYMLINK_NOFOLLOW == 0,
     )
 }

@@ -6,7 +6,13 @@ use crate::errno::Errno;
 const AT_REMOVEDIR: u64 = 0x200;
 
 /// Splits an absolute path into (directory, name).
+/// A trailing slash is dropped here; the callers apply its rules.
 fn split(path: &str) -> Result<(&str, &str), Errno> {
+    let path = if path.len() > 1 {
+        path.trim_end_matches('/')
+    } else {
+        path
+    };
     let (dir, name) = path.rsplit_once('/').ok_or(Errno::EINVAL)?;
     if name.is_empty() {
         return Err(Errno::EINVAL);
@@ -14,7 +20,9 @@ fn split(path: &str) -> Result<(&str, &str), Errno> {
     Ok((if dir.is_empty() { "/" } else { dir }, name))
 }
 
-fn with_dir<T>(
+/// Runs `f` on the directory of `path` (walked, links followed) and the
+/// last name; generated files answer `EPERM`.
+pub(super) fn with_dir<T>(
     path: &str,
     f: impl FnOnce(crate::p9::Fid, &str) -> Result<T, Errno>,
 ) -> Result<T, Errno> {
@@ -27,7 +35,7 @@ fn with_dir<T>(
     }
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
     let (dir, name) = split(path)?;
-    let d = c.walk_path(dir)?;
+    let d = c.walk_path_dir(dir)?;
     let r = f(d, name);
     c.clunk(d);
     r
@@ -57,6 +65,10 @@ fn unlink_at(path: &str, flags: u64) -> Result<u64, Errno> {
             c.clunk(fid);
             if st?.mode & 0o170000 == 0o040000 {
                 return Err(Errno::EISDIR);
+            }
+            if super::open::dir_slash(path) {
+                // `name/` names a directory, and this is not one.
+                return Err(Errno::ENOTDIR);
             }
         }
         c.unlinkat(d, name, (flags & AT_REMOVEDIR) as u32)
@@ -95,8 +107,34 @@ pub fn unlinkat(a: &[u64; 6]) -> Result<u64, Errno> {
     unlink_at(&path_arg(a[0], a[1])?, a[2])
 }
 
-fn rename_paths(from: &str, to: &str) -> Result<u64, Errno> {
+/// A trailing slash on either name of a rename needs the source to be a
+/// directory (checked after both parents, as Linux does).
+fn rename_slashes(from: &str, to: &str) -> Result<(), Errno> {
+    if !super::open::dir_slash(from) && !super::open::dir_slash(to) {
+        return Ok(());
+    }
+    with_dir(from, |_, _| with_dir(to, |_, _| Ok(())))?;
+    let st = super::stat::path_stat_at(from.trim_end_matches('/'), false)?;
+    if st.mode & 0o170000 != 0o040000 {
+        return Err(Errno::ENOTDIR);
+    }
+    Ok(())
+}
+
+/// The target path of a rename: (absolute, raw), its `..` checked after
+/// the source's directory is found (Linux's order).
+type Target = (alloc::string::String, alloc::string::String);
+
+fn target_arg(dirfd: u64, addr: u64) -> Result<Target, Errno> {
+    super::open::resolve_unchecked(dirfd, &super::open::user_path(addr)?)
+}
+
+fn rename_paths(from: &str, target: &Target) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+    with_dir(from, |_, _| Ok(()))?;
+    super::open::check_dotdot(&target.0, &target.1)?;
+    let to = target.0.as_str();
+    rename_slashes(from, to)?;
     with_dir(from, |fd, fname| {
         with_dir(to, |td, tname| c.renameat(fd, fname, td, tname).map(|_| 0))
     })
@@ -104,10 +142,46 @@ fn rename_paths(from: &str, to: &str) -> Result<u64, Errno> {
 
 /// `rename(old, new)`.
 pub fn rename(a: &[u64; 6]) -> Result<u64, Errno> {
-    rename_paths(&path_arg(AT_FDCWD, a[0])?, &path_arg(AT_FDCWD, a[1])?)
+    let from = path_arg(AT_FDCWD, a[0])?;
+    rename_paths(&from, &target_arg(AT_FDCWD, a[1])?)
 }
 
-/// `renameat(olddirfd, old, newdirfd, new)` (and `renameat2` without flags).
+/// `renameat(olddirfd, old, newdirfd, new)`.
 pub fn renameat(a: &[u64; 6]) -> Result<u64, Errno> {
-    rename_paths(&path_arg(a[0], a[1])?, &path_arg(a[2], a[3])?)
+    let from = path_arg(a[0], a[1])?;
+    rename_paths(&from, &target_arg(a[2], a[3])?)
+}
+
+/// `renameat2(olddirfd, old, newdirfd, new, flags)`. `RENAME_NOREPLACE`
+/// is checked here before the rename (9P has no such flag; a file that
+/// appears in between is replaced). `RENAME_EXCHANGE` and
+/// `RENAME_WHITEOUT` have no 9P message: `EINVAL`, as Linux answers on a
+/// file system without them.
+pub fn renameat2(a: &[u64; 6]) -> Result<u64, Errno> {
+    const RENAME_NOREPLACE: u64 = 1;
+    let from = path_arg(a[0], a[1])?;
+    let target = target_arg(a[2], a[3])?;
+    let to = target.0.as_str();
+    match a[4] {
+        0 => rename_paths(&from, &target),
+        RENAME_NOREPLACE => {
+            let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+            // In Linux's order: both parents, then the source, then the
+            // target's existence.
+            with_dir(&from, |_, _| Ok(()))?;
+            super::open::check_dotdot(to, &target.1)?;
+            with_dir(&from, |_, _| with_dir(to, |_, _| Ok(())))?;
+            let old = c.walk_path_nofollow(from.trim_end_matches('/'))?;
+            c.clunk(old);
+            match c.walk_path_nofollow(to.trim_end_matches('/')) {
+                Ok(fid) => {
+                    c.clunk(fid);
+                    Err(Errno::EEXIST)
+                }
+                Err(Errno::ENOENT) => rename_paths(&from, &target),
+                Err(e) => Err(e),
+            }
+        }
+        _ => Err(Errno::EINVAL),
+    }
 }

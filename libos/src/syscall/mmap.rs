@@ -33,6 +33,8 @@ pub fn mmap(a: &[u64; 6]) -> Result<u64, Errno> {
     } else {
         let file = crate::fd::get(a[4])?;
         let name = match &*file {
+            // A directory has no pages to map.
+            crate::fd::File::P9 { dir: true, .. } => return Err(Errno::ENODEV),
             crate::fd::File::P9 { path, flags, .. } => {
                 // As Linux: the descriptor must be readable, and writable
                 // too for a shared writable mapping.

@@ -7,6 +7,7 @@ mod access;
 mod affinity;
 mod arch_prctl;
 mod brk;
+mod chmod;
 mod clock_gettime;
 mod clone;
 mod copy;
@@ -22,6 +23,7 @@ mod getpid;
 mod getrandom;
 mod identity;
 mod ioctl;
+mod link;
 mod madvise;
 mod membarrier;
 mod mincore;
@@ -42,11 +44,13 @@ mod socket;
 mod stat;
 mod statfs;
 mod stubs;
+mod symlink;
 mod sysinfo;
 mod timerfd;
 mod truncate;
 mod uname;
 mod unsupported;
+mod utimensat;
 mod write;
 
 use crate::arch::user::SyscallFrame;
@@ -63,7 +67,7 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (3, "close", open::close),
     (4, "stat", stat::stat),
     (5, "fstat", stat::fstat),
-    (6, "lstat", stat::stat),
+    (6, "lstat", stat::lstat),
     (8, "lseek", read::lseek),
     (9, "mmap", mmap::mmap),
     (10, "mprotect", mmap::mprotect),
@@ -125,12 +129,23 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (273, "set_robust_list", stubs::set_robust_list),
     (292, "dup3", dup::dup3),
     (302, "prlimit64", prlimit64::prlimit64),
-    (316, "renameat2", dirs::renameat),
+    (316, "renameat2", dirs::renameat2),
     (309, "getcpu", sysinfo::getcpu),
     (318, "getrandom", getrandom::getrandom),
     (332, "statx", stat::statx),
     (334, "rseq", stubs::rseq),
-    (439, "faccessat2", access::faccessat),
+    (439, "faccessat2", access::faccessat2),
+    (86, "link", link::link),
+    (88, "symlink", symlink::symlink),
+    (90, "chmod", chmod::chmod),
+    (91, "fchmod", chmod::fchmod),
+    (132, "utime", utimensat::utime),
+    (235, "utimes", utimensat::utimes),
+    (265, "linkat", link::linkat),
+    (266, "symlinkat", symlink::symlinkat),
+    (268, "fchmodat", chmod::fchmodat),
+    (280, "utimensat", utimensat::utimensat),
+    (452, "fchmodat2", chmod::fchmodat2),
     (7, "poll", poll::poll),
     (19, "readv", read::readv),
     (22, "pipe", pipe::pipe),

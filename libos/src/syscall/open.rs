@@ -14,7 +14,13 @@ use crate::vfs::synthetic::Synthetic;
 
 const AT_FDCWD: i64 = -100;
 const O_CREAT: u32 = 0o100;
+const O_EXCL: u32 = 0o200;
 const O_DIRECTORY: u32 = 0o200000;
+const O_NOFOLLOW: u32 = 0o400000;
+/// `__O_TMPFILE | O_DIRECTORY`.
+const O_TMPFILE: u32 = 0o20200000;
+const S_IFMT: u32 = 0o170000;
+const S_IFLNK: u32 = 0o120000;
 
 /// Reads a NUL-terminated path from user memory (at most 4096 bytes).
 pub fn user_path(addr: u64) -> Result<String, Errno> {
@@ -29,10 +35,27 @@ pub fn user_path(addr: u64) -> Result<String, Errno> {
     Err(Errno::ENAMETOOLONG)
 }
 
-/// Resolves a path relative to a directory descriptor.
+/// Resolves a path relative to a directory descriptor into an absolute
+/// one without `.` and `..`. A trailing slash is kept: it says the path
+/// must name a directory (see [`dir_slash`]). Each `..` is checked as Linux
+/// walks it: what precedes it must be a directory.
 pub fn resolve(dirfd: u64, path: &str) -> Result<String, Errno> {
+    let (abs, raw) = resolve_unchecked(dirfd, path)?;
+    check_dotdot(&abs, &raw)?;
+    Ok(abs)
+}
+
+/// [`resolve`] without the `..` check, which the caller makes later with
+/// [`check_dotdot`] (the second path of `link` and `rename` is looked up
+/// after the first). Returns the absolute path and the raw one.
+pub fn resolve_unchecked(dirfd: u64, path: &str) -> Result<(String, String), Errno> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
     // dirfd is a C int: only its low 32 bits count.
-    if !path.starts_with('/') && i64::from(dirfd as i32) != AT_FDCWD {
+    let raw = if path.starts_with('/') {
+        String::from(path)
+    } else if i64::from(dirfd as i32) != AT_FDCWD {
         let base = match fd::object(dirfd)? {
             Object::File(f) => match &*f {
                 File::P9 { path: base, .. } => base.clone(),
@@ -41,15 +64,50 @@ pub fn resolve(dirfd: u64, path: &str) -> Result<String, Errno> {
             Object::Synthetic(s) => s.path.clone(),
             _ => return Err(Errno::ENOTDIR),
         };
-        return Ok(fd::absolute(&alloc::format!("{base}/{path}")));
+        alloc::format!("{base}/{path}")
+    } else {
+        alloc::format!("{}/{path}", fd::absolute("."))
+    };
+    let mut abs = fd::absolute(&raw);
+    if path.ends_with('/') && abs != "/" {
+        abs.push('/');
     }
-    Ok(fd::absolute(path))
+    Ok((abs, raw))
+}
+
+/// The `..` check of [`resolve`] (see `p9::Client::check_dotdot`), for
+/// paths of the 9P namespace.
+pub fn check_dotdot(abs: &str, raw: &str) -> Result<(), Errno> {
+    if !raw.contains("..") || !matches!(route_path(abs), Route::Namespace) {
+        return Ok(());
+    }
+    crate::p9::mounted().ok_or(Errno::ENOENT)?.check_dotdot(raw)
+}
+
+/// [`resolve`] against the working directory.
+pub fn abs(path: &str) -> Result<String, Errno> {
+    resolve(AT_FDCWD as u64, path)
+}
+
+/// Whether a resolved path ends in a slash: it must name a directory
+/// (a link in the last position is then followed, even by `lstat`).
+pub fn dir_slash(path: &str) -> bool {
+    path.len() > 1 && path.ends_with('/')
 }
 
 /// Where `path` is served: the library OS's own files, or 9P (with
 /// `/proc/self/exe` turned into the program's path).
 pub fn route_path(path: &str) -> Route {
     route(path, crate::vfs::pid(), crate::vfs::cpus())
+}
+
+/// Flag combinations refused before the path is looked at.
+fn check_flags(flags: u32) -> Result<(), Errno> {
+    if flags & (O_CREAT | O_DIRECTORY) == O_CREAT | O_DIRECTORY && flags & O_TMPFILE != O_TMPFILE {
+        // Linux (since 6.4) refuses the combination outright.
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
 }
 
 fn open_path(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
@@ -101,14 +159,70 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
     let lflags = flags & !(O_CLOEXEC);
     let mut cache = None;
+    let mut dir = false;
+    // O_CREAT | O_EXCL never follows a link in the last position: an
+    // existing name (even a dangling link) is EEXIST. O_NOFOLLOW opens the
+    // link itself, which the open then refuses with ELOOP.
+    if flags & O_TMPFILE == O_TMPFILE {
+        // No 9P message makes an unnamed file; this is what Linux answers
+        // on a file system without them (libcs then make a named one).
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let slash = dir_slash(&path);
+    if slash && flags & O_CREAT != 0 {
+        // Only a directory can be named with a slash, and open makes none.
+        return Err(Errno::EISDIR);
+    }
+    let excl = flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL;
+    let nofollow = !slash && (excl || flags & O_NOFOLLOW != 0);
     if flags & O_CREAT == 0
+        && !nofollow
         && let Some(Err(e)) = crate::cache::lookup_attr(&path)
     {
         return Err(e);
     }
-    let fid = match c.walk_path(&path) {
+    let walked = if nofollow {
+        c.walk_path_nofollow(&path)
+    } else {
+        c.walk_path(&path)
+    };
+    let fid = match walked {
         Ok(fid) => {
-            match c.open(fid, lflags & !O_CREAT) {
+            let refused = if excl {
+                Some(Errno::EEXIST)
+            } else if flags & O_NOFOLLOW != 0 {
+                match c.getattr(fid) {
+                    Ok(st) if st.mode & S_IFMT == S_IFLNK => Some(Errno::ELOOP),
+                    Ok(_) => None,
+                    Err(e) => Some(e),
+                }
+            } else {
+                None
+            };
+            if let Some(e) = refused {
+                c.clunk(fid);
+                return Err(e);
+            }
+            if slash {
+                match c.getattr(fid) {
+                    Ok(st) if st.mode & S_IFMT == 0o040000 => {}
+                    Ok(_) => {
+                        c.clunk(fid);
+                        return Err(Errno::ENOTDIR);
+                    }
+                    Err(e) => {
+                        c.clunk(fid);
+                        return Err(e);
+                    }
+                }
+            }
+            match c.open(fid, lflags & !O_CREAT & !O_NOFOLLOW) {
+                // O_CREAT of an existing directory: Linux refuses it even
+                // for reading.
+                Ok(qid) if flags & O_CREAT != 0 && qid.ty & astraea_9p::QTDIR != 0 => {
+                    c.clunk(fid);
+                    return Err(Errno::EISDIR);
+                }
                 // A regular file opened for reading under a cacheable mount
                 // goes through the file cache, keyed by its inode.
                 Ok(qid) if flags & O_ACCMODE == 0 && qid.ty == 0 => {
@@ -117,7 +231,7 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
                         crate::cache::note_path(key, &path);
                     }
                 }
-                Ok(_) => {}
+                Ok(qid) => dir = qid.ty & astraea_9p::QTDIR != 0,
                 Err(e) => {
                     c.clunk(fid);
                     return Err(e);
@@ -127,7 +241,7 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
         }
         Err(Errno::ENOENT) if flags & O_CREAT != 0 => {
             let (dir, name) = path.rsplit_once('/').ok_or(Errno::EINVAL)?;
-            let dfid = c.walk_path(if dir.is_empty() { "/" } else { dir })?;
+            let dfid = c.walk_path_dir(if dir.is_empty() { "/" } else { dir })?;
             let mode = mode & 0o7777 & !crate::vfs::identity::umask();
             if let Err(e) = c.create(dfid, name, lflags & !O_CREAT & !O_DIRECTORY, mode) {
                 c.clunk(dfid);
@@ -136,7 +250,9 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
             dfid
         }
         Err(e) => {
-            crate::cache::remember_attr(&path, &Err(e));
+            if !nofollow {
+                crate::cache::remember_attr(&path, &Err(e));
+            }
             return Err(e);
         }
     };
@@ -147,6 +263,7 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
             path,
             flags: AtomicU32::new(flags & (O_ACCMODE | O_APPEND | O_NONBLOCK)),
             cache,
+            dir,
         })),
         flags & O_CLOEXEC != 0,
     )
@@ -155,12 +272,14 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
 /// `open(path, flags, mode)`.
 pub fn open(a: &[u64; 6]) -> Result<u64, Errno> {
     let p = user_path(a[0])?;
-    open_path(fd::absolute(&p), a[1] as u32, a[2] as u32)
+    check_flags(a[1] as u32)?;
+    open_path(abs(&p)?, a[1] as u32, a[2] as u32)
 }
 
 /// `openat(dirfd, path, flags, mode)`.
 pub fn openat(a: &[u64; 6]) -> Result<u64, Errno> {
     let p = user_path(a[1])?;
+    check_flags(a[2] as u32)?;
     open_path(resolve(a[0], &p)?, a[2] as u32, a[3] as u32)
 }
 
@@ -168,7 +287,7 @@ pub fn openat(a: &[u64; 6]) -> Result<u64, Errno> {
 pub fn creat(a: &[u64; 6]) -> Result<u64, Errno> {
     let p = user_path(a[0])?;
     // O_CREAT | O_WRONLY | O_TRUNC
-    open_path(fd::absolute(&p), 0o1101, a[1] as u32)
+    open_path(abs(&p)?, 0o1101, a[1] as u32)
 }
 
 /// `close(fd)`.

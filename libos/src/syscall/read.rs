@@ -14,6 +14,7 @@ const CHUNK: u64 = 1 << 20;
 fn read_file(f: &File, offset: Option<u64>, addr: u64, len: u64) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
     let (fid, pos, key) = match f {
+        File::P9 { dir: true, .. } => return Err(Errno::EISDIR),
         File::P9 {
             fid,
             offset: off,
@@ -202,8 +203,12 @@ pub fn lseek(a: &[u64; 6]) -> Result<u64, Errno> {
     let o = fd::object(a[0])?;
     let (cell, size) = match &o {
         Object::File(f) => match &**f {
+            // A directory's position is only set or moved (getdents64
+            // reads it from the start); its end, data and holes are EINVAL,
+            // as on tmpfs.
+            File::P9 { dir: true, .. } if a[2] > 1 => return Err(Errno::EINVAL),
             File::P9 { fid, offset, .. } => {
-                let size = if a[2] == 2 {
+                let size = if matches!(a[2], 2..=4) {
                     let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
                     c.getattr(*fid)?.size
                 } else {
@@ -222,6 +227,17 @@ pub fn lseek(a: &[u64; 6]) -> Result<u64, Errno> {
         0 => 0,
         1 => *cell.lock() as i64,
         2 => size as i64,
+        // SEEK_DATA, SEEK_HOLE: 9P cannot ask where the holes are, so the
+        // whole file is data, as in Linux's generic implementation.
+        3 | 4 => {
+            let off = a[1] as i64;
+            if off < 0 || off as u64 >= size {
+                return Err(Errno::ENXIO);
+            }
+            let pos = if a[2] == 3 { off as u64 } else { size };
+            *cell.lock() = pos;
+            return Ok(pos);
+        }
         _ => return Err(Errno::EINVAL),
     };
     let pos = base

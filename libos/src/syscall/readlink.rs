@@ -6,6 +6,9 @@ use crate::mm::user;
 use crate::vfs::route::{Route, SynDir};
 
 fn read_link(path: &str, buf: u64, size: u64) -> Result<u64, Errno> {
+    if (size as i64) <= 0 {
+        return Err(Errno::EINVAL);
+    }
     let target = match super::open::route_path(path) {
         Route::Exe => crate::process::EXE.lock().clone(),
         // /proc/self is a link to /proc/<pid>.
@@ -15,10 +18,15 @@ fn read_link(path: &str, buf: u64, size: u64) -> Result<u64, Errno> {
         Route::Missing => return Err(Errno::ENOENT),
         Route::NoDevice => return Err(Errno::ENXIO),
         Route::File(_) | Route::Dir(_) | Route::Dev(_) => return Err(Errno::EINVAL),
+        // `name/` follows a link: a directory is not a link, the rest not
+        // a directory.
+        Route::Namespace if super::open::dir_slash(path) => {
+            super::stat::path_stat_at(path, true)?;
+            return Err(Errno::EINVAL);
+        }
         Route::Namespace => {
             let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
-            let names: alloc::vec::Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-            let fid = c.walk(c.root(), &names)?;
+            let fid = c.walk_path_nofollow(path)?;
             let t = c.readlink(fid);
             c.clunk(fid);
             t?
@@ -31,7 +39,7 @@ fn read_link(path: &str, buf: u64, size: u64) -> Result<u64, Errno> {
 
 /// `readlink(path, buf, size)`.
 pub fn readlink(a: &[u64; 6]) -> Result<u64, Errno> {
-    let p = crate::fd::absolute(&super::open::user_path(a[0])?);
+    let p = super::open::abs(&super::open::user_path(a[0])?)?;
     read_link(&p, a[1], a[2])
 }
 

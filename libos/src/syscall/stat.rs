@@ -10,6 +10,7 @@ use crate::mm::user;
 use crate::vfs::route::Route;
 
 const AT_EMPTY_PATH: u64 = 0x1000;
+const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
 const S_IFCHR: u32 = 0o020000;
 const S_IFIFO: u32 = 0o010000;
 
@@ -70,10 +71,27 @@ fn object_stat(fd: u64) -> Result<Stat, Errno> {
     })
 }
 
-/// The attributes of a path (symbolic links are not followed by walks).
+/// The attributes of a path, following a symbolic link in the last
+/// position (`stat`).
 pub fn path_stat(path: &str) -> Result<Stat, Errno> {
+    path_stat_at(path, true)
+}
+
+/// The attributes of a path; with `follow` false a symbolic link in the
+/// last position is described itself (`lstat`, `AT_SYMLINK_NOFOLLOW`).
+pub fn path_stat_at(path: &str, follow: bool) -> Result<Stat, Errno> {
+    if super::open::dir_slash(path) {
+        // `name/` follows a link and must be a directory.
+        let st = path_stat_at(path.trim_end_matches('/'), true)?;
+        return if st.mode & 0o170000 == 0o040000 {
+            Ok(st)
+        } else {
+            Err(Errno::ENOTDIR)
+        };
+    }
     let ns = match super::open::route_path(path) {
         Route::Namespace => alloc::string::String::from(path),
+        Route::Exe if !follow => return Ok(crate::vfs::synthetic::stat_link()),
         Route::Exe => crate::process::EXE.lock().clone(),
         Route::File(_) => return Ok(crate::vfs::synthetic::stat_file()),
         Route::Dir(_) => return Ok(crate::vfs::synthetic::stat_dir()),
@@ -81,16 +99,28 @@ pub fn path_stat(path: &str) -> Result<Stat, Errno> {
         Route::Missing => return Err(Errno::ENOENT),
         Route::NoDevice => return Err(Errno::ENXIO),
     };
-    if let Some(known) = crate::cache::lookup_attr(&ns) {
+    // The attribute cache keeps both answers apart: a NUL cannot be part of
+    // a path, so the no-follow key never names another file.
+    let key = if follow {
+        ns.clone()
+    } else {
+        alloc::format!("{ns}\0nofollow")
+    };
+    if let Some(known) = crate::cache::lookup_attr(&key) {
         return known;
     }
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
-    let st = c.walk_path(&ns).and_then(|fid| {
+    let walked = if follow {
+        c.walk_path(&ns)
+    } else {
+        c.walk_path_nofollow(&ns)
+    };
+    let st = walked.and_then(|fid| {
         let st = c.getattr(fid);
         c.clunk(fid);
         st
     });
-    crate::cache::remember_attr(&ns, &st);
+    crate::cache::remember_attr(&key, &st);
     st
 }
 
@@ -100,9 +130,16 @@ pub fn fstat(a: &[u64; 6]) -> Result<u64, Errno> {
     Ok(0)
 }
 
-/// `stat(path, statbuf)` (and `lstat`: symlinks are not followed by walks).
+/// `stat(path, statbuf)`.
 pub fn stat(a: &[u64; 6]) -> Result<u64, Errno> {
-    let st = path_stat(&fd::absolute(&super::open::user_path(a[0])?))?;
+    let st = path_stat(&super::open::abs(&super::open::user_path(a[0])?)?)?;
+    user::copy_in(a[1], &encode(&st))?;
+    Ok(0)
+}
+
+/// `lstat(path, statbuf)`: a symbolic link is described, not followed.
+pub fn lstat(a: &[u64; 6]) -> Result<u64, Errno> {
+    let st = path_stat_at(&super::open::abs(&super::open::user_path(a[0])?)?, false)?;
     user::copy_in(a[1], &encode(&st))?;
     Ok(0)
 }
@@ -113,7 +150,10 @@ pub fn newfstatat(a: &[u64; 6]) -> Result<u64, Errno> {
     let st = if p.is_empty() && a[3] & AT_EMPTY_PATH != 0 {
         object_stat(a[0])?
     } else {
-        path_stat(&super::open::resolve(a[0], &p)?)?
+        path_stat_at(
+            &super::open::resolve(a[0], &p)?,
+            a[3] & AT_SYMLINK_NOFOLLOW == 0,
+        )?
     };
     user::copy_in(a[2], &encode(&st))?;
     Ok(0)
@@ -125,7 +165,10 @@ pub fn statx(a: &[u64; 6]) -> Result<u64, Errno> {
     let st = if p.is_empty() && a[2] & AT_EMPTY_PATH != 0 {
         object_stat(a[0])?
     } else {
-        path_stat(&super::open::resolve(a[0], &p)?)?
+        path_stat_at(
+            &super::open::resolve(a[0], &p)?,
+            a[2] & AT_SYMLINK_NOFOLLOW == 0,
+        )?
     };
     let mut b = [0u8; 256];
     let put32 =

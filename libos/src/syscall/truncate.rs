@@ -31,13 +31,18 @@ pub fn truncate(a: &[u64; 6]) -> Result<u64, Errno> {
     if len < 0 {
         return Err(Errno::EINVAL);
     }
-    let path = fd::absolute(&super::open::user_path(a[0])?);
+    let path = super::open::abs(&super::open::user_path(a[0])?)?;
     match super::open::route_path(&path) {
         Route::Namespace => {}
         Route::Missing => return Err(Errno::ENOENT),
         _ => return Err(Errno::EACCES),
     }
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
+    if super::open::dir_slash(&path) {
+        // A directory, or ENOTDIR; a directory cannot be truncated.
+        super::stat::path_stat_at(&path, true)?;
+        return Err(Errno::EISDIR);
+    }
     let fid = c.walk_path(&path)?;
     let r = c.truncate(fid, len as u64);
     c.clunk(fid);

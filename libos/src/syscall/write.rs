@@ -34,9 +34,15 @@ fn write_file(f: &File, at: Option<u64>, bytes: &[u8]) -> Result<u64, Errno> {
             if flags & O_ACCMODE == 0 {
                 return Err(Errno::EBADF);
             }
+            if bytes.is_empty() {
+                // Nothing written moves nothing, not even with O_APPEND.
+                return Ok(0);
+            }
+            // With O_APPEND every write goes to the end, pwrite's too (a
+            // documented Linux bug that programs see).
             let mut pos = match at {
+                _ if flags & O_APPEND != 0 => c.getattr(*fid)?.size,
                 Some(p) => p,
-                None if flags & O_APPEND != 0 => c.getattr(*fid)?.size,
                 None => *offset.lock(),
             };
             let mut done = 0u64;

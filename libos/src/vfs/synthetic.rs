@@ -122,6 +122,11 @@ pub fn stat_file() -> astraea_9p::Stat {
     base_stat(S_IFREG | 0o444, 0)
 }
 
+/// The attributes of a generated symbolic link (`/proc/self/exe`).
+pub fn stat_link() -> astraea_9p::Stat {
+    base_stat(0o120777, 0)
+}
+
 /// The attributes of a generated directory.
 pub fn stat_dir() -> astraea_9p::Stat {
     base_stat(S_IFDIR | 0o555, 2)
