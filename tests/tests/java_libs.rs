@@ -25,8 +25,7 @@
 //! runs it itself when they are missing. Without mvn or Maven Central, a
 //! JDK, or `/dev/kvm` a test says so loudly and passes.
 //!
-//! Known failures today are `#[ignore]`d with the reason: run them with
-//! `cargo test -p astraea-tests --test java_libs -- --ignored`.
+//! Known failures would be `#[ignore]`d with the reason; none are today.
 
 #[cfg(test)]
 mod tests {
@@ -361,17 +360,11 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "known: hangs intermittently in a partition after the first segments are flushed \
-                (no more system calls, a vCPU spinning; the library OS's lock in a page fault, \
-                mm::vma); passed 2 of 4 runs (37 s and 71 s when it passes), issue 10"]
     fn lucene9_jdk17() {
         lucene("lucene9", JDK17, "lucene9");
     }
 
     #[test]
-    #[ignore = "known: mincore (syscall 27) is not implemented: Lucene's prefetch gets \
-                IOException: Function not implemented from MappedMemorySegment.isLoaded during \
-                forceMerge; and the same hang as lucene9_jdk17 before it, issue 10"]
     fn lucene10_jdk25() {
         lucene("lucene10", JDK25, "lucene10");
     }
@@ -561,8 +554,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "known: chmod (syscall 90) is not implemented: the zip file system's close gets \
-                FileSystemException: zipfstmp….tmp: Function not implemented, issue 10"]
     fn zipfs_write_jdk17() {
         host_vs_partition("zipfs-write", JDK17, "ZipJar", None, 1, &zipfs_write_args);
     }
