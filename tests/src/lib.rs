@@ -271,3 +271,25 @@ pub fn host_in(
     }
     run_with_timeout(&mut c, timeout)
 }
+
+/// A fresh directory `target/NAME/pid-PID` for this test process, under
+/// `target/` so that `cargo clean` removes it, one per process so that
+/// concurrent runs of a suite do not delete each other's files; the
+/// directories of processes that have ended are removed.
+pub fn scratch_root(name: &str) -> PathBuf {
+    let top = workspace().join("target").join(name);
+    if let Ok(entries) = std::fs::read_dir(&top) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("pid-")
+                && !Path::new("/proc").join(pid).exists()
+            {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    let root = top.join(format!("pid-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).expect("cannot create a scratch directory under target/");
+    root
+}

@@ -104,23 +104,8 @@ mod tests {
         static F: OnceLock<Option<Fixture>> = OnceLock::new();
         let f = F.get_or_init(|| {
             let javac = javac()?;
-            // Under target/ so that `cargo clean` removes it, one directory
-            // per test process so that concurrent runs of this suite do not
-            // delete each other's files; those of processes that have ended
-            // are removed (the input file is 64 MiB).
-            let top = workspace().join("target").join("java-tests");
-            if let Ok(entries) = std::fs::read_dir(&top) {
-                for e in entries.flatten() {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    if let Some(pid) = name.strip_prefix("pid-")
-                        && !Path::new("/proc").join(pid).exists()
-                    {
-                        let _ = std::fs::remove_dir_all(e.path());
-                    }
-                }
-            }
-            let root = top.join(format!("pid-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&root);
+            // Those of ended test processes are removed: the input file is 64 MiB.
+            let root = scratch_root("java-tests");
             let classes = root.join("classes");
             std::fs::create_dir_all(&classes).unwrap();
             let src = workspace().join("jvm-port").join("java");

@@ -70,23 +70,7 @@ mod tests {
     /// removed).
     fn root() -> &'static Path {
         static R: OnceLock<PathBuf> = OnceLock::new();
-        R.get_or_init(|| {
-            let top = workspace().join("target").join("java-libs-tests");
-            if let Ok(entries) = std::fs::read_dir(&top) {
-                for e in entries.flatten() {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    if let Some(pid) = name.strip_prefix("pid-")
-                        && !Path::new("/proc").join(pid).exists()
-                    {
-                        let _ = std::fs::remove_dir_all(e.path());
-                    }
-                }
-            }
-            let root = top.join(format!("pid-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&root);
-            std::fs::create_dir_all(&root).unwrap();
-            root
-        })
+        R.get_or_init(|| scratch_root("java-libs-tests"))
     }
 
     /// The directory of a jar set (`target/javalibs/SET`), fetched by
