@@ -54,7 +54,8 @@ fi
 kver=$(ls "$cache/pkg/lib/modules" | head -1)
 mods="$cache/pkg/lib/modules/$kver/kernel"
 
-# The initramfs: busybox, the modules, and an init that loads kvm_amd,
+# The initramfs: busybox, the modules (in dependency order: each one's
+# `depends=` names only modules before it), and an init that loads kvm_amd,
 # mounts this machine's files and runs the command in a chroot.
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
@@ -62,9 +63,9 @@ mkdir -p "$root"/{bin,proc,sys,dev,tmp,host,mods}
 cp /bin/busybox "$root/bin/busybox"
 order=(
     virt/lib/irqbypass arch/x86/kvm/kvm drivers/crypto/ccp/ccp arch/x86/kvm/kvm-amd
-    drivers/virtio/virtio drivers/virtio/virtio_ring drivers/virtio/virtio_pci_modern_dev
+    drivers/virtio/virtio_ring drivers/virtio/virtio drivers/virtio/virtio_pci_modern_dev
     drivers/virtio/virtio_pci_legacy_dev drivers/virtio/virtio_pci
-    fs/fscache/fscache fs/netfs/netfs net/9p/9pnet net/9p/9pnet_virtio fs/9p/9p
+    fs/netfs/netfs fs/fscache/fscache net/9p/9pnet net/9p/9pnet_virtio fs/9p/9p
 )
 i=0
 for m in "${order[@]}"; do

@@ -9,6 +9,7 @@ repo=$1
 shift
 astraea="$repo/target/release/astraea"
 kdir="$repo/target/x86_64-unknown-none/release"
+export ASTRAEA_KERNEL="$kdir/astraea-kernel"
 case_() {
     name=$1
     shift
