@@ -474,7 +474,7 @@ mod tests {
         let first = var("ASTRAEA_FSDIFF_FIRST", 1_000_000);
         let mut done = 0;
         while done < seeds {
-            let batch = (seeds - done).min(5000);
+            let batch = (seeds - done).min(1000);
             differential(&env, Gateway::BuiltIn, first + done, batch as u32, calls);
             done += batch;
         }
