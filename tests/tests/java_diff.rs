@@ -66,6 +66,8 @@ mod tests {
     }
 
     /// A fresh working directory; FsDiff's scratch directory is inside it.
+    /// The host's and the partition's have names of one length: an absolute
+    /// symbolic link's size is its target's length.
     fn workdir(jdk: &str, side: &str) -> PathBuf {
         let d = root().join("runs").join(format!("{jdk}-{side}"));
         let _ = std::fs::remove_dir_all(&d);
@@ -115,7 +117,7 @@ mod tests {
         );
         assert!(host.stdout.ends_with("done\n"), "{}", host.stdout);
 
-        let dir = workdir(jdk, "partition");
+        let dir = workdir(jdk, "part");
         let t0 = Instant::now();
         let part = run_with_timeout(
             Command::new(astraea())
