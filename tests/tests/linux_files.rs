@@ -430,6 +430,86 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// `chown` and its kin change the host file through the gateway;
+    /// `inotify` answers ENOSYS and the xattr calls EOPNOTSUPP, on purpose.
+    #[test]
+    fn owners_change_inotify_and_xattrs_are_refused() {
+        let src = r#"
+            #define _GNU_SOURCE
+            #include <stdio.h>
+            #include <unistd.h>
+            #include <fcntl.h>
+            #include <errno.h>
+            #include <sys/stat.h>
+            #include <sys/inotify.h>
+            #include <sys/xattr.h>
+            #define SHOW(what, call) do { errno = 0; int r_ = (call); \
+                printf("%s=%d errno=%d\n", what, r_, r_ < 0 ? errno : 0); } while (0)
+            int main(void) {
+                int fd = open("/own", O_RDWR | O_CREAT | O_TRUNC, 0644);
+                if (fd < 0) { perror("open"); return 1; }
+                symlink("own", "/lnk");
+                SHOW("fchown -1 -1", fchown(fd, -1, -1));
+                SHOW("chown self", chown("/own", getuid(), getgid()));
+                SHOW("lchown self", lchown("/lnk", getuid(), getgid()));
+                SHOW("fchownat empty path", fchownat(fd, "", -1, getgid(), AT_EMPTY_PATH));
+                SHOW("chown missing", chown("/missing", 0, 0));
+                SHOW("fchownat bad flag", fchownat(AT_FDCWD, "/own", 0, 0, 0x4));
+                int root = getuid() == 0;
+                SHOW("fchown 4242", fchown(fd, 4242, -1) == 0 || !root ? 0 : -1);
+                SHOW("lchown 4343", lchown("/lnk", -1, 4343) == 0 || !root ? 0 : -1);
+                SHOW("inotify_init1", inotify_init1(IN_CLOEXEC));
+                SHOW("inotify_add_watch", inotify_add_watch(99, "/", IN_CREATE));
+                char buf[64];
+                SHOW("flistxattr", (int)flistxattr(fd, buf, sizeof buf));
+                SHOW("getxattr", (int)getxattr("/own", "user.x", buf, sizeof buf));
+                SHOW("fsetxattr", fsetxattr(fd, "user.x", "1", 1, 0));
+                printf("root=%d\n", root);
+                return 0;
+            }
+        "#;
+        let Some((r, dir)) = run_program("owners", src) else {
+            return;
+        };
+        assert_eq!(r.code, 0, "{r:?}");
+        assert_eq!(
+            r.stdout,
+            format!(
+                "fchown -1 -1=0 errno=0\n\
+                 chown self=0 errno=0\n\
+                 lchown self=0 errno=0\n\
+                 fchownat empty path=0 errno=0\n\
+                 chown missing=-1 errno=2\n\
+                 fchownat bad flag=-1 errno=22\n\
+                 fchown 4242=0 errno=0\n\
+                 lchown 4343=0 errno=0\n\
+                 inotify_init1=-1 errno=38\n\
+                 inotify_add_watch=-1 errno=9\n\
+                 flistxattr=-1 errno=95\n\
+                 getxattr=-1 errno=95\n\
+                 fsetxattr=-1 errno=95\n\
+                 root={}\n",
+                u8::from(r.stdout.contains("root=1"))
+            ),
+            "{r:?}"
+        );
+        assert!(
+            r.stderr
+                .contains("astraea: inotify is not supported in a partition")
+                && !r.stderr.contains("unimplemented system call"),
+            "{r:?}"
+        );
+        if r.stdout.contains("root=1") {
+            // As root the gateway really changed the owners on the host.
+            let own = std::fs::metadata(dir.join("own")).unwrap();
+            assert_eq!(own.uid(), 4242);
+            let lnk = std::fs::symlink_metadata(dir.join("lnk")).unwrap();
+            assert_eq!(lnk.gid(), 4343);
+            assert_ne!(own.gid(), 4343, "lchown changed the link's target");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn sleeping_naming_and_the_calls_a_partition_refuses() {
         let src = r#"

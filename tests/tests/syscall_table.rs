@@ -66,6 +66,86 @@ const NOTES: &[(&str, Status, &str)] = &[
         "ENOSYS and one line on the console: one process per partition",
     ),
     (
+        "inotify_init",
+        Refused,
+        "ENOSYS (a Linux without inotify) and one line on the console; Java's `WatchService` fails",
+    ),
+    (
+        "inotify_init1",
+        Refused,
+        "ENOSYS (a Linux without inotify) and one line on the console; Java's `WatchService` fails",
+    ),
+    (
+        "inotify_add_watch",
+        Refused,
+        "EBADF: no inotify descriptor exists",
+    ),
+    (
+        "inotify_rm_watch",
+        Refused,
+        "EBADF: no inotify descriptor exists",
+    ),
+    (
+        "setxattr",
+        Refused,
+        "EOPNOTSUPP: the 9P namespace has no extended attributes",
+    ),
+    (
+        "lsetxattr",
+        Refused,
+        "EOPNOTSUPP: the 9P namespace has no extended attributes",
+    ),
+    (
+        "fsetxattr",
+        Refused,
+        "EOPNOTSUPP: the 9P namespace has no extended attributes",
+    ),
+    (
+        "getxattr",
+        Refused,
+        "EOPNOTSUPP: the 9P namespace has no extended attributes",
+    ),
+    (
+        "lgetxattr",
+        Refused,
+        "EOPNOTSUPP: the 9P namespace has no extended attributes",
+    ),
+    (
+        "fgetxattr",
+        Refused,
+        "EOPNOTSUPP: the 9P namespace has no extended attributes",
+    ),
+    (
+        "listxattr",
+        Refused,
+        "EOPNOTSUPP: the 9P namespace has no extended attributes",
+    ),
+    (
+        "llistxattr",
+        Refused,
+        "EOPNOTSUPP: the 9P namespace has no extended attributes",
+    ),
+    (
+        "flistxattr",
+        Refused,
+        "EOPNOTSUPP: the 9P namespace has no extended attributes",
+    ),
+    (
+        "removexattr",
+        Refused,
+        "EOPNOTSUPP: the 9P namespace has no extended attributes",
+    ),
+    (
+        "lremovexattr",
+        Refused,
+        "EOPNOTSUPP: the 9P namespace has no extended attributes",
+    ),
+    (
+        "fremovexattr",
+        Refused,
+        "EOPNOTSUPP: the 9P namespace has no extended attributes",
+    ),
+    (
         "rseq",
         Refused,
         "ENOSYS; glibc and HotSpot fall back (`sched_getcpu` uses the vDSO)",

@@ -1,8 +1,11 @@
 //! `chmod(2)`, `fchmod(2)`, `fchmodat(2)`, `fchmodat2(2)`: a mode change
-//! through `Tsetattr`.
+//! through `Tsetattr`; `chown(2)`, `fchown(2)`, `lchown(2)`, `fchownat(2)`:
+//! an owner change the same way (the gateway changes the host file, with the
+//! gateway's privileges: an unprivileged gateway gets `EPERM` as Linux gives
+//! an unprivileged process).
 
 use astraea_9p::SetAttr;
-use astraea_9p::consts::P9_SETATTR_MODE;
+use astraea_9p::consts::{P9_SETATTR_GID, P9_SETATTR_MODE, P9_SETATTR_UID};
 
 use crate::errno::Errno;
 use crate::fd::{self, File, Object};
@@ -16,6 +19,25 @@ fn mode_attr(mode: u64) -> SetAttr {
         valid: P9_SETATTR_MODE,
         // S_IALLUGO: the file type bits are not the caller's to change.
         mode: (mode & 0o7777) as u32,
+        ..SetAttr::default()
+    }
+}
+
+/// The attributes of `chown(…, uid, gid)`: -1 (as a 32-bit value) leaves
+/// the one it stands for unchanged.
+fn owner_attr(uid: u64, gid: u64) -> SetAttr {
+    let (uid, gid) = (uid as u32, gid as u32);
+    let mut valid = 0;
+    if uid != u32::MAX {
+        valid |= P9_SETATTR_UID;
+    }
+    if gid != u32::MAX {
+        valid |= P9_SETATTR_GID;
+    }
+    SetAttr {
+        valid,
+        uid,
+        gid,
         ..SetAttr::default()
     }
 }
@@ -92,4 +114,38 @@ pub fn fchmodat2(a: &[u64; 6]) -> Result<u64, Errno> {
     }
     let path = super::open::resolve(a[0], &p)?;
     setattr_path(&path, a[3] & AT_SYMLINK_NOFOLLOW == 0, mode_attr(a[2]))
+}
+
+/// `chown(path, uid, gid)`.
+pub fn chown(a: &[u64; 6]) -> Result<u64, Errno> {
+    let path = super::open::abs(&super::open::user_path(a[0])?)?;
+    setattr_path(&path, true, owner_attr(a[1], a[2]))
+}
+
+/// `lchown(path, uid, gid)`: a link itself.
+pub fn lchown(a: &[u64; 6]) -> Result<u64, Errno> {
+    let path = super::open::abs(&super::open::user_path(a[0])?)?;
+    setattr_path(&path, false, owner_attr(a[1], a[2]))
+}
+
+/// `fchown(fd, uid, gid)`.
+pub fn fchown(a: &[u64; 6]) -> Result<u64, Errno> {
+    setattr_fd(a[0], owner_attr(a[1], a[2]))
+}
+
+/// `fchownat(dirfd, path, uid, gid, flags)`.
+pub fn fchownat(a: &[u64; 6]) -> Result<u64, Errno> {
+    if a[4] & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let p = super::open::user_path(a[1])?;
+    if p.is_empty() && a[4] & AT_EMPTY_PATH != 0 {
+        return setattr_fd(a[0], owner_attr(a[2], a[3]));
+    }
+    let path = super::open::resolve(a[0], &p)?;
+    setattr_path(
+        &path,
+        a[4] & AT_SYMLINK_NOFOLLOW == 0,
+        owner_attr(a[2], a[3]),
+    )
 }
