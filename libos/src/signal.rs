@@ -79,6 +79,9 @@ static ACTIONS: IrqLock<[Action; 64]> = IrqLock::new(
 /// Signals that cannot be caught, blocked or ignored.
 const UNBLOCKABLE: u64 = (1 << (nr::SIGKILL - 1)) | (1 << (nr::SIGSTOP - 1));
 
+/// The first real-time signal (the kernel's; libcs reserve a few).
+const SIGRTMIN: u32 = 32;
+
 fn bit(sig: u32) -> u64 {
     1u64 << (sig - 1)
 }
@@ -126,7 +129,17 @@ pub fn send(tid: u64, sig: u32) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     }
     let t = crate::process::thread(tid).ok_or(Errno::ESRCH)?;
-    t.user.pending.fetch_or(bit(sig), Ordering::AcqRel);
+    if sig >= SIGRTMIN {
+        // Real-time signals queue: each one sent is delivered (Linux;
+        // standard signals coalesce). tests/progs/memdiff.c
+        let mut q = t.user.rt_queued.lock();
+        if t.user.pending.fetch_or(bit(sig), Ordering::AcqRel) & bit(sig) != 0 {
+            let n = &mut q[(sig - SIGRTMIN) as usize];
+            *n = n.saturating_add(1);
+        }
+    } else {
+        t.user.pending.fetch_or(bit(sig), Ordering::AcqRel);
+    }
     crate::sched::make_ready(t);
     Ok(())
 }
@@ -250,7 +263,18 @@ fn deliver_one(regs: &mut UserRegs) -> Option<bool> {
         return None;
     }
     let sig = ready.trailing_zeros() + 1;
-    me.user.pending.fetch_and(!bit(sig), Ordering::AcqRel);
+    if sig >= SIGRTMIN {
+        let mut q = me.user.rt_queued.lock();
+        let n = &mut q[(sig - SIGRTMIN) as usize];
+        if *n > 0 {
+            // Another instance stays pending.
+            *n -= 1;
+        } else {
+            me.user.pending.fetch_and(!bit(sig), Ordering::AcqRel);
+        }
+    } else {
+        me.user.pending.fetch_and(!bit(sig), Ordering::AcqRel);
+    }
     let action = ACTIONS.lock()[sig as usize - 1];
     let info = Info {
         signo: sig,

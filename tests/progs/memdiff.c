@@ -4,6 +4,8 @@
  *   memdiff DIR run SEED NSEEDS COUNT   seeds SEED..SEED+NSEEDS-1, COUNT
  *                                       calls each, state reset before each
  *   memdiff DIR replay SEED COUNT I,J,… only calls I, J, … of that sequence
+ *                                       (more SEED COUNT I,J,… triples may
+ *                                       follow: each its own sequence)
  *
  * Call i of a seed depends only on (seed, i), so any subset of a sequence can
  * be replayed (the test shrinks a failing sequence that way). Each line is
@@ -1078,17 +1080,19 @@ int main(int argc, char **argv) {
             for (unsigned i = 0; i < count; i++)
                 call(seed + s, i);
         }
-    } else if (!strcmp(argv[2], "replay") && argc == 6) {
-        uint64_t seed = strtoull(argv[3], NULL, 10);
-        reset();
-        printf("# seed %llu\n", (unsigned long long)seed);
-        for (char *p = argv[5]; *p;) {
-            char *e;
-            unsigned long i = strtoul(p, &e, 10);
-            if (e == p)
-                break;
-            call(seed, (unsigned)i);
-            p = *e ? e + 1 : e;
+    } else if (!strcmp(argv[2], "replay") && argc >= 6 && (argc - 3) % 3 == 0) {
+        for (int a = 3; a < argc; a += 3) {
+            uint64_t seed = strtoull(argv[a], NULL, 10);
+            reset();
+            printf("# seed %llu\n", (unsigned long long)seed);
+            for (char *p = argv[a + 2]; *p;) {
+                char *e;
+                unsigned long i = strtoul(p, &e, 10);
+                if (e == p)
+                    break;
+                call(seed, (unsigned)i);
+                p = *e ? e + 1 : e;
+            }
         }
     } else {
         fprintf(stderr, "memdiff: bad arguments\n");
