@@ -620,6 +620,22 @@ mod tests {
     }
 
     #[test]
+    fn limits_is_linux_table() {
+        let s = limits(|r| {
+            if r == 3 {
+                (8 << 20, u64::MAX)
+            } else {
+                (u64::MAX, u64::MAX)
+            }
+        });
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines.len(), 17);
+        assert!(lines[0].starts_with("Limit                     Soft Limit"));
+        assert!(lines[4].starts_with("Max stack size            8388608              unlimited"));
+        assert!(lines[8].starts_with("Max open files"));
+    }
+
+    #[test]
     fn status_reports_ids_threads_and_memory() {
         let p = ProcessInfo {
             pid: 1,
