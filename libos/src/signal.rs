@@ -79,6 +79,9 @@ static ACTIONS: IrqLock<[Action; 64]> = IrqLock::new(
 /// Signals that cannot be caught, blocked or ignored.
 const UNBLOCKABLE: u64 = (1 << (nr::SIGKILL - 1)) | (1 << (nr::SIGSTOP - 1));
 
+/// The first real-time signal (the kernel's; libcs reserve a few).
+const SIGRTMIN: u32 = 32;
+
 fn bit(sig: u32) -> u64 {
     1u64 << (sig - 1)
 }
@@ -126,7 +129,17 @@ pub fn send(tid: u64, sig: u32) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     }
     let t = crate::process::thread(tid).ok_or(Errno::ESRCH)?;
-    t.user.pending.fetch_or(bit(sig), Ordering::AcqRel);
+    if sig >= SIGRTMIN {
+        // Real-time signals queue: each one sent is delivered (Linux;
+        // standard signals coalesce). tests/progs/memdiff.c
+        let mut q = t.user.rt_queued.lock();
+        if t.user.pending.fetch_or(bit(sig), Ordering::AcqRel) & bit(sig) != 0 {
+            let n = &mut q[(sig - SIGRTMIN) as usize];
+            *n = n.saturating_add(1);
+        }
+    } else {
+        t.user.pending.fetch_or(bit(sig), Ordering::AcqRel);
+    }
     crate::sched::make_ready(t);
     Ok(())
 }
@@ -227,16 +240,41 @@ pub fn fault(info: &Info, regs: &mut UserRegs) {
     }
 }
 
-/// Delivers one pending, unblocked signal of the calling thread into
-/// `regs`, if there is one; `true` if `regs` changed.
+/// Delivers every pending, unblocked signal of the calling thread into
+/// `regs`, as Linux does before it returns to the program: the lowest
+/// first, each next one's frame on top of the last (under the mask its
+/// handler set), so the last delivered runs first; `true` if `regs`
+/// changed. (One at a time, a second pending signal waited for the first
+/// handler's next system call and ran nested in it: tests/progs/memdiff.c.)
 pub fn deliver_pending(regs: &mut UserRegs) -> bool {
+    let mut changed = false;
+    while let Some(c) = deliver_one(regs) {
+        changed |= c;
+    }
+    changed
+}
+
+/// Delivers the lowest pending, unblocked signal: `None` if there is none,
+/// else whether `regs` changed.
+fn deliver_one(regs: &mut UserRegs) -> Option<bool> {
     let me = crate::sched::current();
     let ready = me.user.pending.load(Ordering::Acquire) & !me.user.sigmask.load(Ordering::Relaxed);
     if ready == 0 {
-        return false;
+        return None;
     }
     let sig = ready.trailing_zeros() + 1;
-    me.user.pending.fetch_and(!bit(sig), Ordering::AcqRel);
+    if sig >= SIGRTMIN {
+        let mut q = me.user.rt_queued.lock();
+        let n = &mut q[(sig - SIGRTMIN) as usize];
+        if *n > 0 {
+            // Another instance stays pending.
+            *n -= 1;
+        } else {
+            me.user.pending.fetch_and(!bit(sig), Ordering::AcqRel);
+        }
+    } else {
+        me.user.pending.fetch_and(!bit(sig), Ordering::AcqRel);
+    }
     let action = ACTIONS.lock()[sig as usize - 1];
     let info = Info {
         signo: sig,
@@ -244,7 +282,7 @@ pub fn deliver_pending(regs: &mut UserRegs) -> bool {
         addr: 0,
         trap: (0, 0),
     };
-    match action.handler {
+    Some(match action.handler {
         SIG_IGN => false,
         SIG_DFL if ignored_by_default(sig) => false,
         SIG_DFL => die(&info, regs),
@@ -254,7 +292,14 @@ pub fn deliver_pending(regs: &mut UserRegs) -> bool {
             }
             true
         }
-    }
+    })
+}
+
+/// The calling thread's pending signals that its mask blocks
+/// (`rt_sigpending`).
+pub fn pending_blocked() -> u64 {
+    let me = crate::sched::current();
+    me.user.pending.load(Ordering::Acquire) & me.user.sigmask.load(Ordering::Relaxed)
 }
 
 /// Offsets in the frame (Linux's `struct rt_sigframe`): the return
@@ -415,12 +460,24 @@ pub fn sigreturn(uc: u64) -> Result<UserRegs, Errno> {
     Ok(regs)
 }
 
-/// `sigaltstack`: sets and/or returns the calling thread's alternate stack.
-pub fn altstack(new: Option<(u64, u64, u32)>) -> Result<(u64, u64, u32), Errno> {
+/// `sigaltstack`: sets and/or returns the calling thread's alternate stack,
+/// whose flags say `SS_ONSTACK` while the program's stack pointer `rsp` is
+/// on it; changing it then is `EPERM` (as Linux; tests/progs/memdiff.c).
+pub fn altstack(new: Option<(u64, u64, u32)>, rsp: u64) -> Result<(u64, u64, u32), Errno> {
     let me = crate::sched::current();
     let mut a = me.user.altstack.lock();
-    let old = *a;
+    let mut old = *a;
+    let on_alt = old.2 & SS_DISABLE == 0 && rsp > old.0 && rsp <= old.0 + old.1;
+    if on_alt {
+        old.2 = SS_ONSTACK;
+    }
     if let Some((sp, size, flags)) = new {
+        if on_alt {
+            return Err(Errno::EPERM);
+        }
+        if flags & !(SS_DISABLE | SS_ONSTACK | (1 << 31)) != 0 {
+            return Err(Errno::EINVAL);
+        }
         if flags & SS_DISABLE != 0 {
             *a = (0, 0, SS_DISABLE);
         } else {

@@ -61,6 +61,9 @@ pub struct UserCtx {
     pub sigmask: AtomicU64,
     /// Signals sent to this thread and not yet delivered.
     pub pending: AtomicU64,
+    /// Real-time signals (32 to 64) are queued: how many more instances of
+    /// each wait beyond the one `pending` marks (index `sig - 32`).
+    pub rt_queued: IrqLock<[u16; 33]>,
     /// `sigaltstack`: (base, size, flags).
     pub altstack: IrqLock<(u64, u64, u32)>,
     /// The saved extended state (XSAVE area), while another thread owns the FPU.
@@ -79,6 +82,7 @@ impl UserCtx {
             clear_child_tid: AtomicU64::new(0),
             sigmask: AtomicU64::new(0),
             pending: AtomicU64::new(0),
+            rt_queued: IrqLock::new([0; 33]),
             altstack: IrqLock::new((0, 0, 2)),
             fpu: IrqLock::new(None),
             cpu_ns: AtomicU64::new(0),

@@ -215,12 +215,14 @@ pub fn futex(a: &[u64; 6]) -> Result<u64, Errno> {
             };
             wait(addr, val, a[5] as u32, deadline)
         }
-        FUTEX_WAKE => Ok(wake(addr, val, BITSET_ANY)),
+        // Linux wakes at least one waiter even when asked for none (its
+        // loop counts after each wake-up; tests/progs/memdiff.c).
+        FUTEX_WAKE => Ok(wake(addr, val.max(1), BITSET_ANY)),
         FUTEX_WAKE_BITSET => {
             if a[5] as u32 == 0 {
                 return Err(Errno::EINVAL);
             }
-            Ok(wake(addr, val, a[5] as u32))
+            Ok(wake(addr, val.max(1), a[5] as u32))
         }
         FUTEX_REQUEUE => Ok(requeue(addr, val, a[4], a[3] as u32)),
         FUTEX_CMP_REQUEUE => {
@@ -229,7 +231,7 @@ pub fn futex(a: &[u64; 6]) -> Result<u64, Errno> {
             }
             Ok(requeue(addr, val, a[4], a[3] as u32))
         }
-        FUTEX_WAKE_OP => wake_op(addr, val, a[4], a[3] as u32, a[5] as u32),
+        FUTEX_WAKE_OP => wake_op(addr, val.max(1), a[4], (a[3] as u32).max(1), a[5] as u32),
         _ => Err(Errno::ENOSYS),
     }
 }

@@ -33,7 +33,7 @@ mod open;
 mod pipe;
 mod poll;
 mod prctl;
-mod prlimit64;
+pub mod prlimit64;
 mod read;
 mod readlink;
 mod rusage;
@@ -109,6 +109,7 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (96, "gettimeofday", sysinfo::gettimeofday),
     (99, "sysinfo", sysinfo::sysinfo),
     (131, "sigaltstack", signal::sigaltstack),
+    (127, "rt_sigpending", signal::rt_sigpending),
     (158, "arch_prctl", arch_prctl::arch_prctl),
     (186, "gettid", getpid::gettid),
     (202, "futex", futex::futex),

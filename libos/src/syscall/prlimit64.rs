@@ -7,17 +7,23 @@ const RLIMIT_STACK: u64 = 3;
 const RLIMIT_NOFILE: u64 = 7;
 const RLIM_INFINITY: u64 = u64::MAX;
 
+/// The (soft, hard) limit of `resource`, as `prlimit64` and
+/// `/proc/self/limits` report it.
+pub fn rlimit(resource: u64) -> (u64, u64) {
+    match resource {
+        RLIMIT_STACK => (8 << 20, RLIM_INFINITY),
+        RLIMIT_NOFILE => (1024, 4096),
+        _ => (RLIM_INFINITY, RLIM_INFINITY),
+    }
+}
+
 /// `prlimit64(pid, resource, new, old)`.
 pub fn prlimit64(a: &[u64; 6]) -> Result<u64, Errno> {
     if a[0] != 0 && a[0] != 1 {
         return Err(Errno::EPERM);
     }
     if a[3] != 0 {
-        let (cur, max) = match a[1] {
-            RLIMIT_STACK => (8 << 20, RLIM_INFINITY),
-            RLIMIT_NOFILE => (1024, 4096),
-            _ => (RLIM_INFINITY, RLIM_INFINITY),
-        };
+        let (cur, max) = rlimit(a[1]);
         let mut out = [0u8; 16];
         out[..8].copy_from_slice(&cur.to_le_bytes());
         out[8..].copy_from_slice(&max.to_le_bytes());

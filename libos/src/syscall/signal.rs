@@ -67,7 +67,11 @@ pub fn sigaltstack(a: &[u64; 6]) -> Result<u64, Errno> {
     } else {
         None
     };
-    let (sp, size, flags) = signal::altstack(new)?;
+    let rsp = crate::arch::user::current_syscall_frame();
+    // SAFETY: the current thread's system-call frame, at the top of its
+    // kernel stack for the duration of the call; only read here.
+    let rsp = unsafe { (*rsp).user_rsp };
+    let (sp, size, flags) = signal::altstack(new, rsp)?;
     if a[1] != 0 {
         let mut b = [0u8; 24];
         b[0..8].copy_from_slice(&sp.to_le_bytes());
@@ -84,7 +88,7 @@ pub fn rt_sigreturn(_: &[u64; 6]) -> Result<u64, Errno> {
     // SAFETY: the current thread's system-call frame, at the top of its
     // kernel stack for the duration of the call; nothing else touches it.
     let f = unsafe { &mut *frame };
-    let regs = match signal::sigreturn(f.user_rsp) {
+    let mut regs = match signal::sigreturn(f.user_rsp) {
         Ok(r) => r,
         Err(_) => {
             let info = signal::Info {
@@ -96,6 +100,10 @@ pub fn rt_sigreturn(_: &[u64; 6]) -> Result<u64, Errno> {
             signal::die(&info, &f.user_regs())
         }
     };
+    // The restored mask may unblock a pending signal (one raised in its
+    // own handler without SA_NODEFER): Linux delivers it now, before the
+    // interrupted code goes on (the dispatcher skips a full restore).
+    signal::deliver_pending(&mut regs);
     if !f.set_user_regs(&regs) {
         let info = signal::Info {
             signo: signal::nr::SIGSEGV,
@@ -106,6 +114,16 @@ pub fn rt_sigreturn(_: &[u64; 6]) -> Result<u64, Errno> {
         signal::die(&info, &regs);
     }
     Ok(regs.rax)
+}
+
+/// `rt_sigpending(set, sigsetsize)`: the pending signals the mask blocks.
+pub fn rt_sigpending(a: &[u64; 6]) -> Result<u64, Errno> {
+    if a[1] > 8 {
+        return Err(Errno::EINVAL);
+    }
+    let set = signal::pending_blocked().to_le_bytes();
+    user::copy_in(a[0], &set[..a[1] as usize])?;
+    Ok(0)
 }
 
 /// `kill(pid, sig)`: only this process exists.

@@ -38,7 +38,9 @@ pub fn clock_nanosleep(a: &[u64; 6]) -> Result<u64, Errno> {
     let realtime = match a[0] {
         CLOCK_REALTIME | CLOCK_REALTIME_ALARM | CLOCK_TAI => true,
         CLOCK_MONOTONIC | CLOCK_BOOTTIME | CLOCK_BOOTTIME_ALARM => false,
-        // CPU-time clocks and others.
+        // Clocks Linux knows but cannot sleep on (the thread CPU-time, raw
+        // and coarse clocks) answer EOPNOTSUPP there; others EINVAL.
+        3..=6 => return Err(Errno::EOPNOTSUPP),
         _ => return Err(Errno::EINVAL),
     };
     let ns = timespec_ns(a[2])?;

@@ -394,6 +394,53 @@ pub fn self_stat(p: &ProcessInfo) -> String {
     s
 }
 
+/// `/proc/self/limits`: Linux's table (the JDK reads it), each limit from
+/// `rlimit(resource)`.
+pub fn limits(rlimit: impl Fn(u64) -> (u64, u64)) -> String {
+    const ROWS: [(&str, &str); 16] = [
+        ("Max cpu time", "seconds"),
+        ("Max file size", "bytes"),
+        ("Max data size", "bytes"),
+        ("Max stack size", "bytes"),
+        ("Max core file size", "bytes"),
+        ("Max resident set", "bytes"),
+        ("Max processes", "processes"),
+        ("Max open files", "files"),
+        ("Max locked memory", "bytes"),
+        ("Max address space", "bytes"),
+        ("Max file locks", "locks"),
+        ("Max pending signals", "signals"),
+        ("Max msgqueue size", "bytes"),
+        ("Max nice priority", ""),
+        ("Max realtime priority", ""),
+        ("Max realtime timeout", "us"),
+    ];
+    let text = |v: u64| {
+        if v == u64::MAX {
+            String::from("unlimited")
+        } else {
+            alloc::format!("{v}")
+        }
+    };
+    let mut s = alloc::format!(
+        "{:<25} {:<20} {:<20} {:<10}\n",
+        "Limit",
+        "Soft Limit",
+        "Hard Limit",
+        "Units"
+    );
+    for (r, (name, unit)) in ROWS.iter().enumerate() {
+        let (cur, max) = rlimit(r as u64);
+        let _ = writeln!(
+            s,
+            "{name:<25} {:<20} {:<20} {unit:<10}",
+            text(cur),
+            text(max)
+        );
+    }
+    s
+}
+
 /// `/proc/self/status`.
 pub fn status(p: &ProcessInfo) -> String {
     let kb = |v: u64| v / 1024;
@@ -570,6 +617,22 @@ mod tests {
         assert_eq!(fields[23 - 3], "1048576"); // vsize
         assert_eq!(fields[24 - 3], "2"); // rss pages
         assert_eq!(fields[28 - 3], "2147418112"); // startstack
+    }
+
+    #[test]
+    fn limits_is_linux_table() {
+        let s = limits(|r| {
+            if r == 3 {
+                (8 << 20, u64::MAX)
+            } else {
+                (u64::MAX, u64::MAX)
+            }
+        });
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines.len(), 17);
+        assert!(lines[0].starts_with("Limit                     Soft Limit"));
+        assert!(lines[4].starts_with("Max stack size            8388608              unlimited"));
+        assert!(lines[8].starts_with("Max open files"));
     }
 
     #[test]

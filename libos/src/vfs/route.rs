@@ -19,6 +19,8 @@ pub enum ProcFile {
     Status,
     /// `/proc/self/comm`.
     Comm,
+    /// `/proc/self/limits`.
+    Limits,
     /// `/proc/meminfo`.
     Meminfo,
     /// `/proc/cpuinfo`.
@@ -142,6 +144,7 @@ fn proc_route(rest: Vec<&str>, pid: u64) -> Route {
             ["stat"] => Route::File(ProcFile::SelfStat),
             ["status"] => Route::File(ProcFile::Status),
             ["comm"] => Route::File(ProcFile::Comm),
+            ["limits"] => Route::File(ProcFile::Limits),
             ["exe"] => Route::Exe,
             _ => Route::Missing,
         },
@@ -198,6 +201,7 @@ pub fn dir_entries(dir: SynDir, pid: u64, cpus: usize) -> Vec<(String, u8)> {
             ("stat", DT_REG),
             ("status", DT_REG),
             ("comm", DT_REG),
+            ("limits", DT_REG),
         ])),
         SynDir::Cpus => {
             out.extend((0..cpus).map(|i| (alloc::format!("cpu{i}"), DT_DIR)));

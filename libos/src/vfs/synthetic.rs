@@ -139,6 +139,7 @@ pub fn generate(file: ProcFile) -> String {
         ProcFile::Maps => crate::mm::vma::proc_maps(),
         ProcFile::SelfStat => proc::self_stat(&process_info()),
         ProcFile::Status => proc::status(&process_info()),
+        ProcFile::Limits => proc::limits(crate::syscall::prlimit64::rlimit),
         ProcFile::Comm => {
             let mut n = super::identity::name();
             n.push('\n');
