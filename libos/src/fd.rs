@@ -46,6 +46,9 @@ pub enum File {
         flags: AtomicU32,
         /// The file-cache key (its inode) when reads go through the cache.
         cache: Option<u64>,
+        /// Its inode (the 9P qid path): the key of its shared pages
+        /// (`mm::shared`).
+        ino: u64,
         /// Whether it is a directory (read, mmap and most seeks refuse it).
         dir: bool,
     },

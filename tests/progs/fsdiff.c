@@ -41,6 +41,7 @@ static struct {
     void *addr;
     size_t len;
     int fd; /* a duplicate, for the file's current size */
+    int writable;
 } maps[NMAPS];
 static int dfd = -1;
 static char root[4096];
@@ -670,20 +671,40 @@ static void on_fault(int sig) {
 
 static void op_mmap(unsigned i) {
     unsigned k = pick(NMAPS);
-    unsigned v = pick(3); /* map, read, unmap */
+    /* map, read, unmap, store, msync; an empty map slot is mostly filled */
+    unsigned v = maps[k].addr || pick(4) == 0 ? pick(5) : 0;
     if (v == 0) {
         unsigned s = pick(NSLOTS);
         int shared = pick(2);
-        begin(i, shared ? "mmap(MAP_SHARED)" : "mmap(MAP_PRIVATE)");
+        /* A shared mapping is writable half the time (EACCES unless the
+         * descriptor is open for reading and writing). */
+        int prot = PROT_READ | (shared && pick(2) ? PROT_WRITE : 0);
+        begin(i, shared ? (prot & PROT_WRITE ? "mmap(MAP_SHARED,PROT_WRITE)" : "mmap(MAP_SHARED)")
+                        : "mmap(MAP_PRIVATE)");
         add(" map=%u slot=%u", k, s);
         struct stat st;
-        if (slot_fd(s) < 0 || fstat(slot_fd(s), &st) != 0) {
+        int fd = slot_fd(s), own = -1;
+        if (fd < 0) {
+            /* No descriptor in the slot: open a name for reading and
+             * writing (a file, or the errno Linux gives for it). */
+            const char *n = name();
+            own = fd = openat(dfd, n, O_RDWR);
+            add(" open(%s)", n);
+            if (fd < 0) {
+                add(" = %s", ename(errno));
+                end();
+                return;
+            }
+        }
+        if (fstat(fd, &st) != 0) {
             add(" = empty");
+            if (own >= 0)
+                close(own);
             end();
             return;
         }
         size_t l = st.st_size > 0 ? (size_t)st.st_size : 4096;
-        void *p = mmap(NULL, l, PROT_READ, shared ? MAP_SHARED : MAP_PRIVATE, slot_fd(s), 0);
+        void *p = mmap(NULL, l, prot, shared ? MAP_SHARED : MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {
             result(-1);
         } else {
@@ -693,26 +714,58 @@ static void op_mmap(unsigned i) {
             }
             maps[k].addr = p;
             maps[k].len = l;
-            maps[k].fd = dup(slot_fd(s));
+            maps[k].fd = dup(fd);
+            maps[k].writable = prot & PROT_WRITE;
             add(" = ok len=%zu", l);
         }
+        if (own >= 0)
+            close(own);
         end();
         return;
     }
-    begin(i, v == 1 ? "mmap-read" : "munmap");
+    static const char *what[] = {"", "mmap-read", "munmap", "mmap-store", "msync(MAP_SHARED)"};
+    begin(i, what[v]);
     add(" map=%u", k);
     if (!maps[k].addr) {
         add(" = empty");
+    } else if (v == 3 || v == 4) {
+        /* A store inside the file's current size (past its last page is
+         * SIGBUS), seen by read(2) at once; msync writes it to the file. */
+        struct stat st;
+        fstat(maps[k].fd, &st);
+        size_t l = maps[k].len < (size_t)st.st_size ? maps[k].len : (size_t)st.st_size;
+        if (!maps[k].writable) {
+            add(" = read-only");
+        } else if (v == 4) {
+            result(msync(maps[k].addr, maps[k].len, pick(2) ? MS_SYNC : MS_ASYNC));
+        } else if (l == 0) {
+            add(" = nothing");
+        } else {
+            size_t at = pick((unsigned)l);
+            volatile size_t n = 1 + pick(64);
+            if (at + n > l)
+                n = l - at;
+            unsigned char c = (unsigned char)('A' + pick(26));
+            if (sigsetjmp(fault, 1) == 0) {
+                memset((char *)maps[k].addr + at, c, n);
+                char back[64];
+                ssize_t r = pread(maps[k].fd, back, n, (off_t)at);
+                add(" at=%zu n=%zu = ok pread=%zd same=%d", at, n, r,
+                    r == (ssize_t)n && memcmp(back, (char *)maps[k].addr + at, n) == 0);
+            } else {
+                add(" = SIGBUS");
+            }
+        }
     } else if (v == 1) {
         /* Only bytes inside the file now (a page past its end is SIGBUS);
-         * what the mapping shows after later writes or truncation is the
-         * mapping's coherence with the file: soft. */
+         * the mapping shows later writes and truncation, as the file's
+         * pages are one with its mappings' (mm::shared). */
         struct stat st;
         fstat(maps[k].fd, &st);
         size_t l = maps[k].len < (size_t)st.st_size ? maps[k].len : (size_t)st.st_size;
         if (sigsetjmp(fault, 1) == 0) {
             uint64_t h = fnv(maps[k].addr, l);
-            add(" = ok ~ %zu hash=%016llx", l, (unsigned long long)h);
+            add(" = ok %zu hash=%016llx", l, (unsigned long long)h);
         } else {
             add(" = SIGBUS");
         }
@@ -772,7 +825,7 @@ static const struct {
     {op_open, 14}, {op_creat, 2},   {op_close, 5},    {op_rw, 16},     {op_lseek, 5},
     {op_truncate, 4}, {op_stat, 12}, {op_readlink, 3}, {op_symlink, 5}, {op_link, 3},
     {op_rename, 4}, {op_unlink, 5},  {op_mkdir, 3},    {op_chmod, 3},   {op_utimens, 3},
-    {op_getdents, 3}, {op_access, 3}, {op_fsync, 2},   {op_cat, 4},     {op_mmap, 4},
+    {op_getdents, 3}, {op_access, 3}, {op_fsync, 2},   {op_cat, 4},     {op_mmap, 8},
     {op_fcntl, 3},
 };
 #define NOPS (sizeof ops / sizeof *ops)
@@ -882,7 +935,7 @@ static void probe(void) {
         (void)p[0]; /* the page is in before the write */
     pwrite(fd, "y", 1, 0);
     begin(4, "mmap-read");
-    add(" shared mapping sees a later write = ok ~ %d", p != MAP_FAILED && *(char *)p == 'y');
+    add(" shared mapping sees a later write = ok %d", p != MAP_FAILED && *(char *)p == 'y');
     end();
     if (p != MAP_FAILED)
         munmap((void *)p, 4096);
@@ -899,7 +952,7 @@ static void probe(void) {
         pread(fd, got, 8, 0);
     }
     begin(6, "msync(MAP_SHARED)");
-    add(" store then read = ok ~ %s", got);
+    add(" store then read = ok %s", got);
     end();
     if (w != MAP_FAILED) {
         pwrite(fd, "Y", 1, 4);
@@ -909,7 +962,7 @@ static void probe(void) {
         munmap(w, 4096);
     }
     begin(7, "msync(MAP_SHARED)");
-    add(" write(2) between stores survives = ok ~ %s", got);
+    add(" write(2) between stores survives = ok %s", got);
     end();
     close(fd);
     r = open(".", O_TMPFILE | O_RDWR, 0600);

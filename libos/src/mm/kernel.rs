@@ -279,7 +279,8 @@ pub fn map_user_page(va: u64, pa: u64, flags: PteFlags) -> Result<(), crate::err
 }
 
 /// Unmaps every user page in `[va, va+len)`: owned frames are freed,
-/// borrowed ones (file-cache pages) handed back to the cache.
+/// borrowed ones (file-cache pages) handed back to the cache, shared file
+/// pages released (`mm::shared`).
 pub fn unmap_user_range(va: u64, len: u64) {
     unmap_user_range_keep(va, len, &mut |_, pa| free_frames(pa, 1));
 }
@@ -303,12 +304,34 @@ pub fn unmap_user_range_keep(va: u64, len: u64, taken: &mut dyn FnMut(u64, u64))
     flush_user(&pages.iter().map(|p| p.0).collect::<alloc::vec::Vec<_>>());
     for (v, e) in pages {
         let pa = e & 0x000f_ffff_ffff_f000;
-        if e & PteFlags::BORROWED.bits() != 0 {
+        if e & PteFlags::SHARED.bits() != 0 {
+            // A store through a writable shared mapping leaves its page
+            // dirty for the file even once unmapped.
+            let stored =
+                e & (PteFlags::DIRTY.bits() | PteFlags::BORROWED.bits()) == PteFlags::DIRTY.bits();
+            super::shared::unref(pa, stored);
+        } else if e & PteFlags::BORROWED.bits() != 0 {
             crate::cache::release_page(pa);
         } else {
             taken(v, pa);
         }
     }
+}
+
+/// Clears the dirty bit of the user page at `va` if it maps `pa`; returns
+/// whether it was set.
+pub fn clean_user_page(va: u64, pa: u64) -> bool {
+    let was = {
+        let mut ks = KERNEL_SPACE.lock();
+        let Some(space) = ks.as_mut() else {
+            return false;
+        };
+        space.clean(&mut Tables, va, pa)
+    };
+    if was {
+        cpu::invlpg(va);
+    }
+    was
 }
 
 /// Unmaps one user page, returning its leaf entry (frame and flags) without

@@ -31,6 +31,8 @@ mod kernel;
 #[cfg(target_os = "none")]
 pub use kernel::*;
 #[cfg(target_os = "none")]
+pub mod shared;
+#[cfg(target_os = "none")]
 pub mod user;
 #[cfg(target_os = "none")]
 pub mod vma;

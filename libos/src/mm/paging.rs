@@ -62,6 +62,11 @@ impl PteFlags {
     /// the cache), not owned by the mapping. `protect` never makes such a
     /// page writable, and unmapping hands it back instead of freeing it.
     pub const BORROWED: Self = Self(1 << 9);
+    /// Software bit: the frame is a shared file page (`mm::shared`), one per
+    /// page of a file however many mappings show it; unmapping drops a
+    /// reference instead of freeing it. With `BORROWED` too it is shown
+    /// read-only to a private mapping, which copies it on a write.
+    pub const SHARED: Self = Self(1 << 10);
     /// Requires EFER.NXE, else the bit is reserved and faults.
     pub const NO_EXECUTE: Self = Self(1 << 63);
 
@@ -436,6 +441,29 @@ impl AddressSpace {
         None
     }
 
+    /// Clears the CPU-set `DIRTY` bit of the 4 KiB page at `va` if it maps
+    /// frame `pa`; returns whether the bit was set (the caller flushes the
+    /// TLB entry).
+    pub fn clean(&mut self, ta: &mut impl TableAlloc, va: u64, pa: u64) -> bool {
+        if check_canonical(va).is_err() {
+            return false;
+        }
+        let mut table = self.pml4;
+        for level in (2..=4).rev() {
+            let e = entry(ta, table, va, level);
+            if !present(e) || huge(e) {
+                return false;
+            }
+            table = child(e);
+        }
+        let e = entry(ta, table, va, 1);
+        if !present(e) || e & ADDR_MASK_4K != pa || e & PteFlags::DIRTY.0 == 0 {
+            return false;
+        }
+        set_entry(ta, table, va, 1, e & !PteFlags::DIRTY.0);
+        true
+    }
+
     /// Sets the leaf flags of every mapped page in `[va, va + len)` (`va` 4 KiB
     /// aligned, `len` rounded up to 4 KiB); holes are skipped. 2 MiB pages only
     /// partly inside the range are split first. `PRESENT` is forced and the
@@ -631,7 +659,11 @@ fn protect_level(
             } else {
                 PageSize::Size2M
             };
-            let kept = e & (PteFlags::ACCESSED.0 | PteFlags::DIRTY.0 | PteFlags::BORROWED.0);
+            let kept = e
+                & (PteFlags::ACCESSED.0
+                    | PteFlags::DIRTY.0
+                    | PteFlags::BORROWED.0
+                    | PteFlags::SHARED.0);
             let mut flags = flags;
             if e & PteFlags::BORROWED.0 != 0 {
                 flags = flags.difference(PteFlags::WRITABLE);

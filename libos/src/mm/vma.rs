@@ -205,6 +205,10 @@ pub fn map(
     if len == 0 {
         return Err(Errno::EINVAL);
     }
+    // Stores in shared file mappings about to be replaced reach their files.
+    if let Placement::Fixed(a) = placement {
+        let _ = write_back(a, a.saturating_add(len));
+    }
     // Replaced areas die after the lock is released (see `Space::remove`).
     let mut _replaced = alloc::vec::Vec::new();
     let mut sp = SPACE.lock();
@@ -258,6 +262,7 @@ pub fn map(
 pub fn unmap(start: u64, len: u64) -> Result<(), Errno> {
     let end = range_end(start, len)?;
     let gone = SPACE.lock().remove(start, end);
+    write_orphans(&gone);
     drop(gone);
     Ok(())
 }
@@ -420,7 +425,10 @@ fn fault_inner(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
                 .file
                 .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
             let c = crate::p9::mounted().ok_or(Fault::Bus)?;
-            let crate::fd::File::P9 { fid, cache, .. } = &**file else {
+            let crate::fd::File::P9 {
+                fid, cache, ino, ..
+            } = &**file
+            else {
                 return Err(Fault::Bus);
             };
             if let (Some(key), Some(policy)) = (cache, crate::cache::current()) {
@@ -442,6 +450,15 @@ fn fault_inner(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
                     })
                 });
             }
+            // Shared mappings and read-only private ones show the file's
+            // shared pages (a private one copies a page it writes).
+            let through_shared = area.shared || area.prot & PROT_WRITE == 0;
+            if through_shared
+                && let Some(pa) = super::shared::get(*ino, (offset + (page - start)) / PAGE)
+            {
+                return map_shared_page(page, pa, &area, start);
+            }
+            let seen = super::shared::generation(*ino);
             let t_io = crate::time::monotonic_ns();
             let mut buf = alloc::vec![0u8; (hi - lo) as usize];
             let mut got = 0usize;
@@ -465,6 +482,15 @@ fn fault_inner(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
             let valid_end = lo + (got as u64).next_multiple_of(PAGE);
             if page >= valid_end {
                 return Err(Fault::Bus);
+            }
+            if through_shared {
+                let shown = SharedWindow {
+                    ino: *ino,
+                    offset: *offset,
+                    generation: seen,
+                    data: &buf[..got],
+                };
+                return populate_shared(lo, hi.min(valid_end), page, &area, start, &shown);
             }
             populate(lo, hi.min(valid_end), page, &area, start, Some(&buf))
         }
@@ -578,7 +604,11 @@ fn copy_on_write(page: u64, area: &Area, start: u64) -> Result<(), Fault> {
                 PAGE_SIZE,
             );
         }
-        crate::cache::release_page(old);
+        if e & PteFlags::SHARED.bits() != 0 {
+            super::shared::unref(old, false);
+        } else {
+            crate::cache::release_page(old);
+        }
         new
     } else {
         old
@@ -588,6 +618,112 @@ fn copy_on_write(page: u64, area: &Area, start: u64) -> Result<(), Fault> {
         return Err(Fault::Oom);
     }
     drop(sp);
+    Ok(())
+}
+
+/// Page-table flags for a shared file page in `area`: writable as the area
+/// allows when shared; read-only and copied on a write when private.
+fn shared_flags(area: &Area) -> PteFlags {
+    if area.shared {
+        pte_flags(area.prot) | PteFlags::SHARED
+    } else {
+        pte_flags(area.prot).difference(PteFlags::WRITABLE) | PteFlags::SHARED | PteFlags::BORROWED
+    }
+}
+
+/// Maps shared file page `pa` (a reference already taken) at `page`, if the
+/// area is unchanged; else drops the reference (the access faults again).
+fn map_shared_page(page: u64, pa: u64, area: &Area, start: u64) -> Result<(), Fault> {
+    let sp = SPACE.lock();
+    let same = matches!(sp.find(page), Some((s, a)) if s == start && a.end == area.end && a.prot == area.prot);
+    let mapped =
+        same && translate(page).is_none() && map_user_page(page, pa, shared_flags(area)).is_ok();
+    drop(sp);
+    if !mapped {
+        super::shared::unref(pa, false);
+    }
+    Ok(())
+}
+
+/// A window of a file read for a fault, to become its shared pages.
+struct SharedWindow<'a> {
+    ino: u64,
+    /// The area's file offset.
+    offset: u64,
+    /// The write generation before the read (`shared::insert`).
+    generation: u64,
+    /// The bytes read, from the window's first page on.
+    data: &'a [u8],
+}
+
+/// Maps the file's shared pages over the not-yet-present pages of
+/// `[lo, hi)`: the page already in the set, else a new one filled from the
+/// window, if the area is unchanged.
+fn populate_shared(
+    lo: u64,
+    hi: u64,
+    page: u64,
+    area: &Area,
+    start: u64,
+    w: &SharedWindow<'_>,
+) -> Result<(), Fault> {
+    let sp = SPACE.lock();
+    match sp.find(page) {
+        Some((s, a)) if s == start && a.end == area.end && a.prot == area.prot => {}
+        _ => return Ok(()),
+    }
+    let flags = shared_flags(area);
+    let mut va = lo;
+    while va < hi {
+        if translate(va).is_some() {
+            va += PAGE;
+            continue;
+        }
+        let index = (w.offset + (va - start)) / PAGE;
+        let pa = match super::shared::get(w.ino, index) {
+            Some(pa) => pa,
+            None => {
+                let off = (va - lo) as usize;
+                let Some(src) = w.data.get(off..).filter(|s| !s.is_empty()) else {
+                    break;
+                };
+                let Some(new) = alloc_frames(1, 1) else {
+                    if va == page {
+                        return Err(Fault::Oom);
+                    }
+                    break;
+                };
+                let n = src.len().min(PAGE_SIZE);
+                let dst = phys_to_virt(new) as *mut u8;
+                // SAFETY: a frame we own, reached through the direct map;
+                // exactly one page is written.
+                unsafe {
+                    core::ptr::copy_nonoverlapping(src.as_ptr(), dst, n);
+                    core::ptr::write_bytes(dst.add(n), 0, PAGE_SIZE - n);
+                }
+                match super::shared::insert(w.ino, index, new, w.generation) {
+                    super::shared::Inserted::Used(pa) => pa,
+                    super::shared::Inserted::Existing(pa) => {
+                        free_frames(new, 1);
+                        pa
+                    }
+                    super::shared::Inserted::Stale => {
+                        // The file was written meanwhile: what was read may
+                        // be old. The access faults again and rereads.
+                        free_frames(new, 1);
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        if map_user_page(va, pa, flags).is_err() {
+            super::shared::unref(pa, false);
+            if va == page {
+                return Err(Fault::Oom);
+            }
+        }
+        va += PAGE;
+    }
     Ok(())
 }
 
@@ -719,14 +855,15 @@ pub fn total_size() -> u64 {
     SPACE.lock().areas.iter().map(|(&s, a)| a.end - s).sum()
 }
 
-/// Writes the modified pages of shared, writable file mappings in
-/// `[start, end)` back to their files (`msync`, `munmap`, exit), as Linux's
-/// page cache eventually would: the pages are the mapping's own copies, so
-/// this is the only way the file sees the program's stores. Pages past the
-/// file's end are not written (the file does not grow).
+/// Writes the modified pages of shared file mappings in `[start, end)` back
+/// to their files (`msync`, `munmap`, exit), as Linux's page cache
+/// eventually would: a page is modified when its mapping's dirty bit is set
+/// or it kept stores while unmapped (`mm::shared`). Pages past the file's
+/// end are not written (the file does not grow).
 pub fn write_back(start: u64, end: u64) -> Result<(), Errno> {
     // Collect under the lock, write without it (9P waits).
-    let mut work: alloc::vec::Vec<(Arc<crate::fd::File>, u64, u64)> = alloc::vec::Vec::new();
+    let mut work: alloc::vec::Vec<(Arc<crate::fd::File>, u64, alloc::vec::Vec<u8>)> =
+        alloc::vec::Vec::new();
     {
         let sp = SPACE.lock();
         let first = sp
@@ -740,64 +877,141 @@ pub fn write_back(start: u64, end: u64) -> Result<(), Errno> {
             let Backing::File { file, offset } = &a.backing else {
                 continue;
             };
-            if !a.shared || a.prot & PROT_WRITE == 0 {
+            if !a.shared || !writable(file) {
                 continue;
             }
-            let mut va = s.max(start) & !(PAGE - 1);
-            while va < a.end.min(end) {
-                if let Some(t) = translate(va)
-                    && t.flags.contains(PteFlags::DIRTY)
-                    && !t.flags.contains(PteFlags::BORROWED)
-                {
-                    work.push((file.clone(), offset + (va - s), va));
+            let Some(ino) = file_ino(file) else { continue };
+            let lo = s.max(start) & !(PAGE - 1);
+            let hi = a.end.min(end);
+            if lo >= hi {
+                continue;
+            }
+            let first_index = (offset + (lo - s)) / PAGE;
+            let end_index = (offset + (hi - s)).div_ceil(PAGE);
+            for index in super::shared::indices(ino, first_index, end_index) {
+                let va = s + index * PAGE - offset;
+                if let Some(bytes) = super::shared::take_dirty(ino, index, va) {
+                    work.push((file.clone(), index, bytes));
                 }
-                va += PAGE;
             }
         }
     }
+    write_pages(work)
+}
+
+/// Writes whole pages `(file, index, bytes)` to their files, up to each
+/// file's end, then lets the pages go if nothing maps them.
+fn write_pages(
+    work: alloc::vec::Vec<(Arc<crate::fd::File>, u64, alloc::vec::Vec<u8>)>,
+) -> Result<(), Errno> {
     if work.is_empty() {
         return Ok(());
     }
     let c = crate::p9::mounted().ok_or(Errno::EIO)?;
     let mut sizes = BTreeMap::new();
-    for (file, off, va) in work {
-        let crate::fd::File::P9 { fid, .. } = &*file else {
+    let mut result = Ok(());
+    for (file, index, page) in work {
+        let crate::fd::File::P9 { fid, ino, .. } = &*file else {
             continue;
         };
-        let size = match sizes.get(fid) {
-            Some(&s) => s,
-            None => {
-                let s = c.getattr(*fid)?.size;
-                sizes.insert(*fid, s);
-                s
+        let r = (|| {
+            let size = match sizes.get(fid) {
+                Some(&s) => s,
+                None => {
+                    let s = c.getattr(*fid)?.size;
+                    sizes.insert(*fid, s);
+                    s
+                }
+            };
+            let off = index * PAGE;
+            if off >= size {
+                return Ok(());
             }
-        };
-        if off >= size {
-            continue;
-        }
-        let n = (size - off).min(PAGE) as usize;
-        // The page may have been unmapped meanwhile: copy it out first.
-        let Some(t) = translate(va) else { continue };
-        let mut page = alloc::vec![0u8; n];
-        // SAFETY: `t.pa` is the frame behind a mapped user page, reached
-        // through the direct map; `n` bytes stay inside that page.
-        unsafe {
-            core::ptr::copy_nonoverlapping(
-                phys_to_virt(t.pa & !(PAGE - 1)) as *const u8,
-                page.as_mut_ptr(),
-                n,
-            );
-        }
-        let mut done = 0;
-        while done < n {
-            let w = c.write(*fid, off + done as u64, &page[done..])?;
-            if w == 0 {
-                return Err(Errno::EIO);
+            let n = (size - off).min(PAGE) as usize;
+            let mut done = 0;
+            while done < n {
+                let w = c.write(*fid, off + done as u64, &page[done..n])?;
+                if w == 0 {
+                    return Err(Errno::EIO);
+                }
+                done += w;
             }
-            done += w;
+            Ok(())
+        })();
+        super::shared::release_if_unused(*ino, index);
+        if let Err(e) = r
+            && result.is_ok()
+        {
+            result = Err(e);
         }
     }
-    Ok(())
+    result
+}
+
+/// The inode of a 9P file (the key of its shared pages).
+fn file_ino(file: &crate::fd::File) -> Option<u64> {
+    match file {
+        crate::fd::File::P9 { ino, .. } => Some(*ino),
+        _ => None,
+    }
+}
+
+/// Whether the file was opened for writing.
+fn writable(file: &crate::fd::File) -> bool {
+    match file {
+        crate::fd::File::P9 { flags, .. } => {
+            flags.load(core::sync::atomic::Ordering::Relaxed) & crate::fd::O_ACCMODE != 0
+        }
+        _ => false,
+    }
+}
+
+/// Writes the stores held by unmapped shared pages of the files of `gone`
+/// (areas just removed) through them.
+fn write_orphans(gone: &[Area]) {
+    let mut work = alloc::vec::Vec::new();
+    for a in gone {
+        let Backing::File { file, .. } = &a.backing else {
+            continue;
+        };
+        if !a.shared || !writable(file) {
+            continue;
+        }
+        let Some(ino) = file_ino(file) else { continue };
+        for (index, bytes) in super::shared::orphans(ino) {
+            work.push((file.clone(), index, bytes));
+        }
+    }
+    if let Err(e) = write_pages(work) {
+        log::warn!("writing unmapped shared file pages back: {e}");
+    }
+}
+
+/// A file was cut to `size` bytes through the library OS: the pages of its
+/// mappings wholly past the end go (a touch then raises SIGBUS, as on
+/// Linux, private copies included), and its shared pages follow.
+pub fn file_truncated(ino: u64, size: u64) {
+    let first = size.div_ceil(PAGE) * PAGE;
+    {
+        let sp = SPACE.lock();
+        for (&s, a) in &sp.areas {
+            let Backing::File { file, offset } = &a.backing else {
+                continue;
+            };
+            if file_ino(file) != Some(ino) {
+                continue;
+            }
+            let from = if first > *offset {
+                s + (first - offset)
+            } else {
+                s
+            };
+            if from < a.end {
+                super::kernel::unmap_user_range(from, a.end - from);
+            }
+        }
+    }
+    super::shared::truncated(ino, size);
 }
 
 /// [`write_back`] over the whole address space (the program is exiting).

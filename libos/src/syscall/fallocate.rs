@@ -58,9 +58,9 @@ pub fn fallocate(a: &[u64; 6]) -> Result<u64, Errno> {
     if o.status_flags() & O_ACCMODE == 0 {
         return Err(Errno::EBADF);
     }
-    let fid = match &o {
+    let (fid, ino) = match &o {
         Object::File(f) => match &**f {
-            File::P9 { fid, .. } => *fid,
+            File::P9 { fid, ino, .. } => (*fid, *ino),
             File::Console { .. } => return Err(Errno::ENODEV),
         },
         Object::PipeRead(_) | Object::PipeWrite(_) => return Err(Errno::ESPIPE),
@@ -86,6 +86,7 @@ pub fn fallocate(a: &[u64; 6]) -> Result<u64, Errno> {
             while at < stop {
                 let n = (zeros.len() as u64).min(stop - at) as usize;
                 let w = c.write(fid, at, &zeros[..n])?;
+                crate::mm::shared::wrote(ino, at, &zeros[..w]);
                 if w == 0 {
                     return Err(Errno::EIO);
                 }

@@ -33,14 +33,18 @@ pub fn mmap(a: &[u64; 6]) -> Result<u64, Errno> {
     } else {
         let file = crate::fd::get(a[4])?;
         let name = match &*file {
-            // A directory has no pages to map.
-            crate::fd::File::P9 { dir: true, .. } => return Err(Errno::ENODEV),
-            crate::fd::File::P9 { path, flags, .. } => {
-                // As Linux: the descriptor must be readable, and writable
-                // too for a shared writable mapping.
+            crate::fd::File::P9 {
+                path, flags, dir, ..
+            } => {
+                // As Linux (do_mmap): the descriptor must be readable, and
+                // writable too for a shared writable mapping; only then is
+                // a directory found to have no pages to map.
                 let mode = flags.load(core::sync::atomic::Ordering::Relaxed) & 3;
                 if mode == 1 || (shared && prot & PROT_WRITE != 0 && mode != 2) {
                     return Err(Errno::EACCES);
+                }
+                if *dir {
+                    return Err(Errno::ENODEV);
                 }
                 Arc::<str>::from(path.as_str())
             }

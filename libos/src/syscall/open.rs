@@ -15,6 +15,7 @@ use crate::vfs::synthetic::Synthetic;
 const AT_FDCWD: i64 = -100;
 const O_CREAT: u32 = 0o100;
 const O_EXCL: u32 = 0o200;
+const O_TRUNC: u32 = 0o1000;
 const O_DIRECTORY: u32 = 0o200000;
 const O_NOFOLLOW: u32 = 0o400000;
 /// `__O_TMPFILE | O_DIRECTORY`.
@@ -160,6 +161,7 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
     let lflags = flags & !(O_CLOEXEC);
     let mut cache = None;
     let mut dir = false;
+    let ino;
     // O_CREAT | O_EXCL never follows a link in the last position: an
     // existing name (even a dangling link) is EEXIST. O_NOFOLLOW opens the
     // link itself, which the open then refuses with ELOOP.
@@ -226,12 +228,20 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
                 // A regular file opened for reading under a cacheable mount
                 // goes through the file cache, keyed by its inode.
                 Ok(qid) if flags & O_ACCMODE == 0 && qid.ty == 0 => {
+                    ino = qid.path;
                     cache = crate::cache::for_path(&path).map(|_| qid.path);
                     if let Some(key) = cache {
                         crate::cache::note_path(key, &path);
                     }
                 }
-                Ok(qid) => dir = qid.ty & astraea_9p::QTDIR != 0,
+                Ok(qid) => {
+                    ino = qid.path;
+                    dir = qid.ty & astraea_9p::QTDIR != 0;
+                    if flags & O_TRUNC != 0 && !dir {
+                        // The open cut the file: so do its pages.
+                        crate::mm::vma::file_truncated(ino, 0);
+                    }
+                }
                 Err(e) => {
                     c.clunk(fid);
                     return Err(e);
@@ -243,9 +253,12 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
             let (dir, name) = path.rsplit_once('/').ok_or(Errno::EINVAL)?;
             let dfid = c.walk_path_dir(if dir.is_empty() { "/" } else { dir })?;
             let mode = mode & 0o7777 & !crate::vfs::identity::umask();
-            if let Err(e) = c.create(dfid, name, lflags & !O_CREAT & !O_DIRECTORY, mode) {
-                c.clunk(dfid);
-                return Err(e);
+            match c.create(dfid, name, lflags & !O_CREAT & !O_DIRECTORY, mode) {
+                Ok(qid) => ino = qid.path,
+                Err(e) => {
+                    c.clunk(dfid);
+                    return Err(e);
+                }
             }
             dfid
         }
@@ -263,6 +276,7 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
             path,
             flags: AtomicU32::new(flags & (O_ACCMODE | O_APPEND | O_NONBLOCK)),
             cache,
+            ino,
             dir,
         })),
         flags & O_CLOEXEC != 0,

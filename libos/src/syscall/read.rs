@@ -13,14 +13,15 @@ const CHUNK: u64 = 1 << 20;
 
 fn read_file(f: &File, offset: Option<u64>, addr: u64, len: u64) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
-    let (fid, pos, key) = match f {
+    let (fid, pos, key, ino) = match f {
         File::P9 { dir: true, .. } => return Err(Errno::EISDIR),
         File::P9 {
             fid,
             offset: off,
             cache,
+            ino,
             ..
-        } => (*fid, offset.unwrap_or(*off.lock()), *cache),
+        } => (*fid, offset.unwrap_or(*off.lock()), *cache, *ino),
         File::Console { fd: 0 } => {
             // stdin is the gateway's /dev/cons.
             let cons = c.walk_path("/dev/cons")?;
@@ -44,7 +45,7 @@ fn read_file(f: &File, offset: Option<u64>, addr: u64, len: u64) -> Result<u64, 
     while (n as u64) < len {
         let want = chunk.min((len - n as u64) as usize);
         let at = pos + n as u64;
-        let got = match read_chunk(c, fid, key, at, &mut buf[..want]) {
+        let got = match read_chunk(c, fid, key, ino, at, &mut buf[..want]) {
             Ok(g) => g,
             Err(e) if n == 0 => return Err(e),
             Err(_) => break,
@@ -64,17 +65,23 @@ fn read_file(f: &File, offset: Option<u64>, addr: u64, len: u64) -> Result<u64, 
 }
 
 /// One read of a 9P file at `at` into a kernel buffer (at most one
-/// message), through the file cache when the file has a key.
+/// message), through the file cache when the file has a key; what its
+/// shared pages hold wins over the file's bytes (`mm::shared`).
 fn read_chunk(
     c: &crate::p9::Client,
     fid: crate::p9::Fid,
     key: Option<u64>,
+    ino: u64,
     at: u64,
     buf: &mut [u8],
 ) -> Result<usize, Errno> {
     match key.and_then(|k| crate::cache::current().map(|cache| (k, cache))) {
         Some((k, cache)) => cache.read(k, at, buf, &mut |o, b| c.read(fid, o, b)),
-        None => c.read(fid, at, buf),
+        None => {
+            let n = c.read(fid, at, buf)?;
+            crate::mm::shared::overlay(ino, at, &mut buf[..n]);
+            Ok(n)
+        }
     }
 }
 
@@ -82,11 +89,14 @@ fn read_chunk(
 /// `sendfile`): up to one message's worth; 0 at the end of the file.
 pub fn pread_kernel(f: &File, at: u64, buf: &mut [u8]) -> Result<usize, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
-    let File::P9 { fid, cache, .. } = f else {
+    let File::P9 {
+        fid, cache, ino, ..
+    } = f
+    else {
         return Err(Errno::EINVAL);
     };
     let want = buf.len().min(c.iounit() as usize);
-    read_chunk(c, *fid, *cache, at, &mut buf[..want])
+    read_chunk(c, *fid, *cache, *ino, at, &mut buf[..want])
 }
 
 /// Reads into `[addr, addr+len)` from `o` at `offset` (or the position).

@@ -14,7 +14,7 @@ pub fn ftruncate(a: &[u64; 6]) -> Result<u64, Errno> {
     let Object::File(f) = &o else {
         return Err(Errno::EINVAL);
     };
-    let File::P9 { fid, .. } = &**f else {
+    let File::P9 { fid, ino, .. } = &**f else {
         return Err(Errno::EINVAL);
     };
     if o.status_flags() & O_ACCMODE == 0 {
@@ -22,6 +22,7 @@ pub fn ftruncate(a: &[u64; 6]) -> Result<u64, Errno> {
     }
     let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
     c.truncate(*fid, len as u64)?;
+    crate::mm::vma::file_truncated(*ino, len as u64);
     Ok(0)
 }
 
@@ -45,6 +46,11 @@ pub fn truncate(a: &[u64; 6]) -> Result<u64, Errno> {
     }
     let fid = c.walk_path(&path)?;
     let r = c.truncate(fid, len as u64);
+    let ino = c.getattr(fid).map(|st| st.qid.path);
     c.clunk(fid);
-    r.map(|_| 0)
+    r?;
+    if let Ok(ino) = ino {
+        crate::mm::vma::file_truncated(ino, len as u64);
+    }
+    Ok(0)
 }

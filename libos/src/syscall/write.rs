@@ -27,7 +27,11 @@ fn write_file(f: &File, at: Option<u64>, bytes: &[u8]) -> Result<u64, Errno> {
             Ok(bytes.len() as u64)
         }
         File::P9 {
-            fid, offset, flags, ..
+            fid,
+            offset,
+            flags,
+            ino,
+            ..
         } => {
             let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
             let flags = flags.load(core::sync::atomic::Ordering::Relaxed);
@@ -48,6 +52,7 @@ fn write_file(f: &File, at: Option<u64>, bytes: &[u8]) -> Result<u64, Errno> {
             let mut done = 0u64;
             for chunk in bytes.chunks(c.iounit() as usize) {
                 let n = c.write(*fid, pos, chunk)? as u64;
+                crate::mm::shared::wrote(*ino, pos, &chunk[..n as usize]);
                 done += n;
                 pos += n;
                 if n < chunk.len() as u64 {
