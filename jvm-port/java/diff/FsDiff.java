@@ -498,11 +498,11 @@ public class FsDiff {
             grow.put(8191, (byte) 42);
             grow.force();
             out("map past end grows the file to " + ch.size());
-            // Later write(2)s through the channel, seen by existing mappings:
-            // a partition's shared mapping is a copy (docs/linux.md).
+            // Later write(2)s through the channel, seen by existing mappings
+            // (one page per file page: docs/linux.md).
             ch.write(ByteBuffer.wrap(new byte[] {1, 2, 3, 4}), 4096);
-            out("~ read-write mapping sees a later write: " + (rw.get(0) == 1 && rw.get(3) == 4));
-            out("~ read-only mapping sees a later write: " + (ro.get(4096) == 1 && ro.get(4099) == 4));
+            out("read-write mapping sees a later write: " + (rw.get(0) == 1 && rw.get(3) == 4));
+            out("read-only mapping sees a later write: " + (ro.get(4096) == 1 && ro.get(4099) == 4));
             MappedByteBuffer fresh = ch.map(FileChannel.MapMode.READ_ONLY, 4096, 4);
             out("new mapping sees the write: " + (fresh.get(0) == 1 && fresh.get(3) == 4));
             MappedByteBuffer priv = ch.map(FileChannel.MapMode.PRIVATE, 0, 16);
@@ -511,7 +511,7 @@ public class FsDiff {
             ch.read(one, 0);
             out("private put stays private: " + (one.get(0) != 99));
         }
-        out("~ file after close " + crc(f));
+        out("file after close " + crc(f));
         try (FileChannel ch = FileChannel.open(f, StandardOpenOption.READ)) {
             check("map READ_WRITE on read-only channel", () -> String.valueOf(ch.map(FileChannel.MapMode.READ_WRITE, 0, 10)));
         }
