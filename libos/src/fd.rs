@@ -59,6 +59,19 @@ impl Drop for File {
         if let (File::P9 { fid, .. }, Some(c)) = (&*self, crate::p9::mounted()) {
             c.clunk(*fid);
         }
+        if let File::P9 {
+            path, flags, dir, ..
+        } = &*self
+        {
+            use crate::vfs::inotify::{IN_CLOSE_NOWRITE, IN_CLOSE_WRITE, IN_ISDIR, notify};
+            let wrote = flags.load(Ordering::Relaxed) & O_ACCMODE != 0;
+            let what = if wrote {
+                IN_CLOSE_WRITE
+            } else {
+                IN_CLOSE_NOWRITE
+            };
+            notify(path, what | if *dir { IN_ISDIR } else { 0 });
+        }
     }
 }
 
@@ -79,6 +92,8 @@ pub enum Object {
     EventFd(Arc<EventFd>),
     /// A timerfd.
     TimerFd(Arc<TimerFd>),
+    /// An inotify instance.
+    Inotify(Arc<crate::vfs::inotify::Inotify>),
 }
 
 impl Object {
@@ -96,6 +111,7 @@ impl Object {
             Object::PipeWrite(p) => p.flags.load(Ordering::Relaxed),
             Object::EventFd(e) => e.flags.load(Ordering::Relaxed),
             Object::TimerFd(t) => t.flags.load(Ordering::Relaxed),
+            Object::Inotify(i) => i.flags.load(Ordering::Relaxed),
         }
     }
 
@@ -114,6 +130,7 @@ impl Object {
             Object::PipeWrite(p) => &p.flags,
             Object::EventFd(e) => &e.flags,
             Object::TimerFd(t) => &t.flags,
+            Object::Inotify(i) => &i.flags,
         };
         let old = cell.load(Ordering::Relaxed);
         cell.store((old & !CHANGEABLE) | (new & CHANGEABLE), Ordering::Relaxed);

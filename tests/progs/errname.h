@@ -11,6 +11,9 @@ static const char *errname(int e)
     case EDQUOT: return "EDQUOT";
     case EFBIG: return "EFBIG";
     case ENOENT: return "ENOENT";
+    case EEXIST: return "EEXIST";
+    case EAGAIN: return "EAGAIN";
+    case ENOTDIR: return "ENOTDIR";
     case EBADF: return "EBADF";
     case EINVAL: return "EINVAL";
     case ENOMEM: return "ENOMEM";

@@ -317,6 +317,15 @@ mod tests {
         }
     }
 
+    /// inotify: the events of the program's own file operations (names,
+    /// order, cookies, self events, one-shot, mask add, poll) and the
+    /// errors of its calls, as the host's kernel reports them.
+    fn inotify(b: Build) {
+        if let Some((dir, _)) = same_as_host("inotify", b, &["{data}"]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// syscall(999) and fork() fail with ENOSYS in a partition (on the host
     /// fork works), and the partition names the unknown call on stderr.
     fn enosys(b: Build) {
@@ -379,6 +388,7 @@ mod tests {
         syscalls: syscalls_glibc_dynamic, syscalls_musl_static, syscalls_musl_static_pie;
         torture: torture_glibc_dynamic, torture_musl_static, torture_musl_static_pie;
         fsedges: fsedges_glibc_dynamic, fsedges_musl_static, fsedges_musl_static_pie;
+        inotify: inotify_glibc_dynamic, inotify_musl_static, inotify_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---

@@ -518,8 +518,8 @@ public class FsDiff {
     }
 
     static void watch() throws Exception {
-        // inotify does not exist in a partition (docs/linux.md): the whole
-        // section is a known difference.
+        // inotify in a partition reports the partition's own changes
+        // (docs/linux.md), which is all this section makes.
         out("== watch");
         Path d = root.resolve("watched");
         Files.createDirectory(d);
@@ -527,19 +527,19 @@ public class FsDiff {
         try {
             ws = FileSystems.getDefault().newWatchService();
         } catch (Throwable t) {
-            out("~ newWatchService: " + exc(t));
+            out("newWatchService: " + exc(t));
             return;
         }
         try (WatchService w = ws) {
             WatchKey key = d.register(w, StandardWatchEventKinds.ENTRY_CREATE, StandardWatchEventKinds.ENTRY_DELETE,
                     StandardWatchEventKinds.ENTRY_MODIFY);
-            out("~ registered valid=" + key.isValid());
+            out("registered valid=" + key.isValid());
             watchStep(w, "create", () -> Files.createFile(d.resolve("new")));
             watchStep(w, "modify", () -> write(d.resolve("new"), "some bytes"));
             watchStep(w, "delete", () -> Files.delete(d.resolve("new")));
             watchStep(w, "nothing", () -> {});
             key.cancel();
-            out("~ cancelled valid=" + key.isValid());
+            out("cancelled valid=" + key.isValid());
         }
     }
 
@@ -561,7 +561,7 @@ public class FsDiff {
                 more.reset();
             }
         }
-        out("~ watch " + what + ": " + (k == null ? "no key" : seen.toString()));
+        out("watch " + what + ": " + (k == null ? "no key" : seen.toString()));
     }
 
     static void usrShareDoc() throws IOException {

@@ -60,20 +60,43 @@ pub fn setattr_path(path: &str, follow: bool, attr: SetAttr) -> Result<u64, Errn
     } else {
         c.walk_path_nofollow(path)?
     };
+    let what = crate::vfs::inotify::setattr_mask(attr.valid);
     let r = c.setattr(fid, attr);
+    let isdir = r.is_ok()
+        && crate::vfs::inotify::active()
+        && c.getattr(fid)
+            .is_ok_and(|st| st.mode & 0o170000 == 0o040000);
     c.clunk(fid);
     crate::cache::forget_attr(path);
-    r.map(|_| 0)
+    r?;
+    if what != 0 {
+        let isdir = if isdir {
+            crate::vfs::inotify::IN_ISDIR
+        } else {
+            0
+        };
+        crate::vfs::inotify::notify(path, what | isdir);
+    }
+    Ok(0)
 }
 
 /// Sets the attributes `attr` of the file open as `n`.
 pub fn setattr_fd(n: u64, attr: SetAttr) -> Result<u64, Errno> {
     match fd::object(n)? {
         Object::File(f) => match &*f {
-            File::P9 { fid, path, .. } => {
+            File::P9 { fid, path, dir, .. } => {
                 let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
+                let what = crate::vfs::inotify::setattr_mask(attr.valid);
                 c.setattr(*fid, attr)?;
                 crate::cache::forget_attr(path);
+                let isdir = if *dir {
+                    crate::vfs::inotify::IN_ISDIR
+                } else {
+                    0
+                };
+                if what != 0 {
+                    crate::vfs::inotify::notify(path, what | isdir);
+                }
                 Ok(0)
             }
             File::Console { .. } => Ok(0),

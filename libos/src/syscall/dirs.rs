@@ -43,14 +43,19 @@ pub(super) fn with_dir<T>(
 
 fn mkdir_at(path: &str, mode: u64) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
-    with_dir(path, |d, name| {
+    let r = with_dir(path, |d, name| {
         c.mkdir(
             d,
             name,
             (mode & 0o7777) as u32 & !crate::vfs::identity::umask(),
         )
         .map(|_| 0)
-    })
+    })?;
+    crate::vfs::inotify::notify(
+        path,
+        crate::vfs::inotify::IN_CREATE | crate::vfs::inotify::IN_ISDIR,
+    );
+    Ok(r)
 }
 
 fn unlink_at(path: &str, flags: u64) -> Result<u64, Errno> {
@@ -73,7 +78,9 @@ fn unlink_at(path: &str, flags: u64) -> Result<u64, Errno> {
         }
         c.unlinkat(d, name, (flags & AT_REMOVEDIR) as u32)
             .map(|_| 0)
-    })
+    })?;
+    crate::vfs::inotify::removed(path, flags & AT_REMOVEDIR != 0);
+    Ok(0)
 }
 
 fn path_arg(dirfd: u64, addr: u64) -> Result<alloc::string::String, Errno> {
@@ -137,7 +144,13 @@ fn rename_paths(from: &str, target: &Target) -> Result<u64, Errno> {
     rename_slashes(from, to)?;
     with_dir(from, |fd, fname| {
         with_dir(to, |td, tname| c.renameat(fd, fname, td, tname).map(|_| 0))
-    })
+    })?;
+    if crate::vfs::inotify::active() {
+        let dir =
+            super::stat::path_stat_at(to, false).is_ok_and(|st| st.mode & 0o170000 == 0o040000);
+        crate::vfs::inotify::renamed(from, to, dir);
+    }
+    Ok(0)
 }
 
 /// `rename(old, new)`.

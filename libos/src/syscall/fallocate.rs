@@ -58,9 +58,9 @@ pub fn fallocate(a: &[u64; 6]) -> Result<u64, Errno> {
     if o.status_flags() & O_ACCMODE == 0 {
         return Err(Errno::EBADF);
     }
-    let (fid, ino) = match &o {
+    let (fid, ino, path) = match &o {
         Object::File(f) => match &**f {
-            File::P9 { fid, ino, .. } => (*fid, *ino),
+            File::P9 { fid, ino, path, .. } => (*fid, *ino, path.as_str()),
             File::Console { .. } => return Err(Errno::ENODEV),
         },
         Object::PipeRead(_) | Object::PipeWrite(_) => return Err(Errno::ESPIPE),
@@ -98,5 +98,6 @@ pub fn fallocate(a: &[u64; 6]) -> Result<u64, Errno> {
     if mode & FALLOC_FL_KEEP_SIZE == 0 && end > st.size {
         c.truncate(fid, end)?;
     }
+    crate::vfs::inotify::notify(path, crate::vfs::inotify::IN_MODIFY);
     Ok(0)
 }

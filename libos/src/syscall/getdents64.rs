@@ -40,9 +40,15 @@ pub fn getdents64(a: &[u64; 6]) -> Result<u64, Errno> {
     let o = fd::object(a[0])?;
     let (out, cell, pos) = match &o {
         Object::File(f) => match &**f {
-            File::P9 { fid, offset, .. } => {
+            File::P9 {
+                fid, offset, path, ..
+            } => {
                 let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
                 let entries = c.readdir(*fid)?;
+                crate::vfs::inotify::notify(
+                    path,
+                    crate::vfs::inotify::IN_ACCESS | crate::vfs::inotify::IN_ISDIR,
+                );
                 let mut pos = *offset.lock();
                 (pack(&entries, &mut pos, a[2] as usize)?, offset, pos)
             }

@@ -69,6 +69,10 @@ pub fn ioctl(a: &[u64; 6]) -> Result<u64, Errno> {
             user::copy_in(a[2], &(p.available() as u32).to_le_bytes())?;
             Ok(0)
         }
+        (FIONREAD, Object::Inotify(i)) => {
+            user::copy_in(a[2], &(i.pending_bytes() as u32).to_le_bytes())?;
+            Ok(0)
+        }
         (FIONREAD, _) if console => {
             user::copy_in(a[2], &0u32.to_le_bytes())?;
             Ok(0)

@@ -49,6 +49,10 @@ fn link_at(old: &str, new: &(String, String), follow: bool) -> Result<u64, Errno
         c.link(d, fid, name).map(|_| 0)
     });
     c.clunk(fid);
+    if r.is_ok() {
+        crate::vfs::inotify::notify_own(old, crate::vfs::inotify::IN_ATTRIB);
+        crate::vfs::inotify::notify(new, crate::vfs::inotify::IN_CREATE);
+    }
     r
 }
 

@@ -22,6 +22,7 @@ mod getdents64;
 mod getpid;
 mod getrandom;
 mod identity;
+mod inotify;
 mod ioctl;
 mod link;
 mod madvise;
@@ -151,10 +152,10 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (93, "fchown", chmod::fchown),
     (94, "lchown", chmod::lchown),
     (260, "fchownat", chmod::fchownat),
-    (253, "inotify_init", unsupported::inotify_init),
-    (294, "inotify_init1", unsupported::inotify_init),
-    (254, "inotify_add_watch", unsupported::inotify_watch),
-    (255, "inotify_rm_watch", unsupported::inotify_watch),
+    (253, "inotify_init", inotify::inotify_init),
+    (294, "inotify_init1", inotify::inotify_init1),
+    (254, "inotify_add_watch", inotify::inotify_add_watch),
+    (255, "inotify_rm_watch", inotify::inotify_rm_watch),
     (188, "setxattr", unsupported::xattr),
     (189, "lsetxattr", unsupported::xattr),
     (190, "fsetxattr", unsupported::xattr),

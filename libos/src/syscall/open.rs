@@ -162,6 +162,8 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
     let mut cache = None;
     let mut dir = false;
     let ino;
+    let mut created = false;
+    let mut truncated = false;
     // O_CREAT | O_EXCL never follows a link in the last position: an
     // existing name (even a dangling link) is EEXIST. O_NOFOLLOW opens the
     // link itself, which the open then refuses with ELOOP.
@@ -240,6 +242,7 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
                     if flags & O_TRUNC != 0 && !dir {
                         // The open cut the file: so do its pages.
                         crate::mm::vma::file_truncated(ino, 0);
+                        truncated = true;
                     }
                 }
                 Err(e) => {
@@ -254,7 +257,10 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
             let dfid = c.walk_path_dir(if dir.is_empty() { "/" } else { dir })?;
             let mode = mode & 0o7777 & !crate::vfs::identity::umask();
             match c.create(dfid, name, lflags & !O_CREAT & !O_DIRECTORY, mode) {
-                Ok(qid) => ino = qid.path,
+                Ok(qid) => {
+                    ino = qid.path;
+                    created = true;
+                }
                 Err(e) => {
                     c.clunk(dfid);
                     return Err(e);
@@ -269,6 +275,22 @@ fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
             return Err(e);
         }
     };
+    if created {
+        crate::vfs::inotify::notify(&path, crate::vfs::inotify::IN_CREATE);
+    }
+    crate::vfs::inotify::notify(
+        &path,
+        crate::vfs::inotify::IN_OPEN
+            | if dir {
+                crate::vfs::inotify::IN_ISDIR
+            } else {
+                0
+            },
+    );
+    if truncated {
+        // Linux reports the open, then the truncation it made.
+        crate::vfs::inotify::notify(&path, crate::vfs::inotify::IN_MODIFY);
+    }
     fd::install_object(
         Object::File(Arc::new(File::P9 {
             fid,

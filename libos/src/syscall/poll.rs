@@ -33,6 +33,7 @@ fn events_of(o: &Object) -> u16 {
         Object::PipeWrite(p) => p.poll(),
         Object::EventFd(e) => e.poll(),
         Object::TimerFd(t) => t.poll(),
+        Object::Inotify(i) => i.poll(),
     }
 }
 

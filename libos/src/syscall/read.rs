@@ -61,6 +61,11 @@ fn read_file(f: &File, offset: Option<u64>, addr: u64, len: u64) -> Result<u64, 
     {
         *off.lock() = pos + n as u64;
     }
+    if n > 0
+        && let File::P9 { path, .. } = f
+    {
+        crate::vfs::inotify::notify(path, crate::vfs::inotify::IN_ACCESS);
+    }
     Ok(n as u64)
 }
 
@@ -134,6 +139,12 @@ pub fn read_object(o: &Object, offset: Option<u64>, addr: u64, len: u64) -> Resu
                 return Err(Errno::EINVAL);
             }
             positional(&e.read(nonblock)?.to_le_bytes())
+        }
+        Object::Inotify(i) => {
+            if offset.is_some() {
+                return Err(Errno::ESPIPE);
+            }
+            positional(&i.read(len.min(CHUNK) as usize, nonblock)?)
         }
         Object::TimerFd(t) => {
             if len < 8 {

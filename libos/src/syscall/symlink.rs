@@ -18,7 +18,9 @@ fn symlink_at(target: &str, linkpath: &str) -> Result<u64, Errno> {
             Err(e) => Err(e),
         });
     }
-    super::dirs::with_dir(linkpath, |d, name| c.symlink(d, name, target).map(|_| 0))
+    super::dirs::with_dir(linkpath, |d, name| c.symlink(d, name, target).map(|_| 0))?;
+    crate::vfs::inotify::notify(linkpath, crate::vfs::inotify::IN_CREATE);
+    Ok(0)
 }
 
 /// `symlink(target, linkpath)`.

@@ -23,6 +23,9 @@ pub fn ftruncate(a: &[u64; 6]) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
     c.truncate(*fid, len as u64)?;
     crate::mm::vma::file_truncated(*ino, len as u64);
+    if let File::P9 { path, .. } = &**f {
+        crate::vfs::inotify::notify(path, crate::vfs::inotify::IN_MODIFY);
+    }
     Ok(0)
 }
 
@@ -52,5 +55,6 @@ pub fn truncate(a: &[u64; 6]) -> Result<u64, Errno> {
     if let Ok(ino) = ino {
         crate::mm::vma::file_truncated(ino, len as u64);
     }
+    crate::vfs::inotify::notify(&path, crate::vfs::inotify::IN_MODIFY);
     Ok(0)
 }

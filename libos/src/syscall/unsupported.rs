@@ -3,10 +3,8 @@
 //! once on the console, since a program that depends on them fails in ways
 //! that are otherwise hard to trace.
 //!
-//! Also refused on purpose: `inotify` (ENOSYS, as on a Linux built without
-//! it; Java's `WatchService` then fails with an `IOException`), and extended
-//! attributes (EOPNOTSUPP, what Linux answers on a file system without
-//! them: the 9P namespace offers none).
+//! Also refused on purpose: extended attributes (EOPNOTSUPP, what Linux
+//! answers on a file system without them: the 9P namespace offers none).
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -16,7 +14,6 @@ static FORK_SAID: AtomicBool = AtomicBool::new(false);
 static VFORK_SAID: AtomicBool = AtomicBool::new(false);
 static EXECVE_SAID: AtomicBool = AtomicBool::new(false);
 static EXECVEAT_SAID: AtomicBool = AtomicBool::new(false);
-static INOTIFY_SAID: AtomicBool = AtomicBool::new(false);
 
 fn refuse(said: &AtomicBool, name: &str) -> Result<u64, Errno> {
     if !said.swap(true, Ordering::Relaxed) {
@@ -25,20 +22,6 @@ fn refuse(said: &AtomicBool, name: &str) -> Result<u64, Errno> {
         );
     }
     Err(Errno::ENOSYS)
-}
-
-/// `inotify_init()` and `inotify_init1(flags)`: ENOSYS, said once.
-pub fn inotify_init(_: &[u64; 6]) -> Result<u64, Errno> {
-    if !INOTIFY_SAID.swap(true, Ordering::Relaxed) {
-        crate::eprintln!("astraea: inotify is not supported in a partition");
-    }
-    Err(Errno::ENOSYS)
-}
-
-/// `inotify_add_watch` and `inotify_rm_watch`: no inotify descriptor can
-/// exist, so the descriptor is a bad one.
-pub fn inotify_watch(_: &[u64; 6]) -> Result<u64, Errno> {
-    Err(Errno::EBADF)
 }
 
 /// The extended attribute calls (`getxattr`, `listxattr`, `setxattr`,

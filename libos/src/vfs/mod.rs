@@ -16,6 +16,8 @@ pub mod eventfd;
 #[cfg(target_os = "none")]
 pub mod identity;
 #[cfg(target_os = "none")]
+pub mod inotify;
+#[cfg(target_os = "none")]
 pub mod pipe;
 #[cfg(target_os = "none")]
 pub mod synthetic;
