@@ -188,6 +188,21 @@ impl SessionInner {
         Ok(())
     }
 
+    /// [`writable_dir`](Self::writable_dir) for a request that makes `name`
+    /// in it: as Linux's `filename_create`, an existing name is `EEXIST`
+    /// before a read-only export is `EROFS`.
+    fn creatable_dir(&self, node: &Node, name: &CString) -> Result<(usize, Vec<Vec<u8>>), Errno> {
+        let r = self.writable_dir(node);
+        if r == Err(errno(libc::EROFS))
+            && let Some((e, rel)) = self.ns().host(node)
+            && let Ok(dir) = self.ns().dir_fd(e, rel)
+            && sys::fstatat_nofollow(dir.as_fd(), name).is_ok()
+        {
+            return Err(errno(libc::EEXIST));
+        }
+        r
+    }
+
     /// The export and path of a directory whose contents a request changes.
     fn writable_dir(&self, node: &Node) -> Result<(usize, Vec<Vec<u8>>), Errno> {
         match self.ns().host(node) {
@@ -384,6 +399,20 @@ impl SessionInner {
         let (opened, qid) = match &node {
             Node::Host { export, rel } => {
                 if write && self.ns().read_only(*export) {
+                    // Linux's order: a directory opened for writing is
+                    // EISDIR, a non-directory with O_DIRECTORY ENOTDIR,
+                    // and only then is the mount read-only.
+                    let st = self
+                        .ns()
+                        .open(*export, rel, libc::O_PATH, 0)
+                        .and_then(|fd| sys::fstat(fd.as_fd()));
+                    let dir = st.is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+                    if dir {
+                        return Err(errno(libc::EISDIR));
+                    }
+                    if st.is_ok() && flags & P9_DOTL_DIRECTORY != 0 {
+                        return Err(errno(libc::ENOTDIR));
+                    }
                     return Err(errno(libc::EROFS));
                 }
                 let oflags = open_flags(flags)? & !libc::O_EXCL;
@@ -437,7 +466,7 @@ impl SessionInner {
         }
         let node = f.node();
         let cname = check_name(name.as_bytes())?;
-        let (e, rel) = self.writable_dir(&node)?;
+        let (e, rel) = self.creatable_dir(&node, &cname)?;
         if self.ns().is_mount_child(&node, name.as_bytes()) {
             return Err(errno(libc::EEXIST));
         }
@@ -577,6 +606,17 @@ impl SessionInner {
             };
         };
         if self.ns().read_only(e) {
+            // truncate(2) of a directory is EISDIR before the mount is
+            // read-only (Linux's do_sys_truncate).
+            if attr.valid & P9_SETATTR_SIZE != 0
+                && self
+                    .ns()
+                    .open(e, rel, libc::O_PATH, 0)
+                    .and_then(|fd| sys::fstat(fd.as_fd()))
+                    .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+            {
+                return Err(errno(libc::EISDIR));
+            }
             return Err(errno(libc::EROFS));
         }
         let v = attr.valid;
@@ -856,7 +896,7 @@ impl SessionInner {
     ) -> Result<Qid, Errno> {
         let node = self.fid(dfid)?.node();
         let cname = check_name(name.as_bytes())?;
-        let (e, rel) = self.writable_dir(&node)?;
+        let (e, rel) = self.creatable_dir(&node, &cname)?;
         if self.ns().is_mount_child(&node, name.as_bytes()) {
             return Err(errno(libc::EEXIST));
         }
@@ -910,9 +950,15 @@ impl SessionInner {
     fn link(&self, tag: u16, dfid: u32, fid: u32, name: Str<'_>) -> Res {
         let src = self.fid(fid)?.node();
         let dnode = self.fid(dfid)?.node();
-        let (se, srel) = self.movable(&src)?;
         let cname = check_name(name.as_bytes())?;
-        let (de, drel) = self.writable_dir(&dnode)?;
+        let (se, srel) = match self.movable(&src) {
+            Err(e) if e == errno(libc::EROFS) => {
+                self.creatable_dir(&dnode, &cname)?;
+                return Err(e);
+            }
+            r => r?,
+        };
+        let (de, drel) = self.creatable_dir(&dnode, &cname)?;
         if se != de {
             return Err(errno(libc::EXDEV));
         }
