@@ -6,18 +6,11 @@ use kvm_ioctls::{Cap, Kvm};
 
 use crate::error::{VmmError, kvm_err};
 
-/// A CPUID feature bit the library OS uses: (leaf, register, bit, name, why).
+/// A CPUID feature bit (in EDX) the library OS uses.
 struct Feature {
     leaf: u32,
-    reg: Reg,
     bit: u32,
     name: &'static str,
-}
-
-#[derive(Clone, Copy)]
-enum Reg {
-    Ecx,
-    Edx,
 }
 
 /// The guest's CPU features that no path can do without: 64-bit mode and
@@ -26,37 +19,31 @@ enum Reg {
 const FEATURES: &[Feature] = &[
     Feature {
         leaf: 0x8000_0001,
-        reg: Reg::Edx,
         bit: 29,
         name: "long mode (LM)",
     },
     Feature {
         leaf: 0x8000_0001,
-        reg: Reg::Edx,
         bit: 20,
         name: "no-execute pages (NX)",
     },
     Feature {
         leaf: 0x8000_0001,
-        reg: Reg::Edx,
         bit: 11,
         name: "SYSCALL/SYSRET",
     },
     Feature {
         leaf: 1,
-        reg: Reg::Edx,
         bit: 6,
         name: "PAE",
     },
     Feature {
         leaf: 1,
-        reg: Reg::Edx,
         bit: 24,
         name: "FXSR",
     },
     Feature {
         leaf: 1,
-        reg: Reg::Edx,
         bit: 26,
         name: "SSE2",
     },
@@ -81,15 +68,9 @@ fn missing(cpuid: &[(u32, u32, u32, u32)], has_cap: impl Fn(usize) -> bool) -> V
         .map(|(_, c)| c.1)
         .collect();
     for f in FEATURES {
-        let set = cpuid.iter().any(|&(leaf, index, ecx, edx)| {
-            leaf == f.leaf
-                && index == 0
-                && match f.reg {
-                    Reg::Ecx => ecx,
-                    Reg::Edx => edx,
-                } & (1 << f.bit)
-                    != 0
-        });
+        let set = cpuid
+            .iter()
+            .any(|&(leaf, index, _, edx)| leaf == f.leaf && index == 0 && edx & (1 << f.bit) != 0);
         if !set {
             out.push(f.name);
         }

@@ -53,6 +53,7 @@ mod uname;
 mod unsupported;
 mod utimensat;
 mod write;
+mod xattr;
 
 use crate::arch::user::SyscallFrame;
 use crate::errno::Errno;
@@ -156,18 +157,18 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (294, "inotify_init1", inotify::inotify_init1),
     (254, "inotify_add_watch", inotify::inotify_add_watch),
     (255, "inotify_rm_watch", inotify::inotify_rm_watch),
-    (188, "setxattr", unsupported::xattr),
-    (189, "lsetxattr", unsupported::xattr),
-    (190, "fsetxattr", unsupported::xattr),
-    (191, "getxattr", unsupported::xattr),
-    (192, "lgetxattr", unsupported::xattr),
-    (193, "fgetxattr", unsupported::xattr),
-    (194, "listxattr", unsupported::xattr),
-    (195, "llistxattr", unsupported::xattr),
-    (196, "flistxattr", unsupported::xattr),
-    (197, "removexattr", unsupported::xattr),
-    (198, "lremovexattr", unsupported::xattr),
-    (199, "fremovexattr", unsupported::xattr),
+    (188, "setxattr", xattr::setxattr),
+    (189, "lsetxattr", xattr::lsetxattr),
+    (190, "fsetxattr", xattr::fsetxattr),
+    (191, "getxattr", xattr::getxattr),
+    (192, "lgetxattr", xattr::lgetxattr),
+    (193, "fgetxattr", xattr::fgetxattr),
+    (194, "listxattr", xattr::listxattr),
+    (195, "llistxattr", xattr::llistxattr),
+    (196, "flistxattr", xattr::flistxattr),
+    (197, "removexattr", xattr::removexattr),
+    (198, "lremovexattr", xattr::lremovexattr),
+    (199, "fremovexattr", xattr::fremovexattr),
     (7, "poll", poll::poll),
     (19, "readv", read::readv),
     (22, "pipe", pipe::pipe),
