@@ -358,7 +358,9 @@ mod tests {
              (type, mode, size, link count, content hash) was the host's; *differs*: the \
              partition gave something else in the counted calls; *refused*: the partition \
              answers the errno shown where the host succeeds. Results Linux lets vary by file \
-             system (where holes are) are compared only here, never fail the test.\n"
+             system (where holes are) are compared only here, never fail the test. \
+             Memory, signals, futexes, clocks and `/proc` are in \
+             [conformance-memory.md](conformance-memory.md).\n"
         )
         .unwrap();
         writeln!(s, "| call (flags) | verdict | calls | differing | note |").unwrap();
