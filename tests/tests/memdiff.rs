@@ -40,10 +40,6 @@ mod tests {
     /// excludes the difference.
     const KNOWN: &[(&str, &str)] = &[
         (
-            "mremap(",
-            "mremap is not implemented (ENOSYS); glibc's realloc falls back to mmap+copy",
-        ),
-        (
             "timer_create",
             "POSIX interval timers are not implemented (ENOSYS)",
         ),

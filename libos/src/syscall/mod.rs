@@ -29,6 +29,7 @@ mod madvise;
 mod membarrier;
 mod mincore;
 mod mmap;
+mod mremap;
 mod names;
 mod open;
 mod pipe;
@@ -75,6 +76,7 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (10, "mprotect", mmap::mprotect),
     (11, "munmap", mmap::munmap),
     (12, "brk", brk::brk),
+    (25, "mremap", mremap::mremap),
     (26, "msync", mmap::msync),
     (27, "mincore", mincore::mincore),
     (28, "madvise", madvise::madvise),
