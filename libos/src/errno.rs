@@ -9,6 +9,10 @@ pub struct Errno(pub u32);
 #[allow(missing_docs)]
 impl Errno {
     pub const EPERM: Errno = Errno(1);
+    /// Internal, never seen by the program: a wait was cut short by a
+    /// signal; the call is restarted if the handler has `SA_RESTART`, else
+    /// it fails with `EINTR` (Linux's `-ERESTARTSYS`).
+    pub const ERESTARTSYS: Errno = Errno(512);
     pub const ESRCH: Errno = Errno(3);
     pub const ETIMEDOUT: Errno = Errno(110);
     pub const EAFNOSUPPORT: Errno = Errno(97);

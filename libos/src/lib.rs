@@ -42,6 +42,8 @@ pub mod sync;
 pub mod syscall;
 #[cfg(target_os = "none")]
 pub mod time;
+#[cfg(target_os = "none")]
+pub mod timers;
 
 #[cfg(target_os = "none")]
 pub use boot::{BootConfig, exit};

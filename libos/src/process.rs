@@ -47,6 +47,17 @@ pub fn thread(tid: u64) -> Option<crate::sched::ThreadRef> {
     THREADS.lock().get(&tid).cloned()
 }
 
+/// A program thread that does not block `sig`, the first (main) one
+/// first, for a signal sent to the process.
+pub fn thread_not_blocking(sig: u32) -> Option<u64> {
+    let bit = 1u64 << (sig - 1);
+    THREADS
+        .lock()
+        .iter()
+        .find(|(_, t)| t.user.sigmask.load(core::sync::atomic::Ordering::Relaxed) & bit == 0)
+        .map(|(&tid, _)| tid)
+}
+
 /// Records a new program thread.
 pub fn register(t: &crate::sched::ThreadRef) {
     THREADS.lock().insert(t.id(), t.clone());

@@ -49,6 +49,7 @@ pub mod code {
 const SIG_DFL: u64 = 0;
 const SIG_IGN: u64 = 1;
 const SA_ONSTACK: u64 = 0x0800_0000;
+const SA_RESTART: u64 = 0x1000_0000;
 const SA_NODEFER: u64 = 0x4000_0000;
 const SA_RESETHAND: u64 = 0x8000_0000;
 const SS_ONSTACK: u32 = 1;
@@ -121,6 +122,24 @@ pub fn set_mask(how: u64, set: Option<u64>) -> Result<u64, Errno> {
 pub fn has_deliverable() -> bool {
     let me = crate::sched::current();
     me.user.pending.load(Ordering::Relaxed) & !me.user.sigmask.load(Ordering::Relaxed) != 0
+}
+
+/// Whether a system call cut short by the signal about to be delivered
+/// restarts (its handler has `SA_RESTART`, or it runs none: an ignored
+/// signal interrupts nothing) rather than failing with `EINTR`.
+pub fn restart_allowed() -> bool {
+    let me = crate::sched::current();
+    let ready = me.user.pending.load(Ordering::Acquire) & !me.user.sigmask.load(Ordering::Relaxed);
+    if ready == 0 {
+        return true;
+    }
+    let sig = ready.trailing_zeros() + 1;
+    let action = ACTIONS.lock()[sig as usize - 1];
+    match action.handler {
+        SIG_IGN => true,
+        SIG_DFL => ignored_by_default(sig),
+        _ => action.flags & SA_RESTART != 0,
+    }
 }
 
 /// Marks `sig` pending for the thread `tid` and wakes it if it waits.

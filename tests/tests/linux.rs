@@ -334,6 +334,13 @@ mod tests {
         }
     }
 
+    /// Interval timers that signal: setitimer, alarm, POSIX timers.
+    fn timers(b: Build) {
+        if let Some((dir, _)) = same_as_host("timers", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// syscall(999) and fork() fail with ENOSYS in a partition (on the host
     /// fork works), and the partition names the unknown call on stderr.
     fn enosys(b: Build) {
@@ -398,6 +405,7 @@ mod tests {
         fsedges: fsedges_glibc_dynamic, fsedges_musl_static, fsedges_musl_static_pie;
         inotify: inotify_glibc_dynamic, inotify_musl_static, inotify_musl_static_pie;
         xattr: xattr_glibc_dynamic, xattr_musl_static, xattr_musl_static_pie;
+        timers: timers_glibc_dynamic, timers_musl_static, timers_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---

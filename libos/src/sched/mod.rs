@@ -193,6 +193,26 @@ pub fn sleep_until_ns(deadline: u64) {
     }
 }
 
+/// [`sleep_until_ns`], cut short by a signal the thread will take:
+/// false if it was.
+pub fn sleep_until_interruptible(deadline: u64) -> bool {
+    while time::monotonic_ns() < deadline {
+        let irq = cpu::irq_save();
+        if crate::signal::has_deliverable() {
+            cpu::irq_restore(irq);
+            return false;
+        }
+        let me = current();
+        let seq = TIMER_SEQ.fetch_add(1, Ordering::Relaxed);
+        let key = (deadline, seq);
+        TIMERS.lock().insert(key, me);
+        block_current();
+        TIMERS.lock().remove(&key);
+        cpu::irq_restore(irq);
+    }
+    true
+}
+
 /// Ends the current thread.
 /// Ends the calling thread (a program thread's `exit`).
 pub fn exit_thread() -> ! {

@@ -34,6 +34,28 @@ impl WaitQueue {
         }
     }
 
+    /// [`wait_while`](Self::wait_while), cut short by a signal the thread
+    /// will take (`ERESTARTSYS`: restarted or `EINTR`, as the handler says).
+    pub fn wait_while_interruptible(
+        &self,
+        mut cond: impl FnMut() -> bool,
+    ) -> Result<(), crate::errno::Errno> {
+        loop {
+            let irq = cpu::irq_save();
+            if !cond() {
+                cpu::irq_restore(irq);
+                return Ok(());
+            }
+            if crate::signal::has_deliverable() {
+                cpu::irq_restore(irq);
+                return Err(crate::errno::Errno::ERESTARTSYS);
+            }
+            self.waiters.lock().push_back(super::current());
+            super::block_current();
+            cpu::irq_restore(irq);
+        }
+    }
+
     /// Wakes the longest waiter; returns whether there was one.
     pub fn wake_one(&self) -> bool {
         let t = self.waiters.lock().pop_front();

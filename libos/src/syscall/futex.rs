@@ -86,7 +86,13 @@ pub fn wait(addr: u64, val: u32, bitset: u32, deadline: Option<u64>) -> Result<u
     if woken {
         Ok(0)
     } else if crate::signal::has_deliverable() {
-        Err(Errno::EINTR)
+        // As Linux: a wait without a time limit restarts under SA_RESTART;
+        // one with a limit fails with EINTR.
+        Err(if deadline.is_none() {
+            Errno::ERESTARTSYS
+        } else {
+            Errno::EINTR
+        })
     } else {
         Err(Errno::ETIMEDOUT)
     }

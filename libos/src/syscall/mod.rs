@@ -48,6 +48,7 @@ mod statfs;
 mod stubs;
 mod symlink;
 mod sysinfo;
+mod timer;
 mod timerfd;
 mod truncate;
 mod uname;
@@ -83,6 +84,9 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (13, "rt_sigaction", signal::rt_sigaction),
     (14, "rt_sigprocmask", signal::rt_sigprocmask),
     (15, "rt_sigreturn", signal::rt_sigreturn),
+    (36, "getitimer", timer::getitimer),
+    (37, "alarm", timer::alarm),
+    (38, "setitimer", timer::setitimer),
     (41, "socket", socket::socket),
     (53, "socketpair", socket::socketpair),
     (56, "clone", clone::clone),
@@ -90,6 +94,11 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (138, "fstatfs", statfs::fstatfs),
     (62, "kill", signal::kill),
     (200, "tkill", signal::tkill),
+    (222, "timer_create", timer::timer_create),
+    (223, "timer_settime", timer::timer_settime),
+    (224, "timer_gettime", timer::timer_gettime),
+    (225, "timer_getoverrun", timer::timer_getoverrun),
+    (226, "timer_delete", timer::timer_delete),
     (234, "tgkill", signal::tgkill),
     (435, "clone3", clone::clone3),
     (16, "ioctl", ioctl::ioctl),
@@ -282,9 +291,16 @@ fn dispatch_inner(frame: &mut SyscallFrame) {
             Err(Errno::ENOSYS)
         }
     };
-    // The one place an errno becomes a return value.
+    // The one place an errno becomes a return value. A wait cut short by
+    // a signal whose handler has SA_RESTART runs again once the handler
+    // returns: back to the `syscall` instruction with the number in rax.
     frame.rax = match result {
         Ok(v) => v,
+        Err(Errno::ERESTARTSYS) if crate::signal::restart_allowed() => {
+            frame.rcx -= 2;
+            nr
+        }
+        Err(Errno::ERESTARTSYS) => (-i64::from(Errno::EINTR.0)) as u64,
         Err(e) => (-i64::from(e.0)) as u64,
     };
     if STRACE.load(core::sync::atomic::Ordering::Relaxed) {

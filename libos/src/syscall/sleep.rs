@@ -24,12 +24,28 @@ pub fn timespec_ns(addr: u64) -> Result<u64, Errno> {
         .saturating_add(nsec as u64))
 }
 
-/// `nanosleep(req, rem)`: sleeps the whole time (no signal cuts it short
-/// yet, so `rem` is never written).
+/// Sleeps `ns`; a signal the thread takes ends it with `EINTR` (never
+/// restarted, whatever `SA_RESTART` says, as Linux), the time left in
+/// `rem` if given.
+fn sleep_relative(ns: u64, rem: u64) -> Result<u64, Errno> {
+    let deadline = crate::time::monotonic_ns().saturating_add(ns);
+    if crate::sched::sleep_until_interruptible(deadline) {
+        return Ok(0);
+    }
+    if rem != 0 {
+        let left = deadline.saturating_sub(crate::time::monotonic_ns());
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&(left / 1_000_000_000).to_le_bytes());
+        b[8..].copy_from_slice(&(left % 1_000_000_000).to_le_bytes());
+        user::copy_in(rem, &b)?;
+    }
+    Err(Errno::EINTR)
+}
+
+/// `nanosleep(req, rem)`.
 pub fn nanosleep(a: &[u64; 6]) -> Result<u64, Errno> {
     let ns = timespec_ns(a[0])?;
-    crate::sched::sleep_ns(ns);
-    Ok(0)
+    sleep_relative(ns, a[1])
 }
 
 /// `clock_nanosleep(clock, flags, req, rem)`: relative or, with
@@ -45,8 +61,7 @@ pub fn clock_nanosleep(a: &[u64; 6]) -> Result<u64, Errno> {
     };
     let ns = timespec_ns(a[2])?;
     if a[1] & TIMER_ABSTIME == 0 {
-        crate::sched::sleep_ns(ns);
-        return Ok(0);
+        return sleep_relative(ns, a[3]);
     }
     let now_mono = crate::time::monotonic_ns();
     let deadline = if realtime {
@@ -56,8 +71,11 @@ pub fn clock_nanosleep(a: &[u64; 6]) -> Result<u64, Errno> {
     } else {
         ns
     };
-    crate::sched::sleep_until_ns(deadline);
-    Ok(0)
+    if crate::sched::sleep_until_interruptible(deadline) {
+        Ok(0)
+    } else {
+        Err(Errno::EINTR)
+    }
 }
 
 /// `sched_yield()`.

@@ -44,7 +44,8 @@ impl EventFd {
             if nonblock {
                 return Err(Errno::EAGAIN);
             }
-            self.readable.wait_while(|| !self.counter.lock().readable());
+            self.readable
+                .wait_while_interruptible(|| !self.counter.lock().readable())?;
         }
     }
 

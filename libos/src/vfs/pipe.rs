@@ -93,10 +93,10 @@ impl ReadEnd {
                     return Err(Errno::EAGAIN);
                 }
             }
-            p.readable.wait_while(|| {
+            p.readable.wait_while_interruptible(|| {
                 let st = p.state.lock();
                 st.ring.is_empty() && st.writers > 0
-            });
+            })?;
         }
     }
 

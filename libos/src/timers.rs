@@ -1,0 +1,198 @@
+//! Interval timers that signal: POSIX timers (`timer_create`) and the
+//! process's `setitimer` timers. One kernel thread sleeps until the next
+//! deadline and sends the signals; `ITIMER_VIRTUAL` and `ITIMER_PROF`
+//! count elapsed time, not CPU time (the partition's program has its vCPU
+//! to itself when it runs).
+
+use alloc::collections::BTreeMap;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use crate::errno::Errno;
+use crate::sync::IrqLock;
+
+/// Who a timer's expiry tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notify {
+    /// The process (a thread that does not block the signal).
+    Process(u32),
+    /// One thread (`SIGEV_THREAD_ID`).
+    Thread(u32, u64),
+    /// Nobody (`SIGEV_NONE`): the timer is only read.
+    None,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Timer {
+    notify: Notify,
+    /// Runs on the wall clock (absolute times are wall-clock times).
+    wall: bool,
+    /// Monotonic ns of the next expiry; 0 when disarmed.
+    deadline: u64,
+    /// ns between expiries; 0 for one.
+    interval: u64,
+    /// Expiries missed at the last one (`timer_getoverrun`).
+    overrun: u32,
+}
+
+/// Timer ids of `setitimer`'s three timers (below every POSIX id).
+pub const ITIMER_BASE: i64 = -3;
+
+static TIMERS: IrqLock<BTreeMap<i64, Timer>> = IrqLock::new(BTreeMap::new());
+static NEXT_ID: IrqLock<i64> = IrqLock::new(0);
+static WORKER: spin::Once<crate::sched::ThreadRef> = spin::Once::new();
+static KICKED: AtomicBool = AtomicBool::new(false);
+
+/// Makes a disarmed timer (`wall`: on the wall clock); returns its id.
+pub fn create(notify: Notify, wall: bool) -> Result<i64, Errno> {
+    let mut next = NEXT_ID.lock();
+    let mut t = TIMERS.lock();
+    // Linux's limit is RLIMIT_SIGPENDING; this one is generous.
+    if t.len() >= 4096 {
+        return Err(Errno::EAGAIN);
+    }
+    let id = *next;
+    *next += 1;
+    t.insert(
+        id,
+        Timer {
+            notify,
+            wall,
+            deadline: 0,
+            interval: 0,
+            overrun: 0,
+        },
+    );
+    Ok(id)
+}
+
+/// Deletes timer `id`.
+pub fn delete(id: i64) -> Result<(), Errno> {
+    TIMERS.lock().remove(&id).map(|_| ()).ok_or(Errno::EINVAL)
+}
+
+/// Arms timer `id` to expire at monotonic `deadline` (0 disarms) and every
+/// `interval` ns after; returns the old (remaining, interval). An
+/// `setitimer` timer is made on first use with `notify`.
+pub fn set(
+    id: i64,
+    deadline: u64,
+    interval: u64,
+    notify: Option<Notify>,
+) -> Result<(u64, u64), Errno> {
+    let now = crate::time::monotonic_ns();
+    let old = {
+        let mut all = TIMERS.lock();
+        if let Some(n) = notify {
+            all.entry(id).or_insert(Timer {
+                notify: n,
+                wall: false,
+                deadline: 0,
+                interval: 0,
+                overrun: 0,
+            });
+        }
+        let t = all.get_mut(&id).ok_or(Errno::EINVAL)?;
+        let old = (remaining(t, now), t.interval);
+        t.deadline = deadline;
+        t.interval = if deadline == 0 { 0 } else { interval };
+        t.overrun = 0;
+        old
+    };
+    kick();
+    Ok(old)
+}
+
+/// Timer `id`'s (remaining ns, interval ns); `EINVAL` if there is none (an
+/// unused `setitimer` timer reads as disarmed).
+pub fn get(id: i64) -> Result<(u64, u64), Errno> {
+    let now = crate::time::monotonic_ns();
+    match TIMERS.lock().get(&id) {
+        Some(t) => Ok((remaining(t, now), t.interval)),
+        None if id < 0 => Ok((0, 0)),
+        None => Err(Errno::EINVAL),
+    }
+}
+
+/// Whether timer `id` runs on the wall clock.
+pub fn wall(id: i64) -> bool {
+    TIMERS.lock().get(&id).is_some_and(|t| t.wall)
+}
+
+/// The overrun count of timer `id`'s last expiry.
+pub fn overrun(id: i64) -> Result<u32, Errno> {
+    TIMERS
+        .lock()
+        .get(&id)
+        .map(|t| t.overrun)
+        .ok_or(Errno::EINVAL)
+}
+
+fn remaining(t: &Timer, now: u64) -> u64 {
+    if t.deadline == 0 {
+        0
+    } else {
+        // An expired timer not yet serviced reads as about to expire.
+        t.deadline.saturating_sub(now).max(1)
+    }
+}
+
+/// Wakes the worker (starting it on first use) to look at the deadlines.
+fn kick() {
+    let w = WORKER.call_once(|| {
+        crate::sched::spawn("timers", worker)
+            .map(|h| h.thread().clone())
+            .expect("cannot start the timer thread")
+    });
+    KICKED.store(true, Ordering::SeqCst);
+    crate::sched::make_ready(w.clone());
+}
+
+/// The thread a process-directed `sig` goes to: the first (main) thread
+/// unless it blocks it and another does not.
+fn process_target(sig: u32) -> u64 {
+    let pid = crate::process::pid();
+    crate::process::thread_not_blocking(sig).unwrap_or(pid)
+}
+
+fn worker() {
+    loop {
+        KICKED.store(false, Ordering::SeqCst);
+        let now = crate::time::monotonic_ns();
+        let mut fire = alloc::vec::Vec::new();
+        let mut next: Option<u64> = None;
+        {
+            let mut all = TIMERS.lock();
+            for t in all.values_mut() {
+                if t.deadline != 0 && t.deadline <= now {
+                    fire.push(t.notify);
+                    match (now - t.deadline).checked_div(t.interval) {
+                        Some(missed) => {
+                            t.overrun = u32::try_from(missed).unwrap_or(i32::MAX as u32);
+                            t.deadline += (missed + 1) * t.interval;
+                        }
+                        None => t.deadline = 0,
+                    }
+                }
+                if t.deadline != 0 {
+                    next = Some(next.map_or(t.deadline, |n| n.min(t.deadline)));
+                }
+            }
+        }
+        for n in fire {
+            let _ = match n {
+                Notify::Process(sig) => crate::signal::send(process_target(sig), sig),
+                Notify::Thread(sig, tid) => crate::signal::send(tid, sig),
+                Notify::None => Ok(()),
+            };
+        }
+        let irq = crate::arch::cpu::irq_save();
+        if !KICKED.load(Ordering::SeqCst) {
+            let key = next.map(|d| crate::sched::add_timer(d, crate::sched::current()));
+            crate::sched::block();
+            if let Some(k) = key {
+                crate::sched::cancel_timer(k);
+            }
+        }
+        crate::arch::cpu::irq_restore(irq);
+    }
+}
