@@ -35,7 +35,6 @@ PACKAGES = [
     "postgresql-doc-15",
     "python-django-doc",
     "rust-doc",
-    "debian-reference-en",
 ]
 MIN_BODY = 200
 MAX_BODY = 200_000

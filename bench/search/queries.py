@@ -30,7 +30,8 @@ import zipfile
 SEED = 20051
 STOP = set("""the and for with from that this are was were but not you your its into
 onto over under about class method function module package interface
-documentation manual guide reference html page index overview summary""".split())
+documentation manual guide reference html page index overview summary
+python java jdk django rust postgresql uses""".split())
 TB05 = "topics-and-qrels/topics.terabyte05.efficiency.txt"
 
 
