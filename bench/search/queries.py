@@ -32,6 +32,10 @@ STOP = set("""the and for with from that this are was were but not you your its 
 onto over under about class method function module package interface
 documentation manual guide reference html page index overview summary
 python java jdk django rust postgresql uses""".split())
+# Lucene's English stop words (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET).
+LUCENE_STOP = set("""a an and are as at be but by for if in into is it no not of on or such
+that the their then there these they this to was will with""".split())
+PUNCT = "()[]{}<>,;:!?'\"`|—–-."
 TB05 = "topics-and-qrels/topics.terabyte05.efficiency.txt"
 
 
@@ -64,8 +68,10 @@ def titles(corpus, out, count):
             parts = line.split("\t", 3)
             if len(parts) == 4:
                 words = []
-                for w in re.findall(r"[a-z0-9]+", parts[2].lower()):
-                    if len(w) >= 3 and w not in STOP and not w.isdigit() and w not in words:
+                for w in parts[2].lower().split():
+                    w = w.strip(PUNCT)
+                    if (re.fullmatch(r"[a-z0-9]+", w) and len(w) >= 3 and w not in STOP
+                            and w not in LUCENE_STOP and not w.isdigit() and w not in words):
                         words.append(w)
                 docs.append(words)
     rng = random.Random(SEED)
