@@ -67,6 +67,12 @@ final class SearchHttp {
      * threads, prints "listening PORT" on stdout, and stops it on JVM exit.
      */
     static HttpServer serve(String host, int port, int threads, String ping, Search search) throws IOException {
+        // The server writes a response's headers and body separately: without
+        // TCP_NODELAY, Nagle's algorithm and the client's delayed ACK hold
+        // every answer back ~40 ms. Read once, when the first server starts.
+        if (System.getProperty("sun.net.httpserver.nodelay") == null) {
+            System.setProperty("sun.net.httpserver.nodelay", "true");
+        }
         HttpServer s = HttpServer.create(new InetSocketAddress(host, port), 256);
         ExecutorService pool = Executors.newFixedThreadPool(threads);
         HttpHandler h = x -> {
