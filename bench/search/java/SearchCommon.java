@@ -185,7 +185,7 @@ final class SearchCommon {
         return "#" + i + " " + q + "\n" + answer;
     }
 
-    /** Parses "--name value" options; flags listed in `flags` take no value. */
+    /** Parses "--name value" options (every option takes a value); exits 2 with the usage otherwise. */
     static Map<String, String> options(String[] args, String usage) {
         Map<String, String> m = new HashMap<>();
         for (int i = 0; i < args.length; i++) {
