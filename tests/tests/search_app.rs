@@ -1,0 +1,398 @@
+//! The search application of issue 13 (`bench/search/`, docs/search.md):
+//! Lucene 9.12.3 shard indexes, shard servers, the front end, the bench
+//! driver and the command-line searcher, over the small checked-in corpus
+//! `tests/search/corpus.tsv` and its 50 queries `tests/search/queries.txt`.
+//!
+//! * On the host (JDK 17): the indexer builds 2 shards; 2 shard servers and
+//!   the front end run on ephemeral ports; the bench driver's answers (4
+//!   clients, 2 passes) must equal, byte for byte, `SearchCli`'s direct
+//!   in-process search over the same shards merged the same way — so the
+//!   HTTP protocol, the fan-out and the merge are exact.
+//! * In a partition (JDK 17 and JDK 25, no sockets needed): the indexer
+//!   builds the shards, and `SearchCli` over them on the host must print
+//!   exactly what it prints over the host-built shards; `SearchCli` run in a
+//!   partition over the host-built shards must print it too.
+//!
+//! The jars come from `./x javalibs search` (run by the test when missing).
+//! Without mvn or Maven Central, a JDK, or `/dev/kvm` a test says so loudly
+//! and passes.
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader};
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Stdio};
+    use std::sync::{Mutex, OnceLock};
+    use std::time::{Duration, Instant};
+
+    use astraea_tests::*;
+
+    const TIMEOUT: Duration = Duration::from_secs(240);
+    const JDK17: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
+    const JDK25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
+
+    fn skip(why: &str) {
+        eprintln!("\n*** SKIPPED: {why}; this test did not run. ***\n");
+    }
+
+    fn root() -> &'static Path {
+        static R: OnceLock<PathBuf> = OnceLock::new();
+        R.get_or_init(|| scratch_root("search-app-tests"))
+    }
+
+    fn corpus() -> PathBuf {
+        workspace().join("tests/search/corpus.tsv")
+    }
+
+    fn queries() -> PathBuf {
+        workspace().join("tests/search/queries.txt")
+    }
+
+    /// The Lucene jars (`target/javalibs/search`), fetched once if missing.
+    fn jars() -> Option<PathBuf> {
+        static FETCH: Mutex<bool> = Mutex::new(false);
+        let dir = workspace().join("target/javalibs/search");
+        let done = |d: &Path| d.join(".complete").is_file();
+        if !done(&dir) {
+            let mut tried = FETCH.lock().unwrap_or_else(|e| e.into_inner());
+            if !*tried && !done(&dir) {
+                *tried = true;
+                let st = Command::new("bash")
+                    .arg(workspace().join("x"))
+                    .args(["javalibs", "search"])
+                    .current_dir(workspace())
+                    .stdin(Stdio::null())
+                    .status();
+                eprintln!("./x javalibs search: {st:?}");
+            }
+        }
+        if done(&dir) {
+            Some(dir)
+        } else {
+            skip(
+                "the Lucene jars are not in target/javalibs/search (./x javalibs needs mvn and Maven Central)",
+            );
+            None
+        }
+    }
+
+    /// The compiled application (javac of JDK 17, release 17), once.
+    fn classes() -> Option<&'static Path> {
+        static C: OnceLock<Option<PathBuf>> = OnceLock::new();
+        C.get_or_init(|| {
+            if !Path::new(JDK17).join("bin/javac").is_file() {
+                skip(&format!("JDK 17 (with javac) is not at {JDK17}"));
+                return None;
+            }
+            let jars = jars()?;
+            let out = root().join("classes");
+            std::fs::create_dir_all(&out).unwrap();
+            let mut srcs: Vec<PathBuf> = std::fs::read_dir(workspace().join("bench/search/java"))
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "java"))
+                .collect();
+            srcs.sort();
+            let o = Command::new(Path::new(JDK17).join("bin/javac"))
+                .args(["--release", "17", "-Xlint:all", "-Werror", "-cp"])
+                .arg(format!("{}/*", jars.display()))
+                .arg("-d")
+                .arg(&out)
+                .args(&srcs)
+                .output()
+                .expect("cannot run javac");
+            assert!(
+                o.status.success(),
+                "javac failed:\n{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            Some(out)
+        })
+        .as_deref()
+    }
+
+    /// `java` arguments: class path (classes + jars), main class, arguments.
+    fn java_args(main: &str, args: &[String]) -> Vec<String> {
+        let jars = workspace().join("target/javalibs/search");
+        let mut a = vec![
+            "-cp".to_string(),
+            format!(
+                "{}:{}/*",
+                classes().expect("classes").display(),
+                jars.display()
+            ),
+            main.to_string(),
+        ];
+        a.extend_from_slice(args);
+        a
+    }
+
+    fn host(jdk: &str, dir: &Path, main: &str, args: &[String]) -> Run {
+        let mut c = Command::new(Path::new(jdk).join("bin/java"));
+        c.args(java_args(main, args)).current_dir(dir);
+        run_with_timeout(&mut c, TIMEOUT)
+    }
+
+    fn partition(jdk: &str, dir: &Path, main: &str, args: &[String]) -> Run {
+        let mut c = Command::new(astraea());
+        c.args(["run", "--mem", "1G", "--"])
+            .arg(Path::new(jdk).join("bin/java"))
+            .args(java_args(main, args))
+            .current_dir(dir);
+        run_with_timeout(&mut c, TIMEOUT)
+    }
+
+    fn ok(ctx: &str, r: &Run) {
+        let lines: Vec<&str> = r.stderr.lines().collect();
+        assert_eq!(
+            r.code,
+            0,
+            "{ctx} failed:\n{}\n--- stderr (end) ---\n{}",
+            r.stdout,
+            lines[lines.len().saturating_sub(60)..].join("\n")
+        );
+    }
+
+    fn workdir(name: &str) -> PathBuf {
+        let d = root().join(name);
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn index_args(out: &Path) -> Vec<String> {
+        vec![
+            "--corpus".into(),
+            corpus().display().to_string(),
+            "--out".into(),
+            out.display().to_string(),
+            "--shards".into(),
+            "2".into(),
+        ]
+    }
+
+    fn cli_args(index: &Path, dir: &str) -> Vec<String> {
+        vec![
+            "--index".into(),
+            format!(
+                "{},{}",
+                index.join("shard-0").display(),
+                index.join("shard-1").display()
+            ),
+            "--queries".into(),
+            queries().display().to_string(),
+            "--dir".into(),
+            dir.into(),
+        ]
+    }
+
+    /// The host reference: JDK 17 indexes the corpus into 2 shards; the
+    /// indexer's stdout, the index, and SearchCli's answers over it.
+    struct Reference {
+        index: PathBuf,
+        indexer: String,
+        answers: String,
+    }
+
+    fn reference() -> Option<&'static Reference> {
+        static R: OnceLock<Option<Reference>> = OnceLock::new();
+        R.get_or_init(|| {
+            classes()?;
+            let dir = workdir("host-ref");
+            let index = dir.join("index");
+            let ix = host(JDK17, &dir, "SearchIndexer", &index_args(&index));
+            ok("the host indexer", &ix);
+            let cli = host(JDK17, &dir, "SearchCli", &cli_args(&index, "mmap"));
+            ok("SearchCli on the host", &cli);
+            // Sanity: the corpus is really split, and most queries find hits
+            // in both shards.
+            let total: u64 = ix
+                .stdout
+                .lines()
+                .filter_map(|l| l.strip_prefix("shard "))
+                .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+                .sum();
+            assert!(ix.stdout.contains("malformed 0"), "{}", ix.stdout);
+            assert!(
+                ix.stdout.contains(&format!("documents {total} ")),
+                "{}",
+                ix.stdout
+            );
+            let hits: Vec<&str> = cli.stdout.lines().filter(|l| !l.starts_with('#')).collect();
+            assert!(hits.iter().any(|l| l.starts_with("0\t")), "{}", cli.stdout);
+            assert!(hits.iter().any(|l| l.starts_with("1\t")), "{}", cli.stdout);
+            assert!(hits.len() > 200, "too few hits:\n{}", cli.stdout);
+            assert!(cli.stdout.contains("queries 50 digest "), "{}", cli.stdout);
+            Some(Reference {
+                index,
+                indexer: ix.stdout,
+                answers: cli.stdout,
+            })
+        })
+        .as_ref()
+    }
+
+    /// A server process, killed when dropped.
+    struct Server(Child);
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// Starts `main` on the host JDK 17 and returns it with the port it
+    /// printed ("listening PORT").
+    fn start(dir: &Path, main: &str, args: &[String]) -> (Server, u16) {
+        let mut c = Command::new(Path::new(JDK17).join("bin/java"));
+        c.args(java_args(main, args))
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = Server(c.spawn().expect("cannot start java"));
+        let out = child.0.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(out).read_line(&mut line).unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("listening ")
+            .unwrap_or_else(|| panic!("{main} did not say where it listens: {line:?}"))
+            .parse()
+            .unwrap();
+        (child, port)
+    }
+
+    #[test]
+    fn host_shards_and_front_end_match_direct_search() {
+        let Some(r) = reference() else { return };
+        let dir = workdir("host-servers");
+        let mut shards = Vec::new();
+        let mut addrs = Vec::new();
+        for (s, kind) in [(0, "mmap"), (1, "nio")] {
+            let (srv, port) = start(
+                &dir,
+                "ShardServer",
+                &[
+                    "--index".into(),
+                    r.index.join(format!("shard-{s}")).display().to_string(),
+                    "--shard".into(),
+                    s.to_string(),
+                    "--dir".into(),
+                    kind.into(),
+                ],
+            );
+            shards.push(srv);
+            addrs.push(format!("127.0.0.1:{port}"));
+        }
+        let (_front, port) = start(&dir, "FrontEnd", &["--shards".into(), addrs.join(",")]);
+        let out = dir.join("answers.txt");
+        let t0 = Instant::now();
+        let bench = host(
+            JDK17,
+            &dir,
+            "SearchBench",
+            &[
+                "--url".into(),
+                format!("http://127.0.0.1:{port}"),
+                "--queries".into(),
+                queries().display().to_string(),
+                "--concurrency".into(),
+                "4".into(),
+                "--passes".into(),
+                "2".into(),
+                "--out".into(),
+                out.display().to_string(),
+            ],
+        );
+        ok("the bench driver", &bench);
+        eprintln!("bench ({:.1?}): {}", t0.elapsed(), bench.stdout.trim());
+        assert!(
+            bench.stdout.contains(" errors 0 unstable 0 "),
+            "{}",
+            bench.stdout
+        );
+        let answers = std::fs::read_to_string(&out).unwrap();
+        assert!(
+            answers == r.answers,
+            "the front end's answers differ from the direct search:\n--- front end ---\n{answers}\n--- direct ---\n{}",
+            r.answers
+        );
+        let digest = r
+            .answers
+            .lines()
+            .last()
+            .unwrap()
+            .rsplit(' ')
+            .next()
+            .unwrap();
+        assert!(bench.stdout.contains(digest), "{}", bench.stdout);
+    }
+
+    fn ready(jdk: &str) -> Option<&'static Reference> {
+        if !Path::new(jdk).join("bin/java").is_file() {
+            skip(&format!("no JDK at {jdk}"));
+            return None;
+        }
+        if !kvm_available() {
+            return None;
+        }
+        reference()
+    }
+
+    /// The indexer in a partition: same shard counts, and the same answers
+    /// (SearchCli on the host over the partition-built index).
+    fn indexer_in_partition(name: &str, jdk: &str) {
+        let Some(r) = ready(jdk) else { return };
+        let dir = workdir(&format!("partition-index-{name}"));
+        let index = dir.join("index");
+        let t0 = Instant::now();
+        let ix = partition(jdk, &dir, "SearchIndexer", &index_args(&index));
+        eprintln!("indexer in a partition on JDK {name}: {:.1?}", t0.elapsed());
+        ok(&format!("the indexer in a partition (JDK {name})"), &ix);
+        assert_eq!(ix.stdout, r.indexer, "JDK {name}: shard counts differ");
+        let cli = host(JDK17, &dir, "SearchCli", &cli_args(&index, "nio"));
+        ok("SearchCli on the host", &cli);
+        assert!(
+            cli.stdout == r.answers,
+            "JDK {name}: answers over the partition-built index differ:\n--- partition-built ---\n{}\n--- host-built ---\n{}",
+            cli.stdout,
+            r.answers
+        );
+    }
+
+    /// SearchCli in a partition over the host-built index (read-only).
+    fn cli_in_partition(name: &str, jdk: &str, kind: &str) {
+        let Some(r) = ready(jdk) else { return };
+        let dir = workdir(&format!("partition-cli-{name}-{kind}"));
+        let cli = partition(jdk, &dir, "SearchCli", &cli_args(&r.index, kind));
+        ok(&format!("SearchCli in a partition (JDK {name})"), &cli);
+        assert!(
+            cli.stdout == r.answers,
+            "JDK {name} ({kind}): answers in the partition differ:\n--- partition ---\n{}\n--- host ---\n{}",
+            cli.stdout,
+            r.answers
+        );
+    }
+
+    #[test]
+    fn indexer_in_partition_jdk17() {
+        indexer_in_partition("17", JDK17);
+    }
+
+    #[test]
+    fn indexer_in_partition_jdk25() {
+        indexer_in_partition("25", JDK25);
+    }
+
+    #[test]
+    fn search_cli_in_partition_jdk17_mmap() {
+        cli_in_partition("17", JDK17, "mmap");
+    }
+
+    #[test]
+    fn search_cli_in_partition_jdk25_nio() {
+        cli_in_partition("25", JDK25, "nio");
+    }
+}
