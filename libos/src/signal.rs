@@ -116,6 +116,32 @@ pub fn set_mask(how: u64, set: Option<u64>) -> Result<u64, Errno> {
     Ok(old)
 }
 
+/// Replaces the calling thread's mask with `mask` for a wait (`ppoll`,
+/// `pselect6`, `epoll_pwait`); [`end_wait_mask`] puts the old one back.
+pub fn begin_wait_mask(mask: u64) {
+    let me = crate::sched::current();
+    let old = me.user.sigmask.swap(mask & !UNBLOCKABLE, Ordering::Relaxed);
+    let mut saved = me.user.saved_sigmask.lock();
+    if saved.is_none() {
+        *saved = Some(old);
+    }
+}
+
+/// Ends a wait under a mask from [`begin_wait_mask`]: the old mask comes
+/// back now, unless the wait was interrupted (`EINTR`): then the signal's
+/// delivery runs its handler under the wait's mask first and saves the old
+/// one in its frame, as Linux does.
+pub fn end_wait_mask(interrupted: bool) {
+    if interrupted {
+        return;
+    }
+    let me = crate::sched::current();
+    let saved = me.user.saved_sigmask.lock().take();
+    if let Some(m) = saved {
+        me.user.sigmask.store(m, Ordering::Relaxed);
+    }
+}
+
 /// Whether the calling thread has a signal it would take now (a blocking
 /// call returns EINTR for it).
 pub fn has_deliverable() -> bool {
@@ -251,6 +277,12 @@ pub fn deliver_pending(regs: &mut UserRegs) -> bool {
     while let Some(c) = deliver_one(regs) {
         changed |= c;
     }
+    // A wait's mask not used by a delivery goes.
+    let me = crate::sched::current();
+    let saved = me.user.saved_sigmask.lock().take();
+    if let Some(m) = saved {
+        me.user.sigmask.store(m, Ordering::Relaxed);
+    }
     changed
 }
 
@@ -287,6 +319,12 @@ fn deliver_one(regs: &mut UserRegs) -> Option<bool> {
         SIG_DFL if ignored_by_default(sig) => false,
         SIG_DFL => die(&info, regs),
         _ => {
+            // After a wait under its own mask, the frame saves the mask
+            // from before the wait (restored by `rt_sigreturn`).
+            let saved = me.user.saved_sigmask.lock().take();
+            if let Some(m) = saved {
+                me.user.sigmask.store(m, Ordering::Relaxed);
+            }
             if enter_handler(&info, &action, regs).is_err() {
                 die(&info, regs);
             }

@@ -326,6 +326,16 @@ mod tests {
         }
     }
 
+    /// epoll: edge vs level triggering, one-shot, hang-ups, nesting and
+    /// its limits, descriptor lifetime, EINTR and `epoll_pwait` masks, and
+    /// every error, as the host's kernel reports them (the hand-written
+    /// cases of `epolldiff.c`; its random sequences run in `epolldiff.rs`).
+    fn epolldiff(b: Build) {
+        if let Some((dir, _)) = same_as_host("epolldiff", b, &["{data}", "cases"]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// syscall(999) and fork() fail with ENOSYS in a partition (on the host
     /// fork works), and the partition names the unknown call on stderr.
     fn enosys(b: Build) {
@@ -389,6 +399,7 @@ mod tests {
         torture: torture_glibc_dynamic, torture_musl_static, torture_musl_static_pie;
         fsedges: fsedges_glibc_dynamic, fsedges_musl_static, fsedges_musl_static_pie;
         inotify: inotify_glibc_dynamic, inotify_musl_static, inotify_musl_static_pie;
+        epolldiff: epolldiff_glibc_dynamic, epolldiff_musl_static, epolldiff_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---
