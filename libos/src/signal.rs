@@ -149,6 +149,29 @@ pub fn has_deliverable() -> bool {
     me.user.pending.load(Ordering::Relaxed) & !me.user.sigmask.load(Ordering::Relaxed) != 0
 }
 
+/// Whether the calling thread has a signal that ends a wait with `EINTR`:
+/// one it would take now that is not ignored (Linux drops an ignored
+/// signal when it is sent, so it never interrupts anything).
+pub fn has_interrupting() -> bool {
+    let me = crate::sched::current();
+    let mut ready =
+        me.user.pending.load(Ordering::Relaxed) & !me.user.sigmask.load(Ordering::Relaxed);
+    if ready == 0 {
+        return false;
+    }
+    let actions = ACTIONS.lock();
+    while ready != 0 {
+        let sig = ready.trailing_zeros() + 1;
+        ready &= ready - 1;
+        match actions[sig as usize - 1].handler {
+            SIG_IGN => {}
+            SIG_DFL if ignored_by_default(sig) => {}
+            _ => return true,
+        }
+    }
+    false
+}
+
 /// Marks `sig` pending for the thread `tid` and wakes it if it waits.
 pub fn send(tid: u64, sig: u32) -> Result<(), Errno> {
     if !(1..=64).contains(&sig) {

@@ -61,7 +61,7 @@ pub fn wait_ready(
         if deadline.is_some_and(|d| crate::time::monotonic_ns() >= d) {
             return Ok(0);
         }
-        if crate::signal::has_deliverable() {
+        if crate::signal::has_interrupting() {
             return Err(Errno::EINTR);
         }
         let until = match (deadline, expiry()) {
@@ -69,7 +69,7 @@ pub fn wait_ready(
             (a, b) => a.or(b),
         };
         crate::vfs::READINESS
-            .wait_while_until(until, || ready() == 0 && !crate::signal::has_deliverable());
+            .wait_while_until(until, || ready() == 0 && !crate::signal::has_interrupting());
     }
 }
 
