@@ -64,12 +64,15 @@ pub fn wait_ready(
         if crate::signal::has_interrupting() {
             return Err(Errno::EINTR);
         }
-        let until = match (deadline, expiry()) {
+        let next = expiry();
+        let until = match (deadline, next) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        crate::vfs::READINESS
-            .wait_while_until(until, || ready() == 0 && !crate::signal::has_interrupting());
+        // A timer armed (or re-armed) meanwhile changes the time to wake.
+        crate::vfs::READINESS.wait_while_until(until, || {
+            ready() == 0 && !crate::signal::has_interrupting() && expiry() == next
+        });
     }
 }
 
