@@ -222,6 +222,22 @@ mod tests {
         // Re-arming drops what was not read and reports the old setting.
         t.advance(200);
         assert_eq!(t.set(200, 0, 10), (10, 10));
-        assert_eq!(t, Timer::default());
+        assert_eq!((t.next, t.interval, t.ticks), (0, 0, 0));
+    }
+
+    #[test]
+    fn expirations_wake_once_per_read() {
+        let mut t = Timer::default();
+        t.set(0, 100, 10);
+        t.advance(100);
+        t.advance(150);
+        // Linux's timer stops until read: one wake-up for both periods.
+        assert_eq!(t.fired, 1);
+        assert_eq!(t.take(150), Some(6));
+        t.advance(160);
+        assert_eq!(t.fired, 2);
+        // Re-arming keeps the count (a watcher compares it with its last).
+        t.set(160, 0, 0);
+        assert_eq!(t.fired, 2);
     }
 }
