@@ -409,6 +409,16 @@ static void *interrupter(void *arg) {
     return NULL;
 }
 
+static int arm_fd = -1;
+/* Arms arm_fd to expire 20 ms after 50 ms. */
+static void *arm_later(void *arg) {
+    (void)arg;
+    usleep(50000);
+    struct itimerspec its = {.it_value = {0, 20000000}};
+    timerfd_settime(arm_fd, 0, &its, NULL);
+    return NULL;
+}
+
 static void cases(void) {
     int p[2], e, e2;
     char buf[64];
@@ -688,30 +698,36 @@ static void cases(void) {
     close(e);
 
     printf("-- signals\n");
+    /* SIGUSR1 stays blocked but inside the waits that unblock it, so a
+     * signal from the other thread can only arrive during them, however
+     * late that thread runs. */
     struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = SA_RESTART};
     sigaction(SIGUSR1, &sa, NULL);
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &usr1, NULL);
     main_tid = (pid_t)syscall(SYS_gettid);
     pthread_t th;
     handled = 0;
     late_pipe = -1;
     pthread_create(&th, NULL, interrupter, NULL);
-    printf("wait -1, signal (SA_RESTART)");
-    waited(epoll_wait(e2, evs, 4, -1), evs);
+    printf("pwait -1 with an empty mask, signal (SA_RESTART)");
+    waited(epoll_pwait(e2, evs, 4, -1, &none), evs);
     pthread_join(th, NULL);
     printf("handled %d\n", handled);
     handled = 0;
     late_pipe = p[1];
-    sigset_t usr1;
-    sigemptyset(&usr1);
-    sigaddset(&usr1, SIGUSR1);
     pthread_create(&th, NULL, interrupter, NULL);
     printf("pwait -1 masking SIGUSR1, then data");
     waited(epoll_pwait(e2, evs, 4, -1, &usr1), evs);
     pthread_join(th, NULL);
-    printf("handled %d (after return)\n", handled);
+    printf("handled %d (still blocked)\n", handled);
+    sigprocmask(SIG_UNBLOCK, &usr1, NULL);
+    printf("handled %d (unblocked)\n", handled);
+    sigprocmask(SIG_BLOCK, &usr1, NULL);
     read(p[0], buf, 64);
     handled = 0;
-    sigprocmask(SIG_BLOCK, &usr1, NULL);
     raise(SIGUSR1);
     printf("pending while blocked, handled %d\n", handled);
     printf("pwait with an empty mask");
@@ -728,14 +744,26 @@ static void cases(void) {
     printf("handled %d\n", handled);
     sigprocmask(SIG_UNBLOCK, &usr1, NULL);
     printf("handled after unblock %d\n", handled);
+    sigprocmask(SIG_BLOCK, &usr1, NULL);
     handled = 0;
+    late_pipe = -1;
     pthread_create(&th, NULL, interrupter, NULL);
     pf.fd = p[0];
     pf.events = POLLIN;
-    printf("poll -1, signal");
-    res(poll(&pf, 1, -1));
+    printf("ppoll -1 with an empty mask, signal");
+    res(ppoll(&pf, 1, NULL, &none));
     pthread_join(th, NULL);
     printf("handled %d\n", handled);
+    sigprocmask(SIG_UNBLOCK, &usr1, NULL);
+
+    printf("-- a timer armed during the wait\n");
+    int tm = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+    add(e2, tm, EPOLLIN, 0xd1);
+    arm_fd = tm;
+    pthread_create(&th, NULL, arm_later, NULL);
+    w("wait -1 on a disarmed timer another thread arms", e2, -1);
+    pthread_join(th, NULL);
+    close(tm);
     close(e2);
     close(p[0]);
     close(p[1]);
