@@ -419,6 +419,16 @@ static void *arm_later(void *arg) {
     return NULL;
 }
 
+static int write_fd = -1;
+/* Writes a byte to write_fd after 50 ms. */
+static void *write_later(void *arg) {
+    (void)arg;
+    usleep(50000);
+    if (write(write_fd, "w", 1) != 1)
+        _exit(3);
+    return NULL;
+}
+
 static void cases(void) {
     int p[2], e, e2;
     char buf[64];
@@ -755,6 +765,25 @@ static void cases(void) {
     pthread_join(th, NULL);
     printf("handled %d\n", handled);
     sigprocmask(SIG_UNBLOCK, &usr1, NULL);
+
+    printf("-- edge-triggered and one-shot waits woken by another thread\n");
+    int e3 = ep();
+    add(e3, p[0], EPOLLIN | EPOLLET, 0xe1);
+    add(e3, p[1], EPOLLOUT | EPOLLET | EPOLLONESHOT, 0xe2);
+    w("ET/ONESHOT at first", e3, 0);
+    write_fd = p[1];
+    pthread_create(&th, NULL, write_later, NULL);
+    w("ET wait -1, data from a thread", e3, -1);
+    pthread_join(th, NULL);
+    w("ET after it", e3, 0);
+    ctl("MOD ONESHOT", e3, EPOLL_CTL_MOD, p[0], EPOLLIN | EPOLLONESHOT, 0xe3);
+    read(p[0], buf, 64);
+    pthread_create(&th, NULL, write_later, NULL);
+    w("ONESHOT wait -1, data from a thread", e3, -1);
+    pthread_join(th, NULL);
+    w("ONESHOT after it", e3, 0);
+    read(p[0], buf, 64);
+    close(e3);
 
     printf("-- a timer armed during the wait\n");
     int tm = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);

@@ -104,10 +104,17 @@ fn wait(epfd: u64, addr: u64, max: u64, deadline: Option<u64>) -> Result<u64, Er
         return Err(Errno::EINVAL);
     };
     let mut got: Vec<(u32, u64)> = Vec::new();
-    wait_ready(deadline, &|| ep.next_expiry(), || {
-        got = ep.take(max as usize);
-        got.len()
-    })?;
+    // Taking events fires edge-triggered and one-shot registrations: only
+    // the look that returns takes them.
+    wait_ready(
+        deadline,
+        &|| ep.next_expiry(),
+        &|| ep.count_ready() > 0,
+        || {
+            got = ep.take(max as usize);
+            got.len()
+        },
+    )?;
     let mut out = Vec::with_capacity(got.len() * EVENT_SIZE as usize);
     for (events, data) in &got {
         out.extend_from_slice(&events.to_le_bytes());

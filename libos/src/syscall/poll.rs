@@ -45,12 +45,14 @@ impl Watch {
 
 /// Waits until `ready()` gives a non-zero count or the deadline (monotonic
 /// ns; `None`: forever) passes; returns the last count, or `EINTR` when a
-/// signal comes first. `expiry()` is the next time a watched object becomes
-/// ready without waking the readiness queue (an armed timerfd): the sleep
-/// ends then too.
+/// signal comes first. While asleep, `pending()` says (without taking
+/// anything, unlike `ready()`) whether `ready()` would find something.
+/// `expiry()` is the next time a watched object becomes ready without
+/// waking the readiness queue (an armed timerfd): the sleep ends then too.
 pub fn wait_ready(
     deadline: Option<u64>,
     expiry: &dyn Fn() -> Option<u64>,
+    pending: &dyn Fn() -> bool,
     mut ready: impl FnMut() -> usize,
 ) -> Result<usize, Errno> {
     loop {
@@ -71,7 +73,7 @@ pub fn wait_ready(
         };
         // A timer armed (or re-armed) meanwhile changes the time to wake.
         crate::vfs::READINESS.wait_while_until(until, || {
-            ready() == 0 && !crate::signal::has_interrupting() && expiry() == next
+            !pending() && !crate::signal::has_interrupting() && expiry() == next
         });
     }
 }
@@ -143,7 +145,7 @@ fn do_poll(fds_addr: u64, nfds: u64, deadline: Option<u64>) -> Result<u64, Errno
             .filter_map(|w| w.object.as_ref().and_then(Object::next_expiry))
             .min()
     };
-    let n = wait_ready(deadline, &expiry, count)?;
+    let n = wait_ready(deadline, &expiry, &|| count() > 0, count)?;
     let mut out = raw;
     for (i, w) in watches.iter().enumerate() {
         out[i * 8 + 6..i * 8 + 8].copy_from_slice(&w.revents().to_le_bytes());
@@ -216,7 +218,7 @@ fn do_select(a: &[u64; 6], deadline: Option<u64>) -> Result<u64, Errno> {
     };
     let count = || result().iter().map(Vec::len).sum::<usize>();
     let expiry = || watched.iter().filter_map(|(_, o, _)| o.next_expiry()).min();
-    let n = wait_ready(deadline, &expiry, count)?;
+    let n = wait_ready(deadline, &expiry, &|| count() > 0, count)?;
     let ready = result();
     for (k, addr) in [a[1], a[2], a[3]].into_iter().enumerate() {
         if let Some(set) = &sets[k] {
