@@ -451,3 +451,8 @@ pub mod errno {
     /// Operation not supported. Never valid as an answer to `Tflush`.
     pub const EOPNOTSUPP: u32 = 95;
 }
+
+/// `Txattrcreate` flag (Astraea's): the attribute is set to an empty value.
+/// Without it, `attr_size` 0 removes the attribute (QEMU's and Linux v9fs's
+/// convention for `removexattr`).
+pub const P9_XATTR_EMPTY: u32 = 0x8000_0000;

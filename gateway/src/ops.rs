@@ -38,8 +38,16 @@ pub(crate) enum Opened {
     Listing(Mutex<Vec<ListEntry>>),
     /// `/dev/cons`.
     Cons,
-    /// An `/env` file.
+    /// An `/env` file, or an extended attribute's value (`Txattrwalk`).
     Bytes(Arc<[u8]>),
+    /// An extended attribute being written (`Txattrcreate`): applied to
+    /// the fid's file when the fid is clunked.
+    XattrWrite {
+        name: CString,
+        /// `None`: the attribute is removed.
+        value: Option<Mutex<Vec<u8>>>,
+        flags: i32,
+    },
 }
 
 /// One entry of a synthetic directory listing.
@@ -188,6 +196,21 @@ impl SessionInner {
         Ok(())
     }
 
+    /// [`writable_dir`](Self::writable_dir) for a request that makes `name`
+    /// in it: as Linux's `filename_create`, an existing name is `EEXIST`
+    /// before a read-only export is `EROFS`.
+    fn creatable_dir(&self, node: &Node, name: &CString) -> Result<(usize, Vec<Vec<u8>>), Errno> {
+        let r = self.writable_dir(node);
+        if r == Err(errno(libc::EROFS))
+            && let Some((e, rel)) = self.ns().host(node)
+            && let Ok(dir) = self.ns().dir_fd(e, rel)
+            && sys::fstatat_nofollow(dir.as_fd(), name).is_ok()
+        {
+            return Err(errno(libc::EEXIST));
+        }
+        r
+    }
+
     /// The export and path of a directory whose contents a request changes.
     fn writable_dir(&self, node: &Node) -> Result<(usize, Vec<Vec<u8>>), Errno> {
         match self.ns().host(node) {
@@ -248,7 +271,8 @@ impl SessionInner {
             T::Read { fid, offset, count } => self.read(tag, fid, offset, count, cancel),
             T::Write { fid, offset, data } => self.write(tag, fid, offset, data),
             T::Clunk { fid } => {
-                lock(&self.fids).remove(&fid).ok_or(errno(libc::EBADF))?;
+                let f = lock(&self.fids).remove(&fid).ok_or(errno(libc::EBADF))?;
+                self.apply_xattr(&f)?;
                 encode(tag, &RMessage::Clunk)
             }
             T::Remove { fid } => self.remove(tag, fid),
@@ -298,7 +322,13 @@ impl SessionInner {
             }
             T::Lock { fid, lock } => self.lock(tag, fid, &lock),
             T::Getlock { fid, lock } => self.getlock(tag, fid, &lock),
-            T::Xattrwalk { .. } | T::Xattrcreate { .. } => Err(errno(libc::EOPNOTSUPP)),
+            T::Xattrwalk { fid, newfid, name } => self.xattrwalk(tag, fid, newfid, name),
+            T::Xattrcreate {
+                fid,
+                name,
+                attr_size,
+                flags,
+            } => self.xattrcreate(tag, fid, name, attr_size, flags),
         }
     }
 
@@ -384,6 +414,20 @@ impl SessionInner {
         let (opened, qid) = match &node {
             Node::Host { export, rel } => {
                 if write && self.ns().read_only(*export) {
+                    // Linux's order: a directory opened for writing is
+                    // EISDIR, a non-directory with O_DIRECTORY ENOTDIR,
+                    // and only then is the mount read-only.
+                    let st = self
+                        .ns()
+                        .open(*export, rel, libc::O_PATH, 0)
+                        .and_then(|fd| sys::fstat(fd.as_fd()));
+                    let dir = st.is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+                    if dir {
+                        return Err(errno(libc::EISDIR));
+                    }
+                    if st.is_ok() && flags & P9_DOTL_DIRECTORY != 0 {
+                        return Err(errno(libc::ENOTDIR));
+                    }
                     return Err(errno(libc::EROFS));
                 }
                 let oflags = open_flags(flags)? & !libc::O_EXCL;
@@ -437,7 +481,7 @@ impl SessionInner {
         }
         let node = f.node();
         let cname = check_name(name.as_bytes())?;
-        let (e, rel) = self.writable_dir(&node)?;
+        let (e, rel) = self.creatable_dir(&node, &cname)?;
         if self.ns().is_mount_child(&node, name.as_bytes()) {
             return Err(errno(libc::EEXIST));
         }
@@ -472,6 +516,7 @@ impl SessionInner {
         let max = self.payload_limit(count) as usize;
         match &*opened {
             Opened::Host { dir: true, .. } | Opened::Listing(_) => Err(errno(libc::EISDIR)),
+            Opened::XattrWrite { .. } => Err(errno(libc::EBADF)),
             Opened::Host { file, .. } => {
                 let mut buf = vec![0u8; RREAD_HEADER_LEN + max];
                 let (head, body) = buf.split_at_mut(RREAD_HEADER_LEN);
@@ -515,9 +560,107 @@ impl SessionInner {
                 data.len()
             }
             Opened::Bytes(_) => return Err(errno(libc::EBADF)),
+            Opened::XattrWrite { value, .. } => {
+                let value = value.as_ref().ok_or(errno(libc::EINVAL))?;
+                let mut v = lock(value);
+                let start = usize::try_from(offset).map_err(|_| errno(libc::EINVAL))?;
+                let end = start.checked_add(data.len()).ok_or(errno(libc::EINVAL))?;
+                // Exactly the size announced by Txattrcreate.
+                if end > v.len() {
+                    return Err(errno(libc::EINVAL));
+                }
+                v[start..end].copy_from_slice(data);
+                data.len()
+            }
         };
         let count = u32::try_from(count).map_err(|_| errno(libc::EIO))?;
         encode(tag, &RMessage::Write { count })
+    }
+
+    /// An `O_PATH` descriptor of a host node (a symbolic link itself), for
+    /// the extended attribute calls.
+    fn xattr_fd(&self, node: &Node) -> Result<Option<std::os::fd::OwnedFd>, Errno> {
+        match self.ns().host(node) {
+            Some((e, rel)) => Ok(Some(self.ns().open(
+                e,
+                rel,
+                libc::O_PATH | libc::O_NOFOLLOW,
+                0,
+            )?)),
+            None => Ok(None),
+        }
+    }
+
+    /// `Txattrwalk`: `newfid` reads the value of attribute `name` of
+    /// `fid`'s file (the NUL-separated list of names for an empty `name`).
+    fn xattrwalk(&self, tag: u16, fid: u32, newfid: u32, name: Str<'_>) -> Res {
+        let node = self.fid(fid)?.node();
+        let value = match self.xattr_fd(&node)? {
+            Some(fd) if name.as_bytes().is_empty() => sys::get_xattr(fd.as_fd(), None)?,
+            Some(fd) => {
+                let n = CString::new(name.as_bytes()).map_err(|_| errno(libc::EINVAL))?;
+                sys::get_xattr(fd.as_fd(), Some(&n))?
+            }
+            // Synthetic files have no attributes.
+            None if name.as_bytes().is_empty() => Vec::new(),
+            None => return Err(errno(libc::ENODATA)),
+        };
+        let size = value.len() as u64;
+        let f = Fid::new(node);
+        *lock(&f.open) = Some(Arc::new(Opened::Bytes(value.into())));
+        let mut fids = lock(&self.fids);
+        if fids.contains_key(&newfid) {
+            return Err(errno(libc::EEXIST));
+        }
+        fids.insert(newfid, Arc::new(f));
+        drop(fids);
+        encode(tag, &RMessage::Xattrwalk { size })
+    }
+
+    /// `Txattrcreate`: `fid` becomes the attribute `name` being written,
+    /// `size` bytes, set (or, for size 0, removed) when it is clunked.
+    fn xattrcreate(&self, tag: u16, fid: u32, name: Str<'_>, size: u64, flags: u32) -> Res {
+        let f = self.fid(fid)?;
+        if lock(&f.open).is_some() {
+            return Err(errno(libc::EBUSY));
+        }
+        if flags & !(P9_XATTR_EMPTY | libc::XATTR_CREATE as u32 | libc::XATTR_REPLACE as u32) != 0 {
+            return Err(errno(libc::EINVAL));
+        }
+        if size > 65536 {
+            return Err(errno(libc::E2BIG));
+        }
+        let node = f.node();
+        match self.ns().host(&node) {
+            Some((e, _)) if self.ns().read_only(e) => return Err(errno(libc::EROFS)),
+            Some(_) => {}
+            None => return Err(errno(libc::EOPNOTSUPP)),
+        }
+        let name = CString::new(name.as_bytes()).map_err(|_| errno(libc::EINVAL))?;
+        let value =
+            (size > 0 || flags & P9_XATTR_EMPTY != 0).then(|| Mutex::new(vec![0u8; size as usize]));
+        *lock(&f.open) = Some(Arc::new(Opened::XattrWrite {
+            name,
+            value,
+            flags: (flags & !P9_XATTR_EMPTY) as i32,
+        }));
+        encode(tag, &RMessage::Xattrcreate)
+    }
+
+    /// At the clunk of a fid made by `Txattrcreate`: sets or removes the
+    /// attribute, answering its error.
+    fn apply_xattr(&self, f: &Fid) -> Result<(), Errno> {
+        let Some(opened) = lock(&f.open).clone() else {
+            return Ok(());
+        };
+        let Opened::XattrWrite { name, value, flags } = &*opened else {
+            return Ok(());
+        };
+        let Some(fd) = self.xattr_fd(&f.node())? else {
+            return Err(errno(libc::EOPNOTSUPP));
+        };
+        let bytes = value.as_ref().map(|v| lock(v).clone());
+        sys::set_xattr(fd.as_fd(), name, bytes.as_deref(), *flags)
     }
 
     fn remove(&self, tag: u16, fid: u32) -> Res {
@@ -577,6 +720,17 @@ impl SessionInner {
             };
         };
         if self.ns().read_only(e) {
+            // truncate(2) of a directory is EISDIR before the mount is
+            // read-only (Linux's do_sys_truncate).
+            if attr.valid & P9_SETATTR_SIZE != 0
+                && self
+                    .ns()
+                    .open(e, rel, libc::O_PATH, 0)
+                    .and_then(|fd| sys::fstat(fd.as_fd()))
+                    .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+            {
+                return Err(errno(libc::EISDIR));
+            }
             return Err(errno(libc::EROFS));
         }
         let v = attr.valid;
@@ -856,7 +1010,7 @@ impl SessionInner {
     ) -> Result<Qid, Errno> {
         let node = self.fid(dfid)?.node();
         let cname = check_name(name.as_bytes())?;
-        let (e, rel) = self.writable_dir(&node)?;
+        let (e, rel) = self.creatable_dir(&node, &cname)?;
         if self.ns().is_mount_child(&node, name.as_bytes()) {
             return Err(errno(libc::EEXIST));
         }
@@ -910,9 +1064,15 @@ impl SessionInner {
     fn link(&self, tag: u16, dfid: u32, fid: u32, name: Str<'_>) -> Res {
         let src = self.fid(fid)?.node();
         let dnode = self.fid(dfid)?.node();
-        let (se, srel) = self.movable(&src)?;
         let cname = check_name(name.as_bytes())?;
-        let (de, drel) = self.writable_dir(&dnode)?;
+        let (se, srel) = match self.movable(&src) {
+            Err(e) if e == errno(libc::EROFS) => {
+                self.creatable_dir(&dnode, &cname)?;
+                return Err(e);
+            }
+            r => r?,
+        };
+        let (de, drel) = self.creatable_dir(&dnode, &cname)?;
         if se != de {
             return Err(errno(libc::EXDEV));
         }

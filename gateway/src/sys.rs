@@ -386,3 +386,69 @@ pub(crate) fn ids() -> (u32, u32) {
     // SAFETY: getuid/getgid take no arguments and cannot fail.
     unsafe { (libc::getuid(), libc::getgid()) }
 }
+
+/// The `/proc/self/fd` name of `fd`: the extended attribute calls on it act
+/// on the file `fd` has open (an `O_PATH` descriptor of a symbolic link:
+/// the link itself), which keeps them beneath the export.
+fn fd_path(fd: BorrowedFd<'_>) -> std::ffi::CString {
+    std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap_or_default()
+}
+
+/// `getxattr` of the file open as `fd`: its value (the list of names,
+/// NUL-separated, for `name` `None`).
+pub(crate) fn get_xattr(fd: BorrowedFd<'_>, name: Option<&CStr>) -> Result<Vec<u8>, Errno> {
+    let path = fd_path(fd);
+    loop {
+        // SAFETY: `path` and `name` are NUL-terminated; a null buffer of
+        // size 0 asks only for the size.
+        let size = retry(|| unsafe {
+            match name {
+                Some(n) => libc::getxattr(path.as_ptr(), n.as_ptr(), std::ptr::null_mut(), 0),
+                None => libc::listxattr(path.as_ptr(), std::ptr::null_mut(), 0),
+            }
+        })? as usize;
+        let mut buf = vec![0u8; size];
+        // SAFETY: `buf` is writable for `size` bytes.
+        let got = unsafe {
+            match name {
+                Some(n) => libc::getxattr(path.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), size),
+                None => libc::listxattr(path.as_ptr(), buf.as_mut_ptr().cast(), size),
+            }
+        };
+        if got < 0 {
+            let e = last_errno();
+            // It grew between the two calls: ask again.
+            if e.0 == libc::ERANGE || e.0 == libc::EINTR {
+                continue;
+            }
+            return Err(e);
+        }
+        buf.truncate(got as usize);
+        return Ok(buf);
+    }
+}
+
+/// `setxattr` (or, for `value` `None`, `removexattr`) of the file open as `fd`.
+pub(crate) fn set_xattr(
+    fd: BorrowedFd<'_>,
+    name: &CStr,
+    value: Option<&[u8]>,
+    flags: i32,
+) -> Result<(), Errno> {
+    let path = fd_path(fd);
+    // SAFETY: `path` and `name` are NUL-terminated and `value` is readable
+    // for its length.
+    retry(|| unsafe {
+        match value {
+            Some(v) => libc::setxattr(
+                path.as_ptr(),
+                name.as_ptr(),
+                v.as_ptr().cast(),
+                v.len(),
+                flags,
+            ),
+            None => libc::removexattr(path.as_ptr(), name.as_ptr()),
+        }
+    })?;
+    Ok(())
+}

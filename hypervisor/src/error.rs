@@ -24,6 +24,12 @@ pub enum VmmError {
          ASTRAEA_KVM_DEVICE or point it at /dev/kvm"
     )]
     KvmNotKvm(String),
+    /// The host's KVM lacks what a partition needs.
+    #[error(
+        "this host's KVM lacks what a partition needs: {0}. Use a host (or a nested \
+         hypervisor configuration) whose CPU and KVM offer these"
+    )]
+    HostLacks(String),
     /// KVM refused to create a VM because the CPU's virtualisation is taken.
     #[error(
         "KVM cannot create a VM: {0}. Another hypervisor (VirtualBox, VMware, another \

@@ -245,6 +245,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     // memory slots point into this mapping for the VM's whole life.
     let mem = Arc::new(memory::create(cfg.mem)?);
     let kvm = open_kvm()?;
+    crate::hostcheck::check(&kvm)?;
     let vm = Arc::new(kvm.create_vm().map_err(|e| match e.errno() {
         libc::EBUSY => VmmError::KvmBusy(std::io::Error::from_raw_os_error(libc::EBUSY)),
         _ => VmmError::Kvm {

@@ -12,6 +12,11 @@ static const char *errname(int e)
     case EFBIG: return "EFBIG";
     case ENOENT: return "ENOENT";
     case EEXIST: return "EEXIST";
+    case ENODATA: return "ENODATA";
+    case ERANGE: return "ERANGE";
+    case E2BIG: return "E2BIG";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    case EPERM: return "EPERM";
     case EAGAIN: return "EAGAIN";
     case ENOTDIR: return "ENOTDIR";
     case EBADF: return "EBADF";

@@ -882,6 +882,10 @@ static void put(const char *n, size_t size) {
 
 /* Closes everything and makes the initial tree: f0 (12 bytes), d0/f3
  * (5000 bytes), d0/d1, s0 -> f0. */
+/* Read-only mode (`mktree` once, then `rorun` against a read-only copy):
+ * the tree is never wiped or rebuilt. */
+static int readonly_mode;
+
 static void reset(void) {
     for (unsigned s = 0; s < NSLOTS; s++) {
         if (slot[s] >= 0)
@@ -899,6 +903,8 @@ static void reset(void) {
         perror("fsdiff: chdir");
         exit(2);
     }
+    if (readonly_mode)
+        return;
     chmod(".", 0755);
     wipe(dfd);
     put("f0", 12);
@@ -975,7 +981,8 @@ static void probe(void) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: fsdiff DIR run SEED NSEEDS COUNT | replay SEED COUNT I,J,... | probe\n");
+        fprintf(stderr, "usage: fsdiff DIR run SEED NSEEDS COUNT | replay SEED COUNT I,J,... | probe\n"
+                        "       fsdiff DIR mktree | rorun SEED NSEEDS COUNT | roreplay SEED COUNT I,J,...\n");
         return 2;
     }
     snprintf(root, sizeof root, "%s", argv[1]);
@@ -989,6 +996,22 @@ int main(int argc, char **argv) {
     struct sigaction sa = {.sa_handler = on_fault};
     sigaction(SIGBUS, &sa, NULL);
     sigaction(SIGSEGV, &sa, NULL);
+    if (!strcmp(argv[2], "mktree")) {
+        /* The tree the read-only runs look at, with more kinds of entry. */
+        reset();
+        put("d0/d1/f4", 70000);
+        put("f5", 0);
+        symlink("d0", "s1");
+        symlink("missing", "s2");
+        symlink("s3", "s3");
+        link("f0", "h0");
+        chmod("d0/f3", 0600);
+        return 0;
+    }
+    if (!strncmp(argv[2], "ro", 2)) {
+        readonly_mode = 1;
+        argv[2] += 2;
+    }
     if (!strcmp(argv[2], "run") && argc == 6) {
         uint64_t seed = strtoull(argv[3], NULL, 10);
         unsigned nseeds = (unsigned)strtoul(argv[4], NULL, 10);
@@ -1017,7 +1040,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fsdiff: bad arguments\n");
         return 2;
     }
-    reset();
-    wipe(dfd);
+    if (!readonly_mode) {
+        reset();
+        wipe(dfd);
+    }
     return 0;
 }

@@ -584,7 +584,12 @@ static void op_restart(unsigned i) {
     pipe(rpipe);
     main_tid = gettid();
     pthread_t t;
-    pthread_create(&t, NULL, interrupter, NULL);
+    static char stack[256 * 1024] __attribute__((aligned(4096)));
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstack(&at, stack, sizeof stack);
+    pthread_create(&t, &at, interrupter, NULL);
+    pthread_attr_destroy(&at);
     char c;
     long r = read(rpipe[0], &c, 1);
     add(" read");
@@ -616,14 +621,22 @@ static void *waiter(void *arg) {
         __atomic_add_fetch(&woke, 1, __ATOMIC_SEQ_CST);
     return NULL;
 }
+/* The waiters' stacks, outside the region: stacks glibc maps itself may
+ * land in the region's holes, where later calls would map over them. */
+static char waiter_stacks[4][256 * 1024] __attribute__((aligned(4096)));
 /* Starts n waiters on fa and waits until they are (very probably) asleep. */
 static void start_waiters(pthread_t *t, unsigned n) {
     fa = 0;
     fb = 0;
     ready = 0;
     woke = 0;
-    for (long k = 0; k < (long)n; k++)
-        pthread_create(&t[k], NULL, waiter, (void *)k);
+    for (long k = 0; k < (long)n; k++) {
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setstack(&at, waiter_stacks[k], sizeof waiter_stacks[k]);
+        pthread_create(&t[k], &at, waiter, (void *)k);
+        pthread_attr_destroy(&at);
+    }
     while (__atomic_load_n(&ready, __ATOMIC_SEQ_CST) < (int)n)
         usleep(1000);
     usleep(20000);

@@ -30,6 +30,8 @@ mod tests {
     /// The same through vhost-user (the transport, not the semantics, is
     /// what differs, so fewer).
     const VHOST_SEEDS: u32 = 400;
+    /// Sequences through the cache on a read-only copy.
+    const RO_SEEDS: u32 = 600;
     const TIMEOUT: Duration = Duration::from_secs(300);
 
     /// A fresh directory on a memory file system when there is one (the
@@ -71,34 +73,101 @@ mod tests {
         BuiltIn,
         /// `astraea-gateway --vhost-user SOCK` in its own process.
         VhostUser,
+        /// The built-in gateway exporting a read-only copy of a fixed tree
+        /// through the file cache (`--cache ro`); the host runs against a
+        /// read-only bind mount of the same tree.
+        CachedReadOnly,
     }
 
     /// One environment the program runs in, with `dir` (holding `fsdiff`)
     /// as what it sees of the files.
     struct Env {
         dir: PathBuf,
+        /// The read-only mode (`rorun`, `roreplay`) against `dir/Aro`.
+        ro: Option<RoMount>,
+    }
+
+    /// `dir/A` (the tree `fsdiff mktree` built) bind-mounted read-only at
+    /// `dir/Aro`, unmounted on drop. Needs root (CI runs as root).
+    struct RoMount(PathBuf);
+
+    impl RoMount {
+        fn new(dir: &Path) -> Option<Self> {
+            let (src, dst) = (dir.join("A"), dir.join("Aro"));
+            std::fs::create_dir_all(&dst).unwrap();
+            let ok = |args: &[&std::ffi::OsStr]| {
+                Command::new("mount")
+                    .args(args)
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            };
+            if !ok(&["--bind".as_ref(), src.as_os_str(), dst.as_os_str()]) {
+                eprintln!(
+                    "\n*** SKIPPED: cannot bind-mount a read-only copy (needs root and mount(8)); \
+                     the cached read-only fsdiff did not run. ***\n"
+                );
+                return None;
+            }
+            let m = RoMount(dst.clone());
+            assert!(
+                ok(&["-o".as_ref(), "remount,bind,ro".as_ref(), dst.as_os_str()]),
+                "cannot make the bind mount {} read-only",
+                dst.display()
+            );
+            Some(m)
+        }
+    }
+
+    impl Drop for RoMount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
     }
 
     impl Env {
         /// fsdiff's output on the host, scratch directory `dir/A`.
         fn host(&self, args: &[&str]) -> String {
-            let scratch = self.dir.join("A");
+            let scratch = self.dir.join(if self.ro.is_some() { "Aro" } else { "A" });
+            let args = self.mode(args);
             let mut c = Command::new(self.dir.join("fsdiff"));
-            c.arg(&scratch).args(args).current_dir(&self.dir);
+            c.arg(&scratch).args(&args).current_dir(&self.dir);
             let r = run_with_timeout(&mut c, TIMEOUT);
             assert_eq!(r.code, 0, "fsdiff {args:?} fails on the host: {}", r.stderr);
             r.stdout
         }
 
         /// fsdiff's output in a partition, scratch directory `/B`.
+        /// `args` with the command in read-only mode if this is a
+        /// read-only environment.
+        fn mode(&self, args: &[&str]) -> Vec<String> {
+            let mut v: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            if self.ro.is_some()
+                && let Some(cmd) = v.first_mut()
+            {
+                *cmd = format!("ro{cmd}");
+            }
+            v
+        }
+
         fn partition(&self, gw: Gateway, args: &[&str]) -> String {
+            let mode = self.mode(args);
             let mut all = vec!["/fsdiff", "/B"];
-            all.extend_from_slice(args);
+            all.extend(mode.iter().map(String::as_str));
             let r = match gw {
                 Gateway::BuiltIn => {
                     let mount = format!("{}:/", self.dir.display());
                     let mut c = Command::new(astraea());
                     c.args(["run", "--mount", &mount, "--"]).args(&all);
+                    run_with_timeout(&mut c, TIMEOUT)
+                }
+                Gateway::CachedReadOnly => {
+                    let root = format!("{}:/", self.dir.display());
+                    let tree = format!("{}:/B:ro", self.dir.join("A").display());
+                    let mut c = Command::new(astraea());
+                    c.args([
+                        "run", "--cache", "ro", "--mount", &root, "--mount", &tree, "--",
+                    ])
+                    .args(&all);
                     run_with_timeout(&mut c, TIMEOUT)
                 }
                 Gateway::VhostUser => {
@@ -289,7 +358,9 @@ mod tests {
              (type, mode, size, link count, content hash) was the host's; *differs*: the \
              partition gave something else in the counted calls; *refused*: the partition \
              answers the errno shown where the host succeeds. Results Linux lets vary by file \
-             system (where holes are) are compared only here, never fail the test.\n"
+             system (where holes are) are compared only here, never fail the test. \
+             Memory, signals, futexes, clocks and `/proc` are in \
+             [conformance-memory.md](conformance-memory.md).\n"
         )
         .unwrap();
         writeln!(s, "| call (flags) | verdict | calls | differing | note |").unwrap();
@@ -408,7 +479,21 @@ mod tests {
         if !build(&dir) {
             return None;
         }
-        Some(Env { dir })
+        Some(Env { dir, ro: None })
+    }
+
+    /// An environment for the read-only runs: the fixed tree built on the
+    /// host, then mounted read-only.
+    fn setup_read_only(name: &str) -> Option<Env> {
+        let mut env = setup(name)?;
+        let out = Command::new(env.dir.join("fsdiff"))
+            .arg(env.dir.join("A"))
+            .arg("mktree")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "fsdiff mktree: {out:?}");
+        env.ro = Some(RoMount::new(&env.dir)?);
+        Some(env)
     }
 
     /// The CI run through the built-in gateway, which also makes (or
@@ -451,10 +536,24 @@ mod tests {
         std::fs::remove_dir_all(&env.dir).unwrap();
     }
 
+    /// Through the file cache on a read-only copy: every call that would
+    /// change the tree fails on both sides, in Linux's order of errors, and
+    /// reads, stats, listings and mappings come from the cache.
+    #[test]
+    fn fsdiff_cached_read_only() {
+        let Some(env) = setup_read_only("ro") else {
+            return;
+        };
+        differential(&env, Gateway::CachedReadOnly, 200_000, RO_SEEDS, CI_CALLS);
+        let dir = env.dir.clone();
+        drop(env);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
     /// The long run: `ASTRAEA_FSDIFF_SEEDS` sequences (default 100000) of
     /// `ASTRAEA_FSDIFF_CALLS` calls (default 40), from seed
     /// `ASTRAEA_FSDIFF_FIRST` (default 1000000), in batches, each batch on
-    /// every gateway of `ASTRAEA_FSDIFF_GATEWAYS` (default `builtin,vhost`).
+    /// every gateway of `ASTRAEA_FSDIFF_GATEWAYS` (default `builtin,vhost,ro`).
     #[test]
     #[ignore]
     fn fsdiff_stress() {
@@ -469,22 +568,35 @@ mod tests {
         let calls = var("ASTRAEA_FSDIFF_CALLS", 40) as u32;
         let first = var("ASTRAEA_FSDIFF_FIRST", 1_000_000);
         let gateways: Vec<Gateway> = std::env::var("ASTRAEA_FSDIFF_GATEWAYS")
-            .unwrap_or_else(|_| "builtin,vhost".into())
+            .unwrap_or_else(|_| "builtin,vhost,ro".into())
             .split(',')
             .map(|g| match g.trim() {
                 "builtin" => Gateway::BuiltIn,
                 "vhost" => Gateway::VhostUser,
+                "ro" => Gateway::CachedReadOnly,
                 other => {
                     panic!("ASTRAEA_FSDIFF_GATEWAYS: unknown gateway {other:?} (builtin, vhost)")
                 }
             })
             .collect();
+        let ro_env = if gateways.contains(&Gateway::CachedReadOnly) {
+            setup_read_only("stress-ro")
+        } else {
+            None
+        };
         let started = std::time::Instant::now();
         let mut done = 0;
         while done < seeds {
             let batch = (seeds - done).min(1000);
             for &gw in &gateways {
-                differential(&env, gw, first + done, batch as u32, calls);
+                let e = match gw {
+                    Gateway::CachedReadOnly => match &ro_env {
+                        Some(e) => e,
+                        None => continue,
+                    },
+                    _ => &env,
+                };
+                differential(e, gw, first + done, batch as u32, calls);
             }
             done += batch;
             eprintln!(
@@ -493,5 +605,10 @@ mod tests {
             );
         }
         std::fs::remove_dir_all(&env.dir).unwrap();
+        if let Some(e) = ro_env {
+            let dir = e.dir.clone();
+            drop(e);
+            std::fs::remove_dir_all(dir).unwrap();
+        }
     }
 }

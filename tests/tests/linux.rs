@@ -336,6 +336,14 @@ mod tests {
         }
     }
 
+    /// Extended attributes through 9P: values, lists, flags, links and
+    /// the errors of every form, as the host's kernel answers them.
+    fn xattr(b: Build) {
+        if let Some((dir, _)) = same_as_host("xattr", b, &["{data}"]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// syscall(999) and fork() fail with ENOSYS in a partition (on the host
     /// fork works), and the partition names the unknown call on stderr.
     fn enosys(b: Build) {
@@ -400,6 +408,7 @@ mod tests {
         fsedges: fsedges_glibc_dynamic, fsedges_musl_static, fsedges_musl_static_pie;
         inotify: inotify_glibc_dynamic, inotify_musl_static, inotify_musl_static_pie;
         epolldiff: epolldiff_glibc_dynamic, epolldiff_musl_static, epolldiff_musl_static_pie;
+        xattr: xattr_glibc_dynamic, xattr_musl_static, xattr_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---

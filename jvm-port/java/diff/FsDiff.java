@@ -275,7 +275,7 @@ public class FsDiff {
             Files.setAttribute(d.resolve("missing"), "unix:uid", 0);
             return "ok";
         });
-        out("~ user xattr write: " + xattr(f));
+        out("user xattr write: " + xattr(f));
         check("setAttribute unix:mode", () -> {
             Files.setAttribute(f, "unix:mode", 0640);
             return Integer.toOctalString((Integer) Files.getAttribute(f, "unix:mode"));

@@ -334,6 +334,23 @@ pub fn clean_user_page(va: u64, pa: u64) -> bool {
     was
 }
 
+/// Releases the frame behind a leaf entry taken by [`take_user_page`] that
+/// could not be mapped again: freed, handed back to the file cache, or
+/// released as a shared file page.
+pub fn release_taken(e: u64) {
+    let pa = e & 0x000f_ffff_ffff_f000;
+    if e & PteFlags::SHARED.bits() != 0 {
+        super::shared::unref(
+            pa,
+            e & (PteFlags::DIRTY.bits() | PteFlags::BORROWED.bits()) == PteFlags::DIRTY.bits(),
+        );
+    } else if e & PteFlags::BORROWED.bits() != 0 {
+        crate::cache::release_page(pa);
+    } else {
+        free_frames(pa, 1);
+    }
+}
+
 /// Unmaps one user page, returning its leaf entry (frame and flags) without
 /// freeing or releasing anything.
 pub fn take_user_page(va: u64) -> Option<u64> {

@@ -41,6 +41,9 @@ const FAULT_AROUND: u64 = 16;
 pub enum Backing {
     /// Zero-filled memory.
     Anon,
+    /// Pages past the end of a shared anonymous object (a shared anonymous
+    /// mapping grown by `mremap`): every access is SIGBUS, as on Linux.
+    Beyond,
     /// A file: page `start + i*4K` holds the file's bytes at `offset + i*4K`.
     /// The open file is kept, so the mapping outlives `close`.
     File {
@@ -258,6 +261,201 @@ pub fn map(
     Ok(start)
 }
 
+/// `MREMAP_MAYMOVE`.
+pub const MREMAP_MAYMOVE: u32 = 1;
+/// `MREMAP_FIXED`.
+pub const MREMAP_FIXED: u32 = 2;
+/// `MREMAP_DONTUNMAP`.
+pub const MREMAP_DONTUNMAP: u32 = 4;
+
+/// `mremap`: resizes the mapping at `[old, old+old_len)` to `new_len`
+/// bytes, in place when it can, else (with `MREMAP_MAYMOVE`) somewhere
+/// else (with `MREMAP_FIXED`, at `new_addr`), moving its pages without
+/// copying them. Returns where it is. Linux's rules: the old range lies in
+/// one area (else `EFAULT`); growing in place needs the room after it
+/// (else `ENOMEM` without `MREMAP_MAYMOVE`).
+pub fn remap(
+    old: u64,
+    old_len: u64,
+    new_len: u64,
+    flags: u32,
+    new_addr: u64,
+) -> Result<u64, Errno> {
+    if !old.is_multiple_of(PAGE)
+        || flags & !(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP) != 0
+        || (flags & (MREMAP_FIXED | MREMAP_DONTUNMAP) != 0 && flags & MREMAP_MAYMOVE == 0)
+    {
+        return Err(Errno::EINVAL);
+    }
+    let old_len = old_len
+        .checked_next_multiple_of(PAGE)
+        .ok_or(Errno::EINVAL)?;
+    let new_len = new_len
+        .checked_next_multiple_of(PAGE)
+        .ok_or(Errno::EINVAL)?;
+    if new_len == 0 {
+        return Err(Errno::EINVAL);
+    }
+    if flags & MREMAP_DONTUNMAP != 0 && old_len != new_len {
+        return Err(Errno::EINVAL);
+    }
+    let fixed = flags & MREMAP_FIXED != 0;
+    if fixed {
+        let end = new_addr.checked_add(new_len).ok_or(Errno::EINVAL)?;
+        if !new_addr.is_multiple_of(PAGE) || new_addr < USER_MIN || end > USER_MAX {
+            return Err(Errno::EINVAL);
+        }
+        // The two ranges may not overlap.
+        if new_addr < old.saturating_add(old_len.max(1)) && old < end {
+            return Err(Errno::EINVAL);
+        }
+    }
+    // Stores in shared file pages about to be replaced reach their files.
+    if fixed {
+        let _ = write_back(new_addr, new_addr + new_len);
+    }
+    let mut gone = alloc::vec::Vec::new();
+    let r = remap_locked(
+        &mut SPACE.lock(),
+        old,
+        old_len,
+        new_len,
+        flags,
+        new_addr,
+        &mut gone,
+    );
+    write_orphans(&gone);
+    drop(gone);
+    r
+}
+
+fn remap_locked(
+    sp: &mut Space,
+    old: u64,
+    old_len: u64,
+    new_len: u64,
+    flags: u32,
+    new_addr: u64,
+    gone: &mut alloc::vec::Vec<Area>,
+) -> Result<u64, Errno> {
+    let (start, area) = sp
+        .find(old)
+        .map(|(s, a)| (s, a.clone()))
+        .ok_or(Errno::EFAULT)?;
+    if old_len == 0 {
+        // A second mapping of the same shared pages (Linux's duplication).
+        if !area.shared || flags & MREMAP_MAYMOVE == 0 {
+            return Err(Errno::EINVAL);
+        }
+    } else if old + old_len > area.end {
+        return Err(Errno::EFAULT);
+    }
+    let fixed = flags & MREMAP_FIXED != 0;
+    if !fixed && old_len != 0 {
+        if new_len <= old_len {
+            if new_len < old_len {
+                gone.extend(sp.remove(old + new_len, old + old_len));
+            }
+            return Ok(old);
+        }
+        // Grow in place: the range must end where its area does and the
+        // room after it be free.
+        let grown = old.checked_add(new_len).filter(|&e| e <= USER_MAX);
+        if let Some(end) = grown
+            && old + old_len == area.end
+            && !sp.overlaps(area.end, end)
+        {
+            grow_area(sp, start, &area, end);
+            return Ok(old);
+        }
+        if flags & MREMAP_MAYMOVE == 0 {
+            return Err(Errno::ENOMEM);
+        }
+    }
+    // Move: the destination first (what was there goes), then the pages.
+    let dest = if fixed {
+        gone.extend(sp.remove(new_addr, new_addr + new_len));
+        new_addr
+    } else {
+        sp.find_free(0, new_len).ok_or(Errno::ENOMEM)?
+    };
+    if old_len == 0 {
+        let mut dup = area.clone();
+        dup.end = dest + new_len;
+        if let Backing::File { offset, .. } = &mut dup.backing {
+            *offset += old - start;
+        }
+        sp.areas.insert(dest, dup);
+        return Ok(dest);
+    }
+    if new_len < old_len {
+        gone.extend(sp.remove(old + new_len, old + old_len));
+    }
+    let kept = old_len.min(new_len);
+    sp.split_at(old);
+    sp.split_at(old + kept);
+    let Some(mut moved) = sp.areas.remove(&old) else {
+        return Err(Errno::EFAULT);
+    };
+    let delta_end = moved.end;
+    // Pages: every present one changes address, flags and frame kept.
+    let mut va = old;
+    while va < delta_end {
+        if let Some(e) = super::kernel::take_user_page(va) {
+            let pa = e & 0x000f_ffff_ffff_f000;
+            let flags = PteFlags::from_bits_truncate(e);
+            if map_user_page(dest + (va - old), pa, flags).is_err() {
+                super::kernel::release_taken(e);
+            }
+        }
+        va += PAGE;
+    }
+    let hidden: alloc::vec::Vec<(u64, u64)> = sp
+        .hidden
+        .range(old..delta_end)
+        .map(|(&v, &p)| (v, p))
+        .collect();
+    for (v, pa) in hidden {
+        sp.hidden.remove(&v);
+        sp.hidden.insert(dest + (v - old), pa);
+    }
+    let backing = moved.backing.clone();
+    let shared_anon = moved.shared && matches!(backing, Backing::Anon);
+    moved.end = dest + kept;
+    sp.areas.insert(dest, moved.clone());
+    if new_len > kept {
+        grow_area(sp, dest, &moved, dest + new_len);
+    }
+    if flags & MREMAP_DONTUNMAP != 0 {
+        // The old range stays mapped, empty: zeros or the file again.
+        let mut empty = moved;
+        empty.end = old + kept;
+        if shared_anon {
+            empty.backing = Backing::Anon;
+        }
+        sp.areas.insert(old, empty);
+    }
+    Ok(dest)
+}
+
+/// Extends the area at `start` to `end`: a file area maps the file further,
+/// an anonymous one more zeros; a shared anonymous object does not grow,
+/// so its new pages are SIGBUS (`Backing::Beyond`).
+fn grow_area(sp: &mut Space, start: u64, area: &Area, end: u64) {
+    if area.shared && matches!(area.backing, Backing::Anon | Backing::Beyond) {
+        let tail = Area {
+            end,
+            prot: area.prot,
+            shared: true,
+            backing: Backing::Beyond,
+            name: area.name.clone(),
+        };
+        sp.areas.insert(area.end, tail);
+    } else if let Some(a) = sp.areas.get_mut(&start) {
+        a.end = end;
+    }
+}
+
 /// `munmap`: removes whatever is mapped in `[start, start+len)`.
 pub fn unmap(start: u64, len: u64) -> Result<(), Errno> {
     let end = range_end(start, len)?;
@@ -414,6 +612,7 @@ fn fault_inner(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
     let lo = (page & !(win - 1)).max(start);
     let hi = ((page & !(win - 1)) + win).min(area.end);
     match &area.backing {
+        Backing::Beyond => Err(Fault::Bus),
         Backing::Anon => {
             STATS
                 .anon
@@ -824,7 +1023,7 @@ pub fn proc_maps() -> String {
         let r = |bit, c| if a.prot & bit != 0 { c } else { '-' };
         let offset = match &a.backing {
             Backing::File { offset, .. } => *offset,
-            Backing::Anon => 0,
+            Backing::Anon | Backing::Beyond => 0,
         };
         let line_start = out.len();
         let _ = write!(

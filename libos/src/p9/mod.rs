@@ -491,6 +491,104 @@ impl Client {
         }
     }
 
+    /// Releases a fid, reporting the server's answer (an extended attribute
+    /// being set is applied at its clunk); the fid is gone either way.
+    pub fn clunk_checked(&self, fid: Fid) -> Result<(), Errno> {
+        let mut buf = self.buffer();
+        let r = self.rpc(&TMessage::Clunk { fid }, &mut buf).map(|_| ());
+        self.free_fids.lock().push(fid);
+        r
+    }
+
+    /// The value of extended attribute `name` of `fid` (the list of names,
+    /// NUL-terminated, for an empty `name`), at most `max` bytes: `ERANGE`
+    /// if it is longer.
+    pub fn xattr_get(&self, fid: Fid, name: &str, max: usize) -> Result<Vec<u8>, Errno> {
+        let newfid = self.alloc_fid();
+        let mut buf = self.buffer();
+        let t = TMessage::Xattrwalk {
+            fid,
+            newfid,
+            name: Str::from(name),
+        };
+        let size = match self.rpc(&t, &mut buf) {
+            Ok(RMessage::Xattrwalk { size }) => size,
+            Ok(_) => {
+                self.clunk(newfid);
+                return Err(Errno::EPROTO);
+            }
+            Err(e) => {
+                self.free_fids.lock().push(newfid);
+                return Err(e);
+            }
+        };
+        let r = (|| {
+            let size = usize::try_from(size).map_err(|_| Errno::E2BIG)?;
+            if size > max {
+                return Err(Errno::ERANGE);
+            }
+            let mut out = alloc::vec![0u8; size];
+            let mut got = 0;
+            while got < size {
+                let n = self.read(newfid, got as u64, &mut out[got..])?;
+                if n == 0 {
+                    break;
+                }
+                got += n;
+            }
+            out.truncate(got);
+            Ok(out)
+        })();
+        self.clunk(newfid);
+        r
+    }
+
+    /// Sets extended attribute `name` of the (unopened) `fid` to `value`
+    /// with `XATTR_*` `flags`, or removes it (`value` `None`); the fid is
+    /// used up.
+    pub fn xattr_set(
+        &self,
+        fid: Fid,
+        name: &str,
+        value: Option<&[u8]>,
+        flags: u32,
+    ) -> Result<(), Errno> {
+        let mut buf = self.buffer();
+        let size = value.map_or(0, <[u8]>::len);
+        // An empty value is told apart from a removal (both size 0).
+        let flags = if value == Some(&[]) {
+            flags | astraea_9p::consts::P9_XATTR_EMPTY
+        } else {
+            flags
+        };
+        let t = TMessage::Xattrcreate {
+            fid,
+            name: Str::from(name),
+            attr_size: size as u64,
+            flags,
+        };
+        if let Err(e) = self.rpc(&t, &mut buf) {
+            self.clunk(fid);
+            return Err(e);
+        }
+        let mut done = 0;
+        let data = value.unwrap_or_default();
+        while done < data.len() {
+            match self.write(fid, done as u64, &data[done..]) {
+                Ok(0) => {
+                    self.clunk(fid);
+                    return Err(Errno::EIO);
+                }
+                Ok(n) => done += n,
+                Err(e) => {
+                    self.clunk(fid);
+                    return Err(e);
+                }
+            }
+        }
+        self.clunk_checked(fid)
+    }
+
     /// Releases a fid (errors are ignored: the fid is gone either way).
     pub fn clunk(&self, fid: Fid) {
         let mut buf = self.buffer();

@@ -40,11 +40,19 @@ fn check(path: &str, mode: u64, follow: bool) -> Result<u64, Errno> {
         Route::File(_) | Route::Dir(_) if mode & W_OK != 0 => Err(Errno::EACCES),
         Route::Namespace => {
             let st = super::stat::path_stat_at(path, follow)?;
-            if permitted(&st, mode) {
-                Ok(0)
-            } else {
-                Err(Errno::EACCES)
+            if !permitted(&st, mode) {
+                return Err(Errno::EACCES);
             }
+            // As Linux: a regular file, directory or link on a read-only
+            // mount is not writable, whatever its mode says.
+            let kind = st.mode & 0o170000;
+            if mode & W_OK != 0
+                && matches!(kind, 0o100000 | 0o040000 | 0o120000)
+                && super::dirs::path_read_only(path)
+            {
+                return Err(Errno::EROFS);
+            }
+            Ok(0)
         }
         _ => super::stat::path_stat(path).map(|_| 0),
     }

@@ -41,6 +41,38 @@ pub(super) fn with_dir<T>(
     r
 }
 
+/// Whether the directory (or file) `fid` lies on a read-only export: a
+/// change of no attribute is refused with `EROFS` there (the gateway's
+/// answer), and does nothing elsewhere. Asked only on error paths, where
+/// Linux reports a read-only mount before what the lookups found.
+pub(super) fn read_only(fid: crate::p9::Fid) -> bool {
+    crate::p9::mounted()
+        .is_some_and(|c| c.setattr(fid, astraea_9p::SetAttr::default()) == Err(Errno::EROFS))
+}
+
+/// [`read_only`] of the file at `path` (links followed).
+pub(super) fn path_read_only(path: &str) -> bool {
+    let Some(c) = crate::p9::mounted() else {
+        return false;
+    };
+    let Ok(fid) = c.walk_path(path) else {
+        return false;
+    };
+    let r = read_only(fid);
+    c.clunk(fid);
+    r
+}
+
+/// `EROFS` in place of `r`'s error when the directory `d` is on a
+/// read-only export: Linux checks the mount once the parent is found,
+/// before the last name (`do_unlinkat`, `do_rmdir`, `do_renameat2`).
+fn read_only_first<T>(d: crate::p9::Fid, r: Result<T, Errno>) -> Result<T, Errno> {
+    match r {
+        Err(e) if e != Errno::EROFS && read_only(d) => Err(Errno::EROFS),
+        r => r,
+    }
+}
+
 fn mkdir_at(path: &str, mode: u64) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
     let r = with_dir(path, |d, name| {
@@ -61,6 +93,20 @@ fn mkdir_at(path: &str, mode: u64) -> Result<u64, Errno> {
 fn unlink_at(path: &str, flags: u64) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
     with_dir(path, |d, name| {
+        read_only_first(d, unlink_in(c, path, d, name, flags))
+    })?;
+    crate::vfs::inotify::removed(path, flags & AT_REMOVEDIR != 0);
+    Ok(0)
+}
+
+fn unlink_in(
+    c: &crate::p9::Client,
+    path: &str,
+    d: crate::p9::Fid,
+    name: &str,
+    flags: u64,
+) -> Result<u64, Errno> {
+    {
         if flags & AT_REMOVEDIR == 0 {
             // Servers may remove a directory without AT_REMOVEDIR (the
             // gateway does, for peers that rely on it); Linux's VFS refuses
@@ -78,9 +124,7 @@ fn unlink_at(path: &str, flags: u64) -> Result<u64, Errno> {
         }
         c.unlinkat(d, name, (flags & AT_REMOVEDIR) as u32)
             .map(|_| 0)
-    })?;
-    crate::vfs::inotify::removed(path, flags & AT_REMOVEDIR != 0);
-    Ok(0)
+    }
 }
 
 fn path_arg(dirfd: u64, addr: u64) -> Result<alloc::string::String, Errno> {
@@ -141,16 +185,34 @@ fn rename_paths(from: &str, target: &Target) -> Result<u64, Errno> {
     with_dir(from, |_, _| Ok(()))?;
     super::open::check_dotdot(&target.0, &target.1)?;
     let to = target.0.as_str();
-    rename_slashes(from, to)?;
-    with_dir(from, |fd, fname| {
-        with_dir(to, |td, tname| c.renameat(fd, fname, td, tname).map(|_| 0))
-    })?;
+    let r = rename_slashes(from, to).and_then(|_| {
+        with_dir(from, |fd, fname| {
+            with_dir(to, |td, tname| c.renameat(fd, fname, td, tname).map(|_| 0))
+        })
+    });
+    renamed_read_only_first(from, to, r)?;
     if crate::vfs::inotify::active() {
         let dir =
             super::stat::path_stat_at(to, false).is_ok_and(|st| st.mode & 0o170000 == 0o040000);
         crate::vfs::inotify::renamed(from, to, dir);
     }
     Ok(0)
+}
+
+/// `EROFS` in place of a rename's error when both parents exist and the
+/// source's is on a read-only export (Linux's order).
+fn renamed_read_only_first<T>(from: &str, to: &str, r: Result<T, Errno>) -> Result<T, Errno> {
+    match r {
+        Err(e) if e != Errno::EROFS => {
+            let ro = with_dir(from, |fd, _| with_dir(to, |_, _| Ok(read_only(fd))));
+            if ro == Ok(true) {
+                Err(Errno::EROFS)
+            } else {
+                Err(e)
+            }
+        }
+        r => r,
+    }
 }
 
 /// `rename(old, new)`.
@@ -179,21 +241,26 @@ pub fn renameat2(a: &[u64; 6]) -> Result<u64, Errno> {
         0 => rename_paths(&from, &target),
         RENAME_NOREPLACE => {
             let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
-            // In Linux's order: both parents, then the source, then the
-            // target's existence.
+            // In Linux's order: both parents, a read-only mount, then the
+            // source, then the target's existence.
             with_dir(&from, |_, _| Ok(()))?;
             super::open::check_dotdot(to, &target.1)?;
             with_dir(&from, |_, _| with_dir(to, |_, _| Ok(())))?;
-            let old = c.walk_path_nofollow(from.trim_end_matches('/'))?;
-            c.clunk(old);
-            match c.walk_path_nofollow(to.trim_end_matches('/')) {
-                Ok(fid) => {
-                    c.clunk(fid);
-                    Err(Errno::EEXIST)
-                }
-                Err(Errno::ENOENT) => rename_paths(&from, &target),
-                Err(e) => Err(e),
-            }
+            let r = c
+                .walk_path_nofollow(from.trim_end_matches('/'))
+                .and_then(|old| {
+                    c.clunk(old);
+                    match c.walk_path_nofollow(to.trim_end_matches('/')) {
+                        Ok(fid) => {
+                            c.clunk(fid);
+                            Err(Errno::EEXIST)
+                        }
+                        Err(Errno::ENOENT) => Ok(()),
+                        Err(e) => Err(e),
+                    }
+                });
+            renamed_read_only_first(&from, to, r)?;
+            rename_paths(&from, &target)
         }
         _ => Err(Errno::EINVAL),
     }

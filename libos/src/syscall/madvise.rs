@@ -78,10 +78,11 @@ pub fn madvise(a: &[u64; 6]) -> Result<u64, Errno> {
         }
         _ => {}
     }
+    // MADV_FREE leaves the pages as they are: Linux frees them only under
+    // memory pressure, and until then they read back as they were (and a
+    // program must accept either).
     match advice {
-        MADV_DONTNEED | MADV_DONTNEED_LOCKED | MADV_FREE | MADV_REMOVE
-            if end <= crate::mm::user::USER_MAX =>
-        {
+        MADV_DONTNEED | MADV_DONTNEED_LOCKED | MADV_REMOVE if end <= crate::mm::user::USER_MAX => {
             vma::discard(addr, end - addr)?;
         }
         MADV_POPULATE_READ | MADV_POPULATE_WRITE if covered => {

@@ -30,6 +30,7 @@ mod madvise;
 mod membarrier;
 mod mincore;
 mod mmap;
+mod mremap;
 mod names;
 mod open;
 mod pipe;
@@ -54,6 +55,7 @@ mod uname;
 mod unsupported;
 mod utimensat;
 mod write;
+mod xattr;
 
 use crate::arch::user::SyscallFrame;
 use crate::errno::Errno;
@@ -75,6 +77,7 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (10, "mprotect", mmap::mprotect),
     (11, "munmap", mmap::munmap),
     (12, "brk", brk::brk),
+    (25, "mremap", mremap::mremap),
     (26, "msync", mmap::msync),
     (27, "mincore", mincore::mincore),
     (28, "madvise", madvise::madvise),
@@ -157,18 +160,18 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (294, "inotify_init1", inotify::inotify_init1),
     (254, "inotify_add_watch", inotify::inotify_add_watch),
     (255, "inotify_rm_watch", inotify::inotify_rm_watch),
-    (188, "setxattr", unsupported::xattr),
-    (189, "lsetxattr", unsupported::xattr),
-    (190, "fsetxattr", unsupported::xattr),
-    (191, "getxattr", unsupported::xattr),
-    (192, "lgetxattr", unsupported::xattr),
-    (193, "fgetxattr", unsupported::xattr),
-    (194, "listxattr", unsupported::xattr),
-    (195, "llistxattr", unsupported::xattr),
-    (196, "flistxattr", unsupported::xattr),
-    (197, "removexattr", unsupported::xattr),
-    (198, "lremovexattr", unsupported::xattr),
-    (199, "fremovexattr", unsupported::xattr),
+    (188, "setxattr", xattr::setxattr),
+    (189, "lsetxattr", xattr::lsetxattr),
+    (190, "fsetxattr", xattr::fsetxattr),
+    (191, "getxattr", xattr::getxattr),
+    (192, "lgetxattr", xattr::lgetxattr),
+    (193, "fgetxattr", xattr::fgetxattr),
+    (194, "listxattr", xattr::listxattr),
+    (195, "llistxattr", xattr::llistxattr),
+    (196, "flistxattr", xattr::flistxattr),
+    (197, "removexattr", xattr::removexattr),
+    (198, "lremovexattr", xattr::lremovexattr),
+    (199, "fremovexattr", xattr::fremovexattr),
     (7, "poll", poll::poll),
     (213, "epoll_create", epoll::epoll_create),
     (232, "epoll_wait", epoll::epoll_wait),

@@ -2,9 +2,6 @@
 //! partition, so no `fork` and no `exec` of another program. Each says so
 //! once on the console, since a program that depends on them fails in ways
 //! that are otherwise hard to trace.
-//!
-//! Also refused on purpose: extended attributes (EOPNOTSUPP, what Linux
-//! answers on a file system without them: the 9P namespace offers none).
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -22,12 +19,6 @@ fn refuse(said: &AtomicBool, name: &str) -> Result<u64, Errno> {
         );
     }
     Err(Errno::ENOSYS)
-}
-
-/// The extended attribute calls (`getxattr`, `listxattr`, `setxattr`,
-/// `removexattr` and their `l`/`f` forms): EOPNOTSUPP.
-pub fn xattr(_: &[u64; 6]) -> Result<u64, Errno> {
-    Err(Errno::EOPNOTSUPP)
 }
 
 /// `fork()`.
