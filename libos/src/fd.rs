@@ -5,7 +5,7 @@
 //! offset and status flags); close-on-exec belongs to the descriptor.
 
 use alloc::string::String;
-use alloc::sync::Arc;
+use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -13,8 +13,11 @@ use crate::errno::Errno;
 use crate::p9::Fid;
 use crate::sync::IrqLock;
 use crate::vfs::dev::Device;
+use crate::vfs::epoll::Epoll;
 use crate::vfs::eventfd::EventFd;
 use crate::vfs::pipe::{ReadEnd, WriteEnd};
+use crate::vfs::poll_bits::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::vfs::route::DevKind;
 use crate::vfs::synthetic::Synthetic;
 use crate::vfs::timerfd::TimerFd;
 
@@ -94,9 +97,183 @@ pub enum Object {
     TimerFd(Arc<TimerFd>),
     /// An inotify instance.
     Inotify(Arc<crate::vfs::inotify::Inotify>),
+    /// An epoll instance.
+    Epoll(Arc<Epoll>),
 }
 
+/// An open file description that an epoll registration refers to without
+/// keeping it open (Linux drops the registration when the description's
+/// last descriptor goes).
+#[derive(Clone)]
+pub enum WeakObject {
+    /// See [`Object::File`].
+    File(Weak<File>),
+    /// See [`Object::Synthetic`].
+    Synthetic(Weak<Synthetic>),
+    /// See [`Object::Device`].
+    Device(Weak<Device>),
+    /// See [`Object::PipeRead`].
+    PipeRead(Weak<ReadEnd>),
+    /// See [`Object::PipeWrite`].
+    PipeWrite(Weak<WriteEnd>),
+    /// See [`Object::EventFd`].
+    EventFd(Weak<EventFd>),
+    /// See [`Object::TimerFd`].
+    TimerFd(Weak<TimerFd>),
+    /// See [`Object::Inotify`].
+    Inotify(Weak<crate::vfs::inotify::Inotify>),
+    /// See [`Object::Epoll`].
+    Epoll(Weak<Epoll>),
+}
+
+impl WeakObject {
+    /// Whether the description is still open.
+    pub fn alive(&self) -> bool {
+        match self {
+            WeakObject::File(w) => w.strong_count() > 0,
+            WeakObject::Synthetic(w) => w.strong_count() > 0,
+            WeakObject::Device(w) => w.strong_count() > 0,
+            WeakObject::PipeRead(w) => w.strong_count() > 0,
+            WeakObject::PipeWrite(w) => w.strong_count() > 0,
+            WeakObject::EventFd(w) => w.strong_count() > 0,
+            WeakObject::TimerFd(w) => w.strong_count() > 0,
+            WeakObject::Inotify(w) => w.strong_count() > 0,
+            WeakObject::Epoll(w) => w.strong_count() > 0,
+        }
+    }
+
+    /// The description, if it is still open.
+    pub fn upgrade(&self) -> Option<Object> {
+        Some(match self {
+            WeakObject::File(w) => Object::File(w.upgrade()?),
+            WeakObject::Synthetic(w) => Object::Synthetic(w.upgrade()?),
+            WeakObject::Device(w) => Object::Device(w.upgrade()?),
+            WeakObject::PipeRead(w) => Object::PipeRead(w.upgrade()?),
+            WeakObject::PipeWrite(w) => Object::PipeWrite(w.upgrade()?),
+            WeakObject::EventFd(w) => Object::EventFd(w.upgrade()?),
+            WeakObject::TimerFd(w) => Object::TimerFd(w.upgrade()?),
+            WeakObject::Inotify(w) => Object::Inotify(w.upgrade()?),
+            WeakObject::Epoll(w) => Object::Epoll(w.upgrade()?),
+        })
+    }
+}
+
+/// Events a readiness-less file reports: always ready both ways.
+const ALWAYS: u16 = POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM;
+
 impl Object {
+    /// A reference that does not keep the description open.
+    pub fn downgrade(&self) -> WeakObject {
+        match self {
+            Object::File(a) => WeakObject::File(Arc::downgrade(a)),
+            Object::Synthetic(a) => WeakObject::Synthetic(Arc::downgrade(a)),
+            Object::Device(a) => WeakObject::Device(Arc::downgrade(a)),
+            Object::PipeRead(a) => WeakObject::PipeRead(Arc::downgrade(a)),
+            Object::PipeWrite(a) => WeakObject::PipeWrite(Arc::downgrade(a)),
+            Object::EventFd(a) => WeakObject::EventFd(Arc::downgrade(a)),
+            Object::TimerFd(a) => WeakObject::TimerFd(Arc::downgrade(a)),
+            Object::Inotify(a) => WeakObject::Inotify(Arc::downgrade(a)),
+            Object::Epoll(a) => WeakObject::Epoll(Arc::downgrade(a)),
+        }
+    }
+
+    /// The description's identity (its address; stable while any
+    /// reference, weak ones included, is alive).
+    pub fn key(&self) -> usize {
+        match self {
+            Object::File(a) => Arc::as_ptr(a) as *const u8 as usize,
+            Object::Synthetic(a) => Arc::as_ptr(a) as *const u8 as usize,
+            Object::Device(a) => Arc::as_ptr(a) as *const u8 as usize,
+            Object::PipeRead(a) => Arc::as_ptr(a) as *const u8 as usize,
+            Object::PipeWrite(a) => Arc::as_ptr(a) as *const u8 as usize,
+            Object::EventFd(a) => Arc::as_ptr(a) as *const u8 as usize,
+            Object::TimerFd(a) => Arc::as_ptr(a) as *const u8 as usize,
+            Object::Inotify(a) => Arc::as_ptr(a) as *const u8 as usize,
+            Object::Epoll(a) => Arc::as_ptr(a) as *const u8 as usize,
+        }
+    }
+
+    /// The `poll` events it reports now. `depth` counts nested epoll
+    /// instances (an epoll instance is ready when one of its own
+    /// registrations is). A new kind of object reports its state here,
+    /// its wake-ups in [`Object::wakes`], and calls
+    /// `vfs::readiness_changed` when its state changes.
+    pub fn poll(&self, depth: u32) -> u16 {
+        match self {
+            Object::File(f) => match &**f {
+                File::Console { fd: 0 } => POLLIN | POLLRDNORM,
+                File::Console { .. } => POLLOUT | POLLWRNORM,
+                File::P9 { .. } => ALWAYS,
+            },
+            Object::Synthetic(_) | Object::Device(_) => ALWAYS,
+            Object::PipeRead(p) => p.poll(),
+            Object::PipeWrite(p) => p.poll(),
+            Object::EventFd(e) => e.poll(),
+            Object::TimerFd(t) => t.poll(),
+            Object::Inotify(i) => i.poll(),
+            Object::Epoll(e) => e.poll(depth + 1),
+        }
+    }
+
+    /// Its wait queue's wake-ups so far as (keyed `EPOLLIN`, keyed
+    /// `EPOLLOUT`, unkeyed): an edge-triggered registration fires again
+    /// after a wake-up its events meet. Files whose readiness never
+    /// changes have none.
+    pub fn wakes(&self) -> [u64; 3] {
+        match self {
+            Object::PipeRead(p) => p.wakes(),
+            Object::PipeWrite(p) => p.wakes(),
+            Object::EventFd(e) => e.wakes(),
+            Object::TimerFd(t) => t.wakes(),
+            Object::Inotify(i) => i.wakes(),
+            Object::Epoll(e) => e.wakes(),
+            Object::File(_) | Object::Synthetic(_) | Object::Device(_) => [0; 3],
+        }
+    }
+
+    /// The keys its wake-ups counted in [`Object::wakes`] come with
+    /// (input, output), as Linux's: pipes wake with `POLLIN|POLLRDNORM` and
+    /// `POLLOUT|POLLWRNORM`, the others with `POLLIN` and `POLLOUT`.
+    pub fn wake_keys(&self) -> (u32, u32) {
+        match self {
+            Object::PipeRead(_) | Object::PipeWrite(_) => (
+                u32::from(POLLIN | POLLRDNORM),
+                u32::from(POLLOUT | POLLWRNORM),
+            ),
+            _ => (u32::from(POLLIN), u32::from(POLLOUT)),
+        }
+    }
+
+    /// When it becomes ready by itself, without anyone waking the
+    /// readiness queue (an armed timerfd): a wait on it ends then.
+    pub fn next_expiry(&self) -> Option<u64> {
+        match self {
+            Object::TimerFd(t) => t.next_expiry(),
+            Object::Epoll(e) => e.next_expiry(),
+            _ => None,
+        }
+    }
+
+    /// Whether epoll can watch it (Linux: the file has a `poll`
+    /// operation). Regular files and directories cannot (`EPERM`), nor
+    /// `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/urandom` or
+    /// per-process `/proc` files.
+    pub fn epoll_watchable(&self) -> bool {
+        match self {
+            Object::File(f) => matches!(&**f, File::Console { .. }),
+            Object::Device(d) => matches!(d.kind, DevKind::Random { minor: 8 }),
+            Object::Synthetic(s) => {
+                let p = s.path.as_str();
+                let per_process = p.starts_with("/proc/self")
+                    || p.starts_with("/proc/thread-self")
+                    || p.strip_prefix("/proc/")
+                        .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+                !matches!(s.content, crate::vfs::synthetic::Content::Dir(_)) && !per_process
+            }
+            _ => true,
+        }
+    }
+
     /// The `O_*` status flags (`F_GETFL`).
     pub fn status_flags(&self) -> u32 {
         match self {
@@ -112,6 +289,7 @@ impl Object {
             Object::EventFd(e) => e.flags.load(Ordering::Relaxed),
             Object::TimerFd(t) => t.flags.load(Ordering::Relaxed),
             Object::Inotify(i) => i.flags.load(Ordering::Relaxed),
+            Object::Epoll(e) => e.flags.load(Ordering::Relaxed),
         }
     }
 
@@ -131,6 +309,7 @@ impl Object {
             Object::EventFd(e) => &e.flags,
             Object::TimerFd(t) => &t.flags,
             Object::Inotify(i) => &i.flags,
+            Object::Epoll(e) => &e.flags,
         };
         let old = cell.load(Ordering::Relaxed);
         cell.store((old & !CHANGEABLE) | (new & CHANGEABLE), Ordering::Relaxed);

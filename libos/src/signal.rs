@@ -117,6 +117,32 @@ pub fn set_mask(how: u64, set: Option<u64>) -> Result<u64, Errno> {
     Ok(old)
 }
 
+/// Replaces the calling thread's mask with `mask` for a wait (`ppoll`,
+/// `pselect6`, `epoll_pwait`); [`end_wait_mask`] puts the old one back.
+pub fn begin_wait_mask(mask: u64) {
+    let me = crate::sched::current();
+    let old = me.user.sigmask.swap(mask & !UNBLOCKABLE, Ordering::Relaxed);
+    let mut saved = me.user.saved_sigmask.lock();
+    if saved.is_none() {
+        *saved = Some(old);
+    }
+}
+
+/// Ends a wait under a mask from [`begin_wait_mask`]: the old mask comes
+/// back now, unless the wait was interrupted (`EINTR`): then the signal's
+/// delivery runs its handler under the wait's mask first and saves the old
+/// one in its frame, as Linux does.
+pub fn end_wait_mask(interrupted: bool) {
+    if interrupted {
+        return;
+    }
+    let me = crate::sched::current();
+    let saved = me.user.saved_sigmask.lock().take();
+    if let Some(m) = saved {
+        me.user.sigmask.store(m, Ordering::Relaxed);
+    }
+}
+
 /// Whether the calling thread has a signal it would take now (a blocking
 /// call returns EINTR for it).
 pub fn has_deliverable() -> bool {
@@ -140,6 +166,29 @@ pub fn restart_allowed() -> bool {
         SIG_DFL => ignored_by_default(sig),
         _ => action.flags & SA_RESTART != 0,
     }
+}
+
+/// Whether the calling thread has a signal that ends a wait with `EINTR`:
+/// one it would take now that is not ignored (Linux drops an ignored
+/// signal when it is sent, so it never interrupts anything).
+pub fn has_interrupting() -> bool {
+    let me = crate::sched::current();
+    let mut ready =
+        me.user.pending.load(Ordering::Relaxed) & !me.user.sigmask.load(Ordering::Relaxed);
+    if ready == 0 {
+        return false;
+    }
+    let actions = ACTIONS.lock();
+    while ready != 0 {
+        let sig = ready.trailing_zeros() + 1;
+        ready &= ready - 1;
+        match actions[sig as usize - 1].handler {
+            SIG_IGN => {}
+            SIG_DFL if ignored_by_default(sig) => {}
+            _ => return true,
+        }
+    }
+    false
 }
 
 /// Marks `sig` pending for the thread `tid` and wakes it if it waits.
@@ -270,6 +319,12 @@ pub fn deliver_pending(regs: &mut UserRegs) -> bool {
     while let Some(c) = deliver_one(regs) {
         changed |= c;
     }
+    // A wait's mask not used by a delivery goes.
+    let me = crate::sched::current();
+    let saved = me.user.saved_sigmask.lock().take();
+    if let Some(m) = saved {
+        me.user.sigmask.store(m, Ordering::Relaxed);
+    }
     changed
 }
 
@@ -306,6 +361,12 @@ fn deliver_one(regs: &mut UserRegs) -> Option<bool> {
         SIG_DFL if ignored_by_default(sig) => false,
         SIG_DFL => die(&info, regs),
         _ => {
+            // After a wait under its own mask, the frame saves the mask
+            // from before the wait (restored by `rt_sigreturn`).
+            let saved = me.user.saved_sigmask.lock().take();
+            if let Some(m) = saved {
+                me.user.sigmask.store(m, Ordering::Relaxed);
+            }
             if enter_handler(&info, &action, regs).is_err() {
                 die(&info, regs);
             }

@@ -19,6 +19,9 @@
 //! in docs/linux.md, "Java-level differences"): they are printed in the
 //! test's log when they differ but are not compared.
 //!
+//! `jvm-port/java/diff/SelectorDiff.java` does the same for
+//! `java.nio.channels.Selector` over `Pipe` channels (epoll).
+//!
 //! Without a JDK, `javac` or `/dev/kvm` a test says so loudly and passes.
 
 #[cfg(test)]
@@ -44,12 +47,13 @@ mod tests {
         R.get_or_init(|| scratch_root("java-diff-tests"))
     }
 
-    /// Compiles FsDiff with the JDK's javac into a directory of its own.
-    fn compile(jdk: &str, home: &str, release: &str) -> PathBuf {
-        let out = root().join("classes").join(jdk);
+    /// Compiles `jvm-port/java/diff/{prog}.java` with the JDK's javac into
+    /// a directory of its own.
+    fn compile(jdk: &str, home: &str, release: &str, prog: &str) -> PathBuf {
+        let out = root().join("classes").join(format!("{prog}-{jdk}"));
         let _ = std::fs::remove_dir_all(&out);
         std::fs::create_dir_all(&out).unwrap();
-        let src = workspace().join("jvm-port/java/diff/FsDiff.java");
+        let src = workspace().join(format!("jvm-port/java/diff/{prog}.java"));
         let o = Command::new(Path::new(home).join("bin/javac"))
             .args(["--release", release, "-Xlint:all", "-Werror", "-d"])
             .arg(&out)
@@ -98,7 +102,7 @@ mod tests {
         if !kvm_available() {
             return;
         }
-        let classes = compile(jdk, home, release);
+        let classes = compile(jdk, home, release, "FsDiff");
         let java = Path::new(home).join("bin/java");
 
         let dir = workdir(jdk, "host");
@@ -163,6 +167,61 @@ mod tests {
             !part.stderr.contains("unimplemented system call"),
             "JDK {jdk}: the JVM reached a system call the library OS lacks:\n{end}"
         );
+    }
+
+    /// `jvm-port/java/diff/SelectorDiff.java`: a `java.nio.channels.Selector`
+    /// over `Pipe` channels (epoll underneath) with timed, untimed and
+    /// woken selects prints the same on the host and in a partition.
+    fn selector(jdk: &str, home: &str, release: &str) {
+        if !Path::new(home).join("bin/javac").is_file() {
+            skip(&format!("JDK {jdk} (with javac) is not at {home}"));
+            return;
+        }
+        if !kvm_available() {
+            return;
+        }
+        let classes = compile(jdk, home, release, "SelectorDiff");
+        let java = Path::new(home).join("bin/java");
+        let args = [
+            "-cp".to_string(),
+            classes.display().to_string(),
+            "SelectorDiff".into(),
+        ];
+        let host = run_with_timeout(Command::new(&java).args(&args), HOST_TIMEOUT);
+        assert_eq!(
+            host.code, 0,
+            "SelectorDiff on the host (JDK {jdk}) failed:\n{}\n{}",
+            host.stdout, host.stderr
+        );
+        assert!(host.stdout.ends_with("done\n"), "{}", host.stdout);
+        let part = run_with_timeout(
+            Command::new(astraea())
+                .args(["run", "--mem", "1G", "--"])
+                .arg(&java)
+                .args(&args),
+            PARTITION_TIMEOUT,
+        );
+        assert_eq!(
+            (part.code, part.stdout.as_str()),
+            (0, host.stdout.as_str()),
+            "JDK {jdk}: SelectorDiff in a partition differs from the host; stderr:\n{}",
+            part.stderr
+        );
+        assert!(
+            !part.stderr.contains("unimplemented system call"),
+            "JDK {jdk}: the JVM reached a system call the library OS lacks:\n{}",
+            part.stderr
+        );
+    }
+
+    #[test]
+    fn selector_jdk17() {
+        selector("17", "/usr/lib/jvm/java-17-openjdk-amd64", "17");
+    }
+
+    #[test]
+    fn selector_jdk25() {
+        selector("25", "/usr/lib/jvm/temurin-25-jdk-amd64", "21");
     }
 
     #[test]

@@ -326,6 +326,16 @@ mod tests {
         }
     }
 
+    /// epoll: edge vs level triggering, one-shot, hang-ups, nesting and
+    /// its limits, descriptor lifetime, EINTR and `epoll_pwait` masks, and
+    /// every error, as the host's kernel reports them (the hand-written
+    /// cases of `epolldiff.c`; its random sequences run in `epolldiff.rs`).
+    fn epolldiff(b: Build) {
+        if let Some((dir, _)) = same_as_host("epolldiff", b, &["{data}", "cases"]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// Extended attributes through 9P: values, lists, flags, links and
     /// the errors of every form, as the host's kernel answers them.
     fn xattr(b: Build) {
@@ -404,6 +414,7 @@ mod tests {
         torture: torture_glibc_dynamic, torture_musl_static, torture_musl_static_pie;
         fsedges: fsedges_glibc_dynamic, fsedges_musl_static, fsedges_musl_static_pie;
         inotify: inotify_glibc_dynamic, inotify_musl_static, inotify_musl_static_pie;
+        epolldiff: epolldiff_glibc_dynamic, epolldiff_musl_static, epolldiff_musl_static_pie;
         xattr: xattr_glibc_dynamic, xattr_musl_static, xattr_musl_static_pie;
         timers: timers_glibc_dynamic, timers_musl_static, timers_musl_static_pie;
     }

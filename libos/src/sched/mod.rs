@@ -198,7 +198,7 @@ pub fn sleep_until_ns(deadline: u64) {
 pub fn sleep_until_interruptible(deadline: u64) -> bool {
     while time::monotonic_ns() < deadline {
         let irq = cpu::irq_save();
-        if crate::signal::has_deliverable() {
+        if crate::signal::has_interrupting() {
             cpu::irq_restore(irq);
             return false;
         }

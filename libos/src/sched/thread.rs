@@ -59,6 +59,10 @@ pub struct UserCtx {
     pub clear_child_tid: AtomicU64,
     /// Blocked signals (bit n-1 for signal n).
     pub sigmask: AtomicU64,
+    /// The mask to go back to after a wait that replaced it (`ppoll`,
+    /// `epoll_pwait`): restored when the wait ends, or, when it ended for a
+    /// signal, by the delivery of that signal (saved in its frame).
+    pub saved_sigmask: IrqLock<Option<u64>>,
     /// Signals sent to this thread and not yet delivered.
     pub pending: AtomicU64,
     /// Real-time signals (32 to 64) are queued: how many more instances of
@@ -81,6 +85,7 @@ impl UserCtx {
             fs_base: AtomicU64::new(0),
             clear_child_tid: AtomicU64::new(0),
             sigmask: AtomicU64::new(0),
+            saved_sigmask: IrqLock::new(None),
             pending: AtomicU64::new(0),
             rt_queued: IrqLock::new([0; 33]),
             altstack: IrqLock::new((0, 0, 2)),

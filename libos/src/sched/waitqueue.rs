@@ -1,6 +1,7 @@
 //! Wait queues: threads block until another thread or an interrupt wakes them.
 
 use alloc::collections::VecDeque;
+use alloc::sync::Arc;
 
 use super::ThreadRef;
 use crate::arch::cpu;
@@ -46,12 +47,42 @@ impl WaitQueue {
                 cpu::irq_restore(irq);
                 return Ok(());
             }
-            if crate::signal::has_deliverable() {
+            if crate::signal::has_interrupting() {
                 cpu::irq_restore(irq);
                 return Err(crate::errno::Errno::ERESTARTSYS);
             }
             self.waiters.lock().push_back(super::current());
             super::block_current();
+            cpu::irq_restore(irq);
+        }
+    }
+
+    /// Blocks while `cond()` is true, but not past `deadline` (monotonic
+    /// ns; `None`: no limit); returns whether the condition still held
+    /// (the time ran out). As in [`WaitQueue::wait_while`] the condition is
+    /// checked with interrupts off; the thread waits on the queue and on a
+    /// scheduler timer at once, and leaves both before returning, so a
+    /// later wake-up of either finds nothing of it.
+    pub fn wait_while_until(&self, deadline: Option<u64>, mut cond: impl FnMut() -> bool) -> bool {
+        loop {
+            let irq = cpu::irq_save();
+            if !cond() {
+                cpu::irq_restore(irq);
+                return false;
+            }
+            if deadline.is_some_and(|d| crate::time::monotonic_ns() >= d) {
+                cpu::irq_restore(irq);
+                return true;
+            }
+            let me = super::current();
+            self.waiters.lock().push_back(me.clone());
+            let timer = deadline.map(|d| super::add_timer(d, me.clone()));
+            super::block_current();
+            if let Some(t) = timer {
+                super::cancel_timer(t);
+            }
+            self.waiters.lock().retain(|t| !Arc::ptr_eq(t, &me));
+            drop(me);
             cpu::irq_restore(irq);
         }
     }

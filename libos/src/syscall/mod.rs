@@ -14,6 +14,7 @@ mod copy;
 mod cwd;
 mod dirs;
 mod dup;
+mod epoll;
 mod exit;
 mod fallocate;
 mod fsync;
@@ -181,6 +182,12 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (198, "lremovexattr", xattr::lremovexattr),
     (199, "fremovexattr", xattr::fremovexattr),
     (7, "poll", poll::poll),
+    (213, "epoll_create", epoll::epoll_create),
+    (232, "epoll_wait", epoll::epoll_wait),
+    (233, "epoll_ctl", epoll::epoll_ctl),
+    (281, "epoll_pwait", epoll::epoll_pwait),
+    (291, "epoll_create1", epoll::epoll_create1),
+    (441, "epoll_pwait2", epoll::epoll_pwait2),
     (19, "readv", read::readv),
     (22, "pipe", pipe::pipe),
     (23, "select", poll::select),

@@ -3,38 +3,23 @@
 //! always ready; the console is ready to read (its reads wait themselves);
 //! pipes, eventfds and timerfds report their state.
 //!
-//! A wait with no time limit sleeps on the one readiness queue every pipe
-//! and eventfd change wakes. A wait with a limit polls every millisecond
-//! until then: the scheduler has no timed wait on a queue yet.
+//! A wait sleeps on the one readiness queue every pipe, eventfd and epoll
+//! change wakes, until its time limit or the next expiry of a watched
+//! timerfd (which wakes nobody), whichever comes first. A signal ends it
+//! with `EINTR`.
 
 use alloc::vec::Vec;
 
 use crate::errno::Errno;
-use crate::fd::{self, File, Object};
+use crate::fd::{self, Object};
 use crate::mm::user;
 use crate::vfs::poll_bits::{
     POLLERR, POLLHUP, POLLIN, POLLNVAL, POLLOUT, POLLPRI, POLLRDNORM, POLLWRNORM,
 };
 
-/// How often a wait with a time limit looks again.
-const POLL_STEP_NS: u64 = 1_000_000;
-
 /// The events an open description reports now.
 fn events_of(o: &Object) -> u16 {
-    let always = POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM;
-    match o {
-        Object::File(f) => match &**f {
-            File::Console { fd: 0 } => POLLIN | POLLRDNORM,
-            File::Console { .. } => POLLOUT | POLLWRNORM,
-            File::P9 { .. } => always,
-        },
-        Object::Synthetic(_) | Object::Device(_) => always,
-        Object::PipeRead(p) => p.poll(),
-        Object::PipeWrite(p) => p.poll(),
-        Object::EventFd(e) => e.poll(),
-        Object::TimerFd(t) => t.poll(),
-        Object::Inotify(i) => i.poll(),
-    }
+    o.poll(0)
 }
 
 /// One descriptor being watched.
@@ -58,41 +43,64 @@ impl Watch {
     }
 }
 
-/// Whether `o` can become ready without anyone waking the readiness queue
-/// (an armed timerfd expires by itself), so a wait must look again.
-fn self_readying(o: &Object) -> bool {
-    matches!(o, Object::TimerFd(t) if t.armed())
-}
-
 /// Waits until `ready()` gives a non-zero count or the deadline (monotonic
-/// ns; `None`: forever) passes; returns the last count. While `timed()`,
-/// a wait without a deadline also looks again every step.
-fn wait_ready(
+/// ns; `None`: forever) passes; returns the last count, or `EINTR` when a
+/// signal comes first. While asleep, `pending()` says (without taking
+/// anything, unlike `ready()`) whether `ready()` would find something.
+/// `expiry()` is the next time a watched object becomes ready without
+/// waking the readiness queue (an armed timerfd): the sleep ends then too.
+pub fn wait_ready(
     deadline: Option<u64>,
-    timed: &dyn Fn() -> bool,
+    expiry: &dyn Fn() -> Option<u64>,
+    pending: &dyn Fn() -> bool,
     mut ready: impl FnMut() -> usize,
-) -> usize {
+) -> Result<usize, Errno> {
     loop {
         let n = ready();
         if n > 0 {
-            return n;
+            return Ok(n);
         }
-        match deadline {
-            None if timed() => crate::sched::sleep_ns(POLL_STEP_NS),
-            None => crate::vfs::READINESS.wait_while(|| ready() == 0 && !timed()),
-            Some(d) => {
-                let now = crate::time::monotonic_ns();
-                if now >= d {
-                    return 0;
-                }
-                crate::sched::sleep_ns((d - now).min(POLL_STEP_NS));
-            }
+        if deadline.is_some_and(|d| crate::time::monotonic_ns() >= d) {
+            return Ok(0);
         }
+        if crate::signal::has_interrupting() {
+            return Err(Errno::EINTR);
+        }
+        let next = expiry();
+        let until = match (deadline, next) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        // A timer armed (or re-armed) meanwhile changes the time to wake.
+        crate::vfs::READINESS.wait_while_until(until, || {
+            !pending() && !crate::signal::has_interrupting() && expiry() == next
+        });
     }
 }
 
+/// Runs a wait under the signal mask at `mask_addr` (if not null; a
+/// `sigset_t` of `size` bytes), as `ppoll`, `pselect6` and `epoll_pwait` do.
+pub fn with_mask<T>(
+    mask_addr: u64,
+    size: u64,
+    wait: impl FnOnce() -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    if mask_addr == 0 {
+        return wait();
+    }
+    if size != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let b = user::slice(mask_addr, 8)?;
+    let mask = u64::from_le_bytes(b.try_into().map_err(|_| Errno::EFAULT)?);
+    crate::signal::begin_wait_mask(mask);
+    let r = wait();
+    crate::signal::end_wait_mask(r.as_ref().err() == Some(&Errno::EINTR));
+    r
+}
+
 /// Reads a `struct timespec` into a deadline; `None` for a null pointer.
-fn timespec_deadline(addr: u64) -> Result<Option<u64>, Errno> {
+pub fn timespec_deadline(addr: u64) -> Result<Option<u64>, Errno> {
     if addr == 0 {
         return Ok(None);
     }
@@ -131,12 +139,13 @@ fn do_poll(fds_addr: u64, nfds: u64, deadline: Option<u64>) -> Result<u64, Errno
         })
         .collect();
     let count = || watches.iter().filter(|w| w.revents() != 0).count();
-    let timed = || {
+    let expiry = || {
         watches
             .iter()
-            .any(|w| w.object.as_ref().is_some_and(self_readying))
+            .filter_map(|w| w.object.as_ref().and_then(Object::next_expiry))
+            .min()
     };
-    let n = wait_ready(deadline, &timed, count);
+    let n = wait_ready(deadline, &expiry, &|| count() > 0, count)?;
     let mut out = raw;
     for (i, w) in watches.iter().enumerate() {
         out[i * 8 + 6..i * 8 + 8].copy_from_slice(&w.revents().to_le_bytes());
@@ -152,10 +161,10 @@ pub fn poll(a: &[u64; 6]) -> Result<u64, Errno> {
     do_poll(a[0], a[1], deadline)
 }
 
-/// `ppoll(fds, nfds, timeout, sigmask, sigsetsize)`: the signal mask is
-/// not applied yet.
+/// `ppoll(fds, nfds, timeout, sigmask, sigsetsize)`.
 pub fn ppoll(a: &[u64; 6]) -> Result<u64, Errno> {
-    do_poll(a[0], a[1], timespec_deadline(a[2])?)
+    let deadline = timespec_deadline(a[2])?;
+    with_mask(a[3], a[4], || do_poll(a[0], a[1], deadline))
 }
 
 /// An `fd_set` of `nfds` bits (or none for a null pointer).
@@ -208,8 +217,8 @@ fn do_select(a: &[u64; 6], deadline: Option<u64>) -> Result<u64, Errno> {
         r
     };
     let count = || result().iter().map(Vec::len).sum::<usize>();
-    let timed = || watched.iter().any(|(_, o, _)| self_readying(o));
-    let n = wait_ready(deadline, &timed, count);
+    let expiry = || watched.iter().filter_map(|(_, o, _)| o.next_expiry()).min();
+    let n = wait_ready(deadline, &expiry, &|| count() > 0, count)?;
     let ready = result();
     for (k, addr) in [a[1], a[2], a[3]].into_iter().enumerate() {
         if let Some(set) = &sets[k] {
@@ -249,8 +258,10 @@ pub fn select(a: &[u64; 6]) -> Result<u64, Errno> {
     Ok(n)
 }
 
-/// `pselect6(nfds, readfds, writefds, exceptfds, timeout, sigmask)`: the
-/// signal mask is not applied yet.
+/// `pselect6(nfds, readfds, writefds, exceptfds, timeout, sigmask)`:
+/// `sigmask` points at (the mask's address, its size).
 pub fn pselect6(a: &[u64; 6]) -> Result<u64, Errno> {
-    do_select(a, timespec_deadline(a[4])?)
+    let deadline = timespec_deadline(a[4])?;
+    let (mask, size) = if a[5] == 0 { (0, 0) } else { read_pair(a[5])? };
+    with_mask(mask as u64, size as u64, || do_select(a, deadline))
 }

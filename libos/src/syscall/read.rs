@@ -134,6 +134,8 @@ pub fn read_object(o: &Object, offset: Option<u64>, addr: u64, len: u64) -> Resu
             positional(&p.read(len.min(CHUNK) as usize, nonblock)?)
         }
         Object::PipeWrite(_) => Err(Errno::EBADF),
+        // No read operation.
+        Object::Epoll(_) => Err(Errno::EINVAL),
         Object::EventFd(e) => {
             if len < 8 {
                 return Err(Errno::EINVAL);

@@ -69,6 +69,7 @@ fn object_stat(fd: u64) -> Result<Stat, Errno> {
         Object::EventFd(e) => anon_stat(0o600, alloc::sync::Arc::as_ptr(&e) as u64),
         Object::TimerFd(t) => anon_stat(0o600, alloc::sync::Arc::as_ptr(&t) as u64),
         Object::Inotify(i) => anon_stat(0o600, alloc::sync::Arc::as_ptr(&i) as u64),
+        Object::Epoll(e) => anon_stat(0o600, alloc::sync::Arc::as_ptr(&e) as u64),
     })
 }
 

@@ -84,7 +84,7 @@ pub fn write_bytes(o: &Object, at: Option<u64>, bytes: &[u8]) -> Result<u64, Err
     match o {
         Object::File(f) => write_file(f, at, bytes),
         Object::Synthetic(_) | Object::PipeRead(_) => Err(Errno::EBADF),
-        Object::TimerFd(_) | Object::Inotify(_) => Err(Errno::EINVAL),
+        Object::TimerFd(_) | Object::Inotify(_) | Object::Epoll(_) => Err(Errno::EINVAL),
         Object::Device(d) => d.write(len),
         Object::PipeWrite(p) => {
             if at.is_some() {

@@ -2,9 +2,9 @@
 
 use core::sync::atomic::AtomicU32;
 
-use super::poll_bits::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
-use super::readiness_changed;
+use super::poll_bits::{POLLIN, POLLOUT};
 use super::ring::Counter;
+use super::{Wakes, readiness_changed};
 use crate::errno::Errno;
 use crate::sched::WaitQueue;
 use crate::sync::IrqLock;
@@ -14,6 +14,9 @@ pub struct EventFd {
     counter: IrqLock<Counter>,
     readable: WaitQueue,
     writable: WaitQueue,
+    /// Wake-ups of its queue as Linux keys them (epoll's edges): writes
+    /// wake with `EPOLLIN`, reads with `EPOLLOUT`.
+    wakes: Wakes,
     /// `O_*` status flags.
     pub flags: AtomicU32,
 }
@@ -28,6 +31,7 @@ impl EventFd {
             }),
             readable: WaitQueue::new(),
             writable: WaitQueue::new(),
+            wakes: Wakes::new(),
             flags: AtomicU32::new(flags | 2),
         }
     }
@@ -37,6 +41,7 @@ impl EventFd {
     pub fn read(&self, nonblock: bool) -> Result<u64, Errno> {
         loop {
             if let Some(v) = self.counter.lock().try_read() {
+                self.wakes.output();
                 self.writable.wake_all();
                 readiness_changed();
                 return Ok(v);
@@ -53,6 +58,7 @@ impl EventFd {
     pub fn write(&self, v: u64, nonblock: bool) -> Result<(), Errno> {
         loop {
             if self.counter.lock().try_write(v)? {
+                self.wakes.input();
                 self.readable.wake_all();
                 readiness_changed();
                 return Ok(());
@@ -67,15 +73,21 @@ impl EventFd {
         }
     }
 
+    /// Its queue's wake-ups (epoll's edges).
+    pub fn wakes(&self) -> [u64; 3] {
+        self.wakes.get()
+    }
+
     /// `poll` events.
     pub fn poll(&self) -> u16 {
         let c = self.counter.lock();
         let mut ev = 0;
+        // Linux reports neither POLLRDNORM nor POLLWRNORM for eventfds.
         if c.readable() {
-            ev |= POLLIN | POLLRDNORM;
+            ev |= POLLIN;
         }
         if c.writable() {
-            ev |= POLLOUT | POLLWRNORM;
+            ev |= POLLOUT;
         }
         ev
     }

@@ -87,6 +87,8 @@ struct State {
     watches: BTreeMap<i32, Watch>,
     next_wd: i32,
     queue: VecDeque<Event>,
+    /// Events queued ever (each wakes the queue: epoll's edges).
+    pushed: u64,
 }
 
 /// One inotify instance.
@@ -202,6 +204,12 @@ impl Inotify {
     /// Bytes a `read` would return now (`FIONREAD`).
     pub fn pending_bytes(&self) -> usize {
         self.state.lock().queue.iter().map(Event::size).sum()
+    }
+
+    /// Its queue's wake-ups (epoll's edges): each event queued wakes
+    /// without a key.
+    pub fn wakes(&self) -> [u64; 3] {
+        [0, 0, self.state.lock().pushed]
     }
 
     /// `poll` events.
@@ -331,9 +339,11 @@ fn push(st: &mut State, wd: i32, mask: u32, cookie: u32, name: Option<String>) {
                 cookie: 0,
                 name: None,
             });
+            st.pushed = st.pushed.wrapping_add(1);
         }
         return;
     }
+    st.pushed = st.pushed.wrapping_add(1);
     st.queue.push_back(Event {
         wd,
         mask,

@@ -12,6 +12,8 @@ pub mod route;
 #[cfg(target_os = "none")]
 pub mod dev;
 #[cfg(target_os = "none")]
+pub mod epoll;
+#[cfg(target_os = "none")]
 pub mod eventfd;
 #[cfg(target_os = "none")]
 pub mod identity;
@@ -60,6 +62,58 @@ pub mod poll_bits {
     pub const POLLRDNORM: u16 = 0x040;
     /// Same as `POLLOUT` for most files.
     pub const POLLWRNORM: u16 = 0x100;
+}
+
+/// The wake-ups of one of an object's wait queues, counted by the key
+/// Linux wakes them with: an edge-triggered epoll entry fires again only
+/// after a wake-up its events meet (`vfs::epoll`).
+#[derive(Default)]
+pub struct Wakes {
+    /// Wake-ups keyed `EPOLLIN` (data came).
+    pub input: core::sync::atomic::AtomicU64,
+    /// Wake-ups keyed `EPOLLOUT` (room came).
+    pub output: core::sync::atomic::AtomicU64,
+    /// Wake-ups without a key (a hang-up: everyone looks again).
+    pub all: core::sync::atomic::AtomicU64,
+}
+
+impl Wakes {
+    /// No wake-ups yet.
+    pub const fn new() -> Self {
+        use core::sync::atomic::AtomicU64;
+        Self {
+            input: AtomicU64::new(0),
+            output: AtomicU64::new(0),
+            all: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts a wake-up keyed `EPOLLIN`.
+    pub fn input(&self) {
+        self.input
+            .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Counts a wake-up keyed `EPOLLOUT`.
+    pub fn output(&self) {
+        self.output
+            .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Counts a wake-up without a key.
+    pub fn all(&self) {
+        self.all.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// (input, output, all) so far.
+    pub fn get(&self) -> [u64; 3] {
+        use core::sync::atomic::Ordering::Relaxed;
+        [
+            self.input.load(Relaxed),
+            self.output.load(Relaxed),
+            self.all.load(Relaxed),
+        ]
+    }
 }
 
 /// Woken whenever a pipe or eventfd changes state, so that `poll` and

@@ -8,8 +8,8 @@ use alloc::vec::Vec;
 use core::sync::atomic::AtomicU32;
 
 use super::poll_bits::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
-use super::readiness_changed;
 use super::ring::{PIPE_SIZE, Ring, WriteStep, write_step};
+use super::{Wakes, readiness_changed};
 use crate::errno::Errno;
 use crate::sched::WaitQueue;
 use crate::sync::IrqLock;
@@ -27,6 +27,10 @@ pub struct Pipe {
     readable: WaitQueue,
     /// Writers waiting for room.
     writable: WaitQueue,
+    /// Wake-ups of the readers' queue, as Linux keys them (epoll).
+    rd_wakes: Wakes,
+    /// Wake-ups of the writers' queue.
+    wr_wakes: Wakes,
 }
 
 /// The read end (one open file description; `dup` shares it).
@@ -53,6 +57,8 @@ pub fn new(flags: u32) -> (ReadEnd, WriteEnd) {
         }),
         readable: WaitQueue::new(),
         writable: WaitQueue::new(),
+        rd_wakes: Wakes::new(),
+        wr_wakes: Wakes::new(),
     });
     (
         ReadEnd {
@@ -74,14 +80,24 @@ impl ReadEnd {
             return Ok(Vec::new());
         }
         let p = &*self.pipe;
+        // Linux wakes the next reader only after having waited itself.
+        let mut waited = false;
         loop {
             {
                 let mut st = p.state.lock();
                 if !st.ring.is_empty() {
+                    let was_full = st.ring.space() == 0;
                     let mut out = vec![0u8; max.min(st.ring.len())];
                     let n = st.ring.pop(&mut out);
                     out.truncate(n);
+                    let left = !st.ring.is_empty();
                     drop(st);
+                    if was_full {
+                        p.wr_wakes.output();
+                    }
+                    if waited && left {
+                        p.rd_wakes.input();
+                    }
                     p.writable.wake_all();
                     readiness_changed();
                     return Ok(out);
@@ -97,12 +113,18 @@ impl ReadEnd {
                 let st = p.state.lock();
                 st.ring.is_empty() && st.writers > 0
             })?;
+            waited = true;
         }
     }
 
     /// Bytes ready to read (`FIONREAD`).
     pub fn available(&self) -> usize {
         self.pipe.state.lock().ring.len()
+    }
+
+    /// The readers' queue's wake-ups (epoll's edges).
+    pub fn wakes(&self) -> [u64; 3] {
+        self.pipe.rd_wakes.get()
     }
 
     /// `poll` events.
@@ -121,7 +143,15 @@ impl ReadEnd {
 
 impl Drop for ReadEnd {
     fn drop(&mut self) {
-        self.pipe.state.lock().readers -= 1;
+        let hangup = {
+            let mut st = self.pipe.state.lock();
+            st.readers -= 1;
+            (st.readers == 0) != (st.writers == 0)
+        };
+        if hangup {
+            self.pipe.rd_wakes.all();
+            self.pipe.wr_wakes.all();
+        }
         self.pipe.writable.wake_all();
         readiness_changed();
     }
@@ -135,6 +165,8 @@ impl WriteEnd {
         let p = &*self.pipe;
         let total = data.len();
         let mut done = 0;
+        // Linux wakes the next writer only after having waited itself.
+        let mut waited = false;
         loop {
             // Copy the bytes out of the caller's memory before taking the
             // lock: touching user memory with interrupts off is not allowed.
@@ -156,9 +188,13 @@ impl WriteEnd {
             };
             match step {
                 WriteStep::Copy(_) => {
+                    p.rd_wakes.input();
                     p.readable.wake_all();
                     readiness_changed();
                     if done == total {
+                        if waited && p.state.lock().ring.space() > 0 {
+                            p.wr_wakes.output();
+                        }
                         return Ok(done);
                     }
                 }
@@ -169,31 +205,48 @@ impl WriteEnd {
                         Err(Errno::EAGAIN)
                     };
                 }
-                WriteStep::Wait => p.writable.wait_while(|| {
-                    let st = p.state.lock();
-                    st.readers > 0
-                        && write_step(total, total - done, st.ring.space()) == WriteStep::Wait
-                }),
+                WriteStep::Wait => {
+                    p.writable.wait_while(|| {
+                        let st = p.state.lock();
+                        st.readers > 0
+                            && write_step(total, total - done, st.ring.space()) == WriteStep::Wait
+                    });
+                    waited = true;
+                }
             }
         }
     }
 
-    /// `poll` events.
+    /// The writers' queue's wake-ups (epoll's edges).
+    pub fn wakes(&self) -> [u64; 3] {
+        self.pipe.wr_wakes.get()
+    }
+
+    /// `poll` events: room to write, and an error once no reader is left.
     pub fn poll(&self) -> u16 {
         let st = self.pipe.state.lock();
-        if st.readers == 0 {
-            POLLERR | POLLOUT | POLLWRNORM
-        } else if st.ring.space() > 0 {
-            POLLOUT | POLLWRNORM
-        } else {
-            0
+        let mut ev = 0;
+        if st.ring.space() > 0 {
+            ev |= POLLOUT | POLLWRNORM;
         }
+        if st.readers == 0 {
+            ev |= POLLERR;
+        }
+        ev
     }
 }
 
 impl Drop for WriteEnd {
     fn drop(&mut self) {
-        self.pipe.state.lock().writers -= 1;
+        let hangup = {
+            let mut st = self.pipe.state.lock();
+            st.writers -= 1;
+            (st.readers == 0) != (st.writers == 0)
+        };
+        if hangup {
+            self.pipe.rd_wakes.all();
+            self.pipe.wr_wakes.all();
+        }
         self.pipe.readable.wake_all();
         readiness_changed();
     }

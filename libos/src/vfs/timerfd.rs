@@ -15,13 +15,19 @@ pub struct Timer {
     pub interval: u64,
     /// Expirations not read yet.
     pub ticks: u64,
+    /// Expirations ever (each one wakes the timer's queue: epoll's edges).
+    pub fired: u64,
 }
 
 impl Timer {
-    /// Counts the expirations up to `now`.
+    /// Counts the expirations up to `now`. Like Linux's timer, which
+    /// stops until the next read, expirations wake once per read.
     pub fn advance(&mut self, now: u64) {
         if self.next == 0 || now < self.next {
             return;
+        }
+        if self.ticks == 0 {
+            self.fired = self.fired.wrapping_add(1);
         }
         match (now - self.next).checked_div(self.interval) {
             // One-shot.
@@ -45,6 +51,7 @@ impl Timer {
             next,
             interval: if next == 0 { 0 } else { interval },
             ticks: 0,
+            fired: self.fired,
         };
         old
     }
@@ -72,7 +79,7 @@ pub use imp::TimerFd;
 mod imp {
     use core::sync::atomic::AtomicU32;
 
-    use super::super::poll_bits::{POLLIN, POLLRDNORM};
+    use super::super::poll_bits::POLLIN;
     use super::Timer;
     use crate::errno::Errno;
     use crate::sched::WaitQueue;
@@ -162,7 +169,23 @@ mod imp {
         pub fn poll(&self) -> u16 {
             let mut t = self.timer.lock();
             t.advance(crate::time::monotonic_ns());
-            if t.ticks > 0 { POLLIN | POLLRDNORM } else { 0 }
+            // Linux reports POLLIN alone.
+            if t.ticks > 0 { POLLIN } else { 0 }
+        }
+
+        /// Its expirations so far, as wake-ups keyed `EPOLLIN` (epoll's
+        /// edges).
+        pub fn wakes(&self) -> [u64; 3] {
+            let mut t = self.timer.lock();
+            t.advance(crate::time::monotonic_ns());
+            [t.fired, 0, 0]
+        }
+
+        /// When it expires next (monotonic ns), if armed: a wait on it
+        /// must end then, since expiry wakes nobody.
+        pub fn next_expiry(&self) -> Option<u64> {
+            let n = self.timer.lock().next;
+            (n != 0).then_some(n)
         }
 
         /// Whether the timer is armed (a waiting `poll` must look again
@@ -199,6 +222,22 @@ mod tests {
         // Re-arming drops what was not read and reports the old setting.
         t.advance(200);
         assert_eq!(t.set(200, 0, 10), (10, 10));
-        assert_eq!(t, Timer::default());
+        assert_eq!((t.next, t.interval, t.ticks), (0, 0, 0));
+    }
+
+    #[test]
+    fn expirations_wake_once_per_read() {
+        let mut t = Timer::default();
+        t.set(0, 100, 10);
+        t.advance(100);
+        t.advance(150);
+        // Linux's timer stops until read: one wake-up for both periods.
+        assert_eq!(t.fired, 1);
+        assert_eq!(t.take(150), Some(6));
+        t.advance(160);
+        assert_eq!(t.fired, 2);
+        // Re-arming keeps the count (a watcher compares it with its last).
+        t.set(160, 0, 0);
+        assert_eq!(t.fired, 2);
     }
 }

@@ -45,6 +45,7 @@ const TESTS: &[Test] = &[
     ("time_monotonic_and_wall", time_monotonic_and_wall),
     ("threads_spawn_join", threads_spawn_join),
     ("waitqueue_handoff", waitqueue_handoff),
+    ("waitqueue_timed", waitqueue_timed),
     ("sleep_orders_wakeups", sleep_orders_wakeups),
     ("preempt_spinning_thread", preempt_spinning_thread),
 ];
@@ -280,6 +281,39 @@ fn waitqueue_handoff() -> TestResult {
     let woke = wq.wake_all();
     h.join();
     check!(woke == 1, "expected to wake 1 waiter, woke {woke}");
+    Ok(())
+}
+
+/// `wait_while_until`: runs out at its deadline, or ends early when woken;
+/// either way the thread leaves the queue (a later wake finds nobody).
+fn waitqueue_timed() -> TestResult {
+    let wq = Arc::new(WaitQueue::new());
+    let deadline = time::monotonic_ns() + 20_000_000;
+    let timed_out = wq.wait_while_until(Some(deadline), || true);
+    check!(
+        timed_out,
+        "a wait on a false wake-up condition did not time out"
+    );
+    check!(
+        time::monotonic_ns() >= deadline,
+        "the timed wait ended before its deadline"
+    );
+    check!(wq.wake_all() == 0, "a timed-out waiter stayed on the queue");
+
+    let flag = Arc::new(AtomicBool::new(false));
+    let (w, f) = (wq.clone(), flag.clone());
+    let far = time::monotonic_ns() + 60_000_000_000;
+    let h = sched::spawn("timed waiter", move || {
+        let out = w.wait_while_until(Some(far), || !f.load(Ordering::Acquire));
+        assert!(!out, "woken, yet reported a timeout");
+    })
+    .ok_or("spawn failed")?;
+    sched::yield_now(); // let the waiter block
+    flag.store(true, Ordering::Release);
+    let woke = wq.wake_all();
+    h.join();
+    check!(woke == 1, "expected to wake 1 waiter, woke {woke}");
+    check!(wq.wake_all() == 0, "a woken waiter stayed on the queue");
     Ok(())
 }
 
