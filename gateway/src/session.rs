@@ -406,13 +406,17 @@ impl SessionInner {
         }
     }
 
-    /// `Tversion`: aborts all outstanding requests, waits for them to be
-    /// answered and forgets every fid.
+    /// `Tversion`: aborts all outstanding requests, waits until their
+    /// replies (and the `Rflush`es queued behind them) have been handed to
+    /// the transport, so the `Rversion` comes after every one of them, and
+    /// forgets every fid.
     pub(crate) fn reset(&self) {
         self.cancel_all();
         let deadline = Instant::now() + VERSION_WAIT;
         let mut tags = lock(&self.tags);
-        while tags.active > 0 {
+        // Not `active`: that drops when a reply starts being delivered, and
+        // the Rversion must not overtake a reply still being written.
+        while !tags.map.is_empty() {
             let now = Instant::now();
             if now >= deadline {
                 tracing::warn!("Tversion: requests still running after {VERSION_WAIT:?}");
