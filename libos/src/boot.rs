@@ -70,7 +70,26 @@ macro_rules! entry {
         extern "C" fn __astraea_start(raw: &'static $crate::boot::RawBootInfo, cpu_id: u32) -> ! {
             $crate::boot::start(raw, cpu_id, $main)
         }
+
+        /// Where the PVH entry (`astraea_libos::boot`) ends up.
+        #[unsafe(no_mangle)]
+        extern "C" fn __astraea_pvh_main(start_info: u64) -> ! {
+            $crate::boot::start_pvh(start_info, $main)
+        }
     };
+}
+
+// The PVH entry for other VMMs (QEMU, Firecracker, Cloud Hypervisor, Xen):
+// a 32-bit stub that ends in `__astraea_pvh_main` (defined by `entry!`).
+core::arch::global_asm!(
+    include_str!("arch/x86_64/pvh.S"),
+    DIRECT_MAP = const crate::mm::DIRECT_MAP,
+    options(att_syntax)
+);
+
+unsafe extern "C" {
+    /// The PVH entry (`arch/x86_64/pvh.S`).
+    fn astraea_pvh_start32();
 }
 
 /// Most RAM ranges the device tree may describe.
@@ -90,6 +109,17 @@ struct FdtInfo<'a> {
     cache_image: Option<(u64, u64)>,
     tty: u32,
     winsize: Option<(u16, u16)>,
+    /// Booted by another VMM through the PVH entry: `args` are the words
+    /// after ` -- ` on the command line (else NUL-separated), the 9P
+    /// device's interrupt is an I/O APIC line, the console a 16550.
+    pvh: Option<PvhDevices>,
+}
+
+/// What a PVH boot found instead of our VMM's device tree.
+#[derive(Clone, Copy)]
+struct PvhDevices {
+    /// The I/O APIC line of the virtio-9p device.
+    virtio_gsi: Option<u32>,
 }
 
 fn read_fdt(addr: u64) -> FdtInfo<'static> {
@@ -112,6 +142,7 @@ fn read_fdt(addr: u64) -> FdtInfo<'static> {
         cache_image: None,
         tty: 0,
         winsize: None,
+        pvh: None,
     };
     for r in fdt.memory().regions() {
         if info.nram < MAX_RANGES {
@@ -192,6 +223,8 @@ fn read_fdt(addr: u64) -> FdtInfo<'static> {
 pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i32) -> ! {
     let tsc0 = cpu::rdtsc();
     cpu::outl(port::MARK, Mark::KernelEntry as u32);
+    // Keeps the PVH entry's object (and its ELF note) in every image.
+    core::hint::black_box(astraea_pvh_start32 as *const ());
     let boot = BootInfo::from(*raw);
     let (num_cpus, cpu_freq, boot_unix_ns) = match boot.platform_info {
         PlatformInfo::Uhyve {
@@ -211,10 +244,88 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
         .device_tree
         .map_or(layout::FDT, |a| a.get());
     let fdt = read_fdt(fdt_addr);
+    // The image's range is in the direct map (where it was relocated to run).
+    let kernel = (
+        boot.load_info.kernel_image_addr_range.start,
+        boot.load_info.kernel_image_addr_range.end,
+    );
+    run(tsc0, fdt, kernel, num_cpus, cpu_freq, boot_unix_ns, main)
+}
+
+unsafe extern "C" {
+    /// The image's first byte (its ELF header), from the linker.
+    static __ehdr_start: u8;
+    /// The end of the image's memory (libos/kernel.ld).
+    static __kernel_end: u8;
+}
+
+/// Boots the library OS from the PVH entry (`arch/x86_64/pvh.S`): another
+/// VMM loaded the image and passed an `hvm_start_info` at `start_info`.
+pub fn start_pvh(start_info: u64, main: fn(&BootConfig) -> i32) -> ! {
+    let tsc0 = cpu::rdtsc();
+    console::use_uart();
+    let pvh = crate::arch::pvh::read_start_info(start_info);
+    let (bootargs, args) = match pvh.cmdline.split_once(" -- ") {
+        Some((k, a)) => (k, a),
+        None => (pvh.cmdline.strip_suffix(" --").unwrap_or(pvh.cmdline), ""),
+    };
+    // The first virtio-mmio device (QEMU's microvm lists them); the 9P
+    // mount checks it is a 9P device.
+    let virtio = crate::arch::pvh::virtio_mmio_devices(pvh.cmdline).next();
+    crate::console::init_log(
+        pvh.cmdline
+            .split_ascii_whitespace()
+            .find_map(|w| w.strip_prefix("log="))
+            .unwrap_or("warn"),
+    );
+    log::debug!("PVH boot: command line {:?}", pvh.cmdline);
+    let fdt = FdtInfo {
+        ram: pvh.ram,
+        nram: pvh.nram,
+        bootargs,
+        args: args.as_bytes(),
+        tsc_khz: None,
+        virtio9p: virtio.map(|(base, _)| (base, u64::from(astraea_abi::virtio9p::VECTOR))),
+        pvm_vif: None,
+        cwd: "/",
+        cache: "",
+        cache_dump: false,
+        cache_image: None,
+        tty: 0,
+        winsize: None,
+        pvh: Some(PvhDevices {
+            virtio_gsi: virtio.map(|(_, irq)| irq),
+        }),
+    };
+    // Only the addresses of the linker's symbols are taken.
+    let kernel = (
+        &raw const __ehdr_start as u64,
+        &raw const __kernel_end as u64,
+    );
+    let boot_unix_ns = crate::arch::pvh::rtc_unix_ns();
+    run(tsc0, fdt, kernel, 1, None, boot_unix_ns, main)
+}
+
+/// The boot common to every VMM, from the time source on.
+fn run(
+    tsc0: u64,
+    fdt: FdtInfo<'static>,
+    kernel: (u64, u64),
+    num_cpus: u64,
+    cpu_freq: Option<u64>,
+    boot_unix_ns: u64,
+    main: fn(&BootConfig) -> i32,
+) -> ! {
     let tsc_khz = fdt
         .tsc_khz
         .or(cpu_freq)
         .or_else(time::tsc_khz_from_cpuid)
+        .or_else(|| {
+            fdt.pvh.and_then(|_| {
+                crate::arch::pvh::tsc_khz_from_kvmclock()
+                    .or_else(crate::arch::pvh::tsc_khz_from_pit)
+            })
+        })
         .unwrap_or_else(|| {
             panic!("the TSC frequency is unknown: the VMM passed none and CPUID has none")
         });
@@ -241,11 +352,6 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
     // stack, the image) stays reserved; the bitmap goes right after the image.
     let ram = &fdt.ram[..fdt.nram];
     let top = ram.iter().map(|r| r.0 + r.1).max().unwrap_or(0);
-    // The image's range is in the direct map (where it was relocated to run).
-    let kernel = (
-        boot.load_info.kernel_image_addr_range.start,
-        boot.load_info.kernel_image_addr_range.end,
-    );
     let kernel_end_pa = mm::virt_to_phys(kernel.1);
     let bitmap_at = kernel_end_pa.next_multiple_of(4096);
     // A cache image the VMM placed at the top of RAM stays reserved until
@@ -285,6 +391,17 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
             .split_ascii_whitespace()
             .find_map(|w| w.strip_prefix("9p.aname="))
             .unwrap_or("");
+        if let Some(PvhDevices {
+            virtio_gsi: Some(gsi),
+        }) = fdt.pvh
+        {
+            crate::drivers::virtio9p::acknowledge_interrupts(true);
+            if let Err(e) =
+                crate::arch::pvh::route_irq(gsi, astraea_abi::virtio9p::VECTOR, apic::id())
+            {
+                log::error!("cannot route the 9P device's interrupt line {gsi}: {e:?}");
+            }
+        }
         // The file cache's default budget: a quarter of the partition.
         crate::cache::configure(fdt.cache, top / 4);
         match crate::p9::mount_device(base, aname) {
@@ -316,8 +433,10 @@ pub fn start(raw: &'static RawBootInfo, _cpu_id: u32, main: fn(&BootConfig) -> i
         cmdline: String::from(fdt.bootargs),
         args: fdt
             .args
-            .split(|&b| b == 0)
+            .split(|&b| if fdt.pvh.is_some() { b == b' ' } else { b == 0 })
             .filter(|s| !s.is_empty())
+            // QEMU's microvm appends its devices after the program's words.
+            .filter(|s| fdt.pvh.is_none() || !s.starts_with(b"virtio_mmio.device="))
             .map(|s| String::from_utf8_lossy(s).into_owned())
             .collect(),
         ram: ram.to_vec(),
@@ -406,6 +525,12 @@ pub fn exit(code: i32) -> ! {
         dump_cache(astraea_abi::cache_dump::AT_EXIT);
     }
     report();
+    if console::uart() {
+        // Another VMM: say it on the console too (QEMU's isa-debug-exit at
+        // the exit port turns the write below into its own exit status
+        // `code * 2 + 1`; without one the partition halts here).
+        crate::eprintln!("astraea: exit status {code}");
+    }
     cpu::outl(port::EXIT, code as u32);
     loop {
         cpu::enable_and_halt();

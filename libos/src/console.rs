@@ -31,8 +31,43 @@ pub enum Stream {
 /// stack) are copied for the VMM, which reads guest-physical memory.
 static BOUNCE: crate::sync::IrqLock<[u8; 4096]> = crate::sync::IrqLock::new([0; 4096]);
 
+/// Booted by another VMM (PVH): the console is the 16550 UART at COM1.
+static UART: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+/// One writer at a time on the UART, so lines do not interleave bytewise.
+static UART_LOCK: IrqLock<()> = IrqLock::new(());
+
+/// Sends the console to the 16550 UART at COM1 (under another VMM, which
+/// has no console hypercall).
+pub fn use_uart() {
+    UART.store(true, core::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether the console is the UART.
+pub fn uart() -> bool {
+    UART.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+fn uart_write(bytes: &[u8]) {
+    let _g = UART_LOCK.lock();
+    for &b in bytes {
+        // Wait for the transmit holding register to empty (LSR bit 5).
+        let mut spins = 0u32;
+        while crate::arch::cpu::inb(port::COM1 + 5) & 0x20 == 0 && spins < 100_000 {
+            spins += 1;
+        }
+        crate::arch::cpu::outb(port::COM1, b);
+    }
+}
+
 fn hypercall(port: u16, stream: Stream, bytes: &[u8]) {
     if bytes.is_empty() {
+        return;
+    }
+    if uart() {
+        // Only text has a place on a UART; VMM records (cache dumps) do not.
+        if port == port::CONSOLE || port == port::PANIC {
+            uart_write(bytes);
+        }
         return;
     }
     if (bytes.as_ptr() as u64) < crate::mm::DIRECT_MAP {

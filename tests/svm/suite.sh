@@ -29,3 +29,7 @@ for home in "$@"; do
     case_ "java-version-$v" "$astraea" run --mem 1G -- "$home/bin/java" -version
     case_ "jitchurn-$v" "$astraea" run --mem 1G -- "$home/bin/java" -cp . JitChurn 3
 done
+# The same image under another VMM: QEMU (on this standard KVM) through the
+# PVH entry, files from QEMU's own virtio-9p server.
+echo "svm: qemu-pvh" >&2
+sh "$repo/tests/svm/qemu-pvh.sh" "$kdir/astraea-kernel"

@@ -176,6 +176,18 @@ mod tests {
             let (rc, out, err) = read(&dir, &format!("jitchurn-{v}"));
             assert_eq!((rc, &out), (0, want), "JitChurn ({v}) on SVM: {err}");
         }
+        // QEMU booted the image through its PVH entry; the program read its
+        // file through QEMU's 9P server and the exit status came back
+        // through isa-debug-exit (QEMU exits with 2 * status + 1).
+        let serial = std::fs::read_to_string(dir.join("qemu-pvh.out")).unwrap_or_default();
+        let qemu_err = std::fs::read_to_string(dir.join("qemu-pvh.err")).unwrap_or_default();
+        let qemu_rc = std::fs::read_to_string(dir.join("qemu-pvh.rc")).unwrap_or_default();
+        assert!(
+            serial.contains("read through QEMU's 9P server\n")
+                && serial.contains("astraea: exit status 0\n")
+                && qemu_rc.trim() == "1",
+            "the kernel under QEMU (PVH): exit {qemu_rc}\nserial:\n{serial}\nqemu:\n{qemu_err}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -201,8 +201,25 @@ pub fn device() -> Option<&'static Virtio9p> {
 /// The completion interrupt.
 pub fn interrupt() {
     if let Some(d) = DEVICE.get() {
+        if ACK_INTERRUPTS.load(Ordering::Relaxed) {
+            // A line-based interrupt stays raised until acknowledged: clear
+            // it before looking at the queue, so a completion that comes
+            // meanwhile raises it again.
+            let pending = rd(d.base, reg::INTERRUPT_STATUS);
+            wr(d.base, reg::INTERRUPT_ACK, pending);
+        }
         d.reap();
     }
+}
+
+/// Whether the interrupt handler acknowledges the device (an interrupt line
+/// under another VMM). Our VMM signals completions with edge-like MSIs and
+/// needs no acknowledgement, which would cost an exit each.
+static ACK_INTERRUPTS: AtomicBool = AtomicBool::new(false);
+
+/// Makes the interrupt handler acknowledge the device's interrupt status.
+pub fn acknowledge_interrupts(on: bool) {
+    ACK_INTERRUPTS.store(on, Ordering::Relaxed);
 }
 
 impl Virtio9p {

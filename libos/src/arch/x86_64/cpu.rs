@@ -26,6 +26,15 @@ pub fn outb(port: u16, value: u8) {
     unsafe { asm!("out dx, al", in("dx") port, in("al") value, options(nostack, preserves_flags)) };
 }
 
+/// Reads a byte from an I/O port.
+#[inline]
+pub fn inb(port: u16) -> u8 {
+    let v: u8;
+    // SAFETY: as for `outl`: port input changes no memory Rust sees.
+    unsafe { asm!("in al, dx", in("dx") port, out("al") v, options(nostack, preserves_flags)) };
+    v
+}
+
 /// Reads the time-stamp counter.
 #[inline]
 pub fn rdtsc() -> u64 {

@@ -5,5 +5,6 @@ pub mod context;
 pub mod cpu;
 pub mod fpu;
 pub mod gdt;
+pub mod pvh;
 pub mod trap;
 pub mod user;
