@@ -24,6 +24,9 @@ case_ torture-dynamic "$astraea" run -- ./torture-dynamic 3 12
 case_ files "$astraea" run -- ./files-static "$PWD/files-data"
 case_ mmap "$astraea" run -- ./mmap-static "$PWD/mmap-data"
 case_ kread "$astraea" run -- ./kread-static
+for p in sigsegv sigfpe threads timers; do
+    case_ "$p" "$astraea" run -- "./$p-static"
+done
 for home in "$@"; do
     v=$(basename "$home")
     case_ "java-version-$v" "$astraea" run --mem 1G -- "$home/bin/java" -version

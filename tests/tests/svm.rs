@@ -73,6 +73,12 @@ mod tests {
             ("files-static", "files.c", "musl-gcc", &["-static"][..]),
             ("mmap-static", "mmap.c", "musl-gcc", &["-static"][..]),
             ("kread-static", "kread.c", "musl-gcc", &["-static"][..]),
+            // Signal delivery and sigreturn: full register restores, which
+            // return by `iretq` natively.
+            ("sigsegv-static", "sigsegv.c", "musl-gcc", &["-static"][..]),
+            ("sigfpe-static", "sigfpe.c", "musl-gcc", &["-static"][..]),
+            ("threads-static", "threads.c", "musl-gcc", &["-static"][..]),
+            ("timers-static", "timers.c", "musl-gcc", &["-static"][..]),
         ] {
             assert!(
                 compile(&dir, out, src, cc, flags),
@@ -153,6 +159,14 @@ mod tests {
             (0, expected("mmap").as_str()),
             "mmap on SVM: {err}"
         );
+        for prog in ["sigsegv", "sigfpe", "threads", "timers"] {
+            let (rc, out, err) = read(&dir, prog);
+            assert_eq!(
+                (rc, out.as_str()),
+                (0, expected(prog).as_str()),
+                "{prog} on SVM: {err}"
+            );
+        }
         let (rc, out, err) = read(&dir, "kread");
         assert_eq!(
             (rc, out.as_str()),

@@ -76,7 +76,7 @@ pub unsafe fn wrmsr(msr: u32, value: u64) {
 /// virtual interrupt flag (0 otherwise). There, the hardware IF is always 1
 /// and `cli`/`sti` trap to the host, so the kernel's interrupt flag is a byte
 /// in this page that the host reads before injecting an interrupt.
-static PV_VIF: AtomicU64 = AtomicU64::new(0);
+pub(super) static PV_VIF: AtomicU64 = AtomicU64::new(0);
 
 fn vif() -> Option<u64> {
     match PV_VIF.load(Ordering::Relaxed) {

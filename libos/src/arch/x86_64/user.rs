@@ -42,6 +42,11 @@ pub struct SyscallFrame {
     pub rdi: u64,
     /// System call number on entry, result on exit.
     pub rax: u64,
+    /// The program's rcx on return (Linux: its RIP, as SYSCALL left it),
+    /// restored by the native `iretq` return.
+    pub ret_rcx: u64,
+    /// The program's r11 on return (Linux: its RFLAGS), likewise.
+    pub ret_r11: u64,
     /// User RIP (SYSCALL put it in rcx).
     pub rcx: u64,
     /// The user code selector.
@@ -204,17 +209,30 @@ pub(crate) use set_common_regs;
 impl SyscallFrame {
     /// The program's registers as they were at the system call.
     pub fn user_regs(&self) -> UserRegs {
-        // After SYSCALL, rcx holds the return address and r11 the flags.
-        user_regs_of!(self, rcx: self.rcx, r11: self.r11, rsp: self.user_rsp, rip: self.rcx, rflags: self.r11)
+        // After SYSCALL, rcx holds the return address and r11 the flags
+        // (and so do ret_rcx/ret_r11, until a full restore changes them).
+        user_regs_of!(self, rcx: self.ret_rcx, r11: self.ret_r11, rsp: self.user_rsp, rip: self.rcx, rflags: self.r11)
     }
 
-    /// Makes this frame's return land in the program with exactly `r`
-    /// (through the resume stub); `false` if the program's stack at `r.rsp`
-    /// cannot take the stub's words.
+    /// Makes this frame's return land in the program with exactly `r`:
+    /// natively by `iretq` from the frame, on a PVM host through the resume
+    /// stub; `false` if the program's stack at `r.rsp` cannot take the
+    /// stub's words.
     pub fn set_user_regs(&mut self, r: &UserRegs) -> bool {
         // Only the arithmetic flags, DF, TF and AC come from the program;
         // IF is always set.
         let rflags = (r.rflags & 0x4_0dd5) | 0x202;
+        self.ret_rcx = r.rcx;
+        self.ret_r11 = r.r11;
+        if !super::cpu::pvm_native() {
+            set_common_regs!(self, r);
+            self.rcx = r.rip;
+            self.r11 = rflags;
+            self.user_rsp = r.rsp;
+            self.cs = u64::from(USER_CS);
+            self.ss = u64::from(USER_DS);
+            return true;
+        }
         let Some((stub, slot)) = resume_via_stub(r.rip, r.rsp, r.rcx, r.r11) else {
             return false;
         };
@@ -241,7 +259,8 @@ pub fn resume_user(r: &UserRegs) -> ! {
         super::cpu::irq_restore(true);
     }
     // SAFETY: `f` is a complete frame on this stack; the exit path pops it
-    // and leaves by `sysretq` to the stub mapped in the program.
+    // and leaves by `iretq` (natively) or by `sysretq` to the stub mapped in
+    // the program (PVM).
     unsafe {
         asm!(
             "mov rsp, {f}",
@@ -261,6 +280,8 @@ unsafe extern "C" fn syscall_entry() {
         "push qword ptr [rip + {user_rsp}]",
         "push r11",
         "push {cs}",
+        "push rcx",
+        "push r11",
         "push rcx",
         "push rax",
         "push rdi",
@@ -293,10 +314,23 @@ unsafe extern "C" fn syscall_entry() {
         "pop rsi",
         "pop rdi",
         "pop rax",
+        "pop rcx",
+        "pop r11",
+        // Natively (no PVM virtual-IF page), `iretq` restores every register
+        // the frame holds: rcx and r11 as well as rip, rflags and rsp.
+        "cmp qword ptr [rip + {pv_vif}], 0",
+        "jne 2f",
+        "iretq",
+        // On a PVM host `iretq` at hardware CPL 3 would leave the host
+        // believing the vCPU is still in supervisor mode: `sysretq`, with
+        // rcx and r11 from the frame (to the resume stub when a full restore
+        // was asked for).
+        "2:",
         "mov rcx, [rsp]",
         "mov r11, [rsp + 16]",
         "mov rsp, [rsp + 24]",
         "sysretq",
+        pv_vif = sym super::cpu::PV_VIF,
         user_rsp = sym USER_RSP,
         kernel_rsp = sym KERNEL_RSP,
         dispatch = sym syscall_dispatch,
@@ -309,9 +343,11 @@ extern "C" fn syscall_dispatch(frame: &mut SyscallFrame) {
     // System calls run with interrupts on, like Linux's.
     super::cpu::irq_restore(true);
     crate::syscall::dispatch(frame);
-    // A signal for this thread enters its handler now (not after a full
-    // restore such as rt_sigreturn's, which the next return handles).
-    if frame.rcx != RESUME_AT {
+    // A signal for this thread enters its handler now. On a PVM host not
+    // after a full restore such as rt_sigreturn's, whose stub words the next
+    // return handles; natively the frame is complete either way, and a
+    // signal unblocked by the restore is delivered now, as Linux does.
+    if !super::cpu::pvm_native() || frame.rcx != RESUME_AT {
         let mut regs = frame.user_regs();
         if crate::signal::deliver_pending(&mut regs) && !frame.set_user_regs(&regs) {
             crate::syscall::fatal_user_state("no room for a signal frame", regs.rsp);
