@@ -131,6 +131,10 @@ pub fn write(stream: Stream, bytes: &[u8]) {
 /// Ends the partition as crashed with `msg` as the panic message.
 pub fn panic_message(msg: &[u8]) {
     hypercall(port::PANIC, Stream::Stderr, msg);
+    if uart() {
+        // Our VMM ends the report's line itself; a UART does not.
+        uart_write(b"\n");
+    }
 }
 
 /// Formats into a fixed buffer and sends it in as few hypercalls as possible.

@@ -4,8 +4,11 @@
 //! the test kernel's scenarios, the register torture (static and dynamic),
 //! the file and memory programs, a check that the program cannot touch the
 //! library OS's memory, and `java -version` plus a JIT-heavy program on
-//! both JDKs. Every output is compared with what the host (or the expected
-//! file) gives. About 20x slower than native: a few minutes.
+//! both JDKs; then the same kernel image under QEMU (KVM, `microvm`) through
+//! its PVH entry, reading a file through QEMU's own 9P server
+//! (`tests/svm/qemu-pvh.sh`). Every output is compared with what the host
+//! (or the expected file) gives. About 20x slower than native: about a
+//! minute.
 
 #[cfg(test)]
 mod tests {
