@@ -785,7 +785,9 @@ impl SessionInner {
                 | P9_SETATTR_CTIME
                 | P9_SETATTR_ATIME_SET
                 | P9_SETATTR_MTIME_SET;
-            return if node == Node::Cons && attr.valid & !benign == 0 {
+            // The same holds for /net files (`echo connect ... > ctl`).
+            let benign_node = node == Node::Cons || matches!(node, Node::Net(n) if !n.is_dir());
+            return if benign_node && attr.valid & !benign == 0 {
                 encode(tag, &RMessage::Setattr)
             } else {
                 Err(errno(libc::EROFS))

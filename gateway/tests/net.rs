@@ -257,6 +257,25 @@ mod tests {
     }
 
     #[test]
+    fn reset_and_closed_peer_errors() {
+        let (l, addr) = listener();
+        let net = Net::new();
+        let (_ctl, data, _) = net.dial(addr);
+        let host = accept(&l);
+        net.write_all(data, b"unread");
+        // Closing with unread data makes the host send a reset; peek (not
+        // read) so the data is known to have arrived first.
+        let mut buf = [0u8; 6];
+        let mut seen = 0;
+        while seen < buf.len() {
+            seen = host.peek(&mut buf).unwrap();
+        }
+        drop(host);
+        assert_eq!(net.c.read(data, 0, 100), Err(libc::ECONNRESET as u32));
+        assert_eq!(net.c.write(data, 0, b"more"), Err(libc::EPIPE as u32));
+    }
+
+    #[test]
     fn announce_and_listen() {
         let net = Net::new();
         let (ctl, n) = net.clone_conv();
