@@ -4,7 +4,9 @@
 //! * A [`Gateway`] holds the namespace built from a [`GatewayConfig`]: host
 //!   directories exported read-only or read-write at guest paths (the
 //!   directories that only hold mount points are synthetic and read-only),
-//!   `/dev/cons` (the [`Console`]) and `/env` (one file per variable).
+//!   `/dev/cons` (the [`Console`]), `/env` (one file per variable) and
+//!   `/net/tcp` (TCP connections as files, Plan 9 style, subject to a
+//!   [`NetPolicy`]).
 //! * A [`Session`] is one 9P connection: [`Session::submit`] takes one
 //!   T-message frame and calls back once with the R-message frame. Requests
 //!   run concurrently on a worker pool; `Tflush` follows flush(5).
@@ -33,6 +35,7 @@
 mod console;
 mod error;
 mod namespace;
+mod net;
 mod ops;
 mod pool;
 mod session;
@@ -45,6 +48,7 @@ use std::sync::Arc;
 
 pub use console::{Cancel, Console, MemConsole, StdioConsole};
 pub use error::{Errno, GatewayError};
+pub use net::{AllowAll, NetPolicy};
 pub use ops::MIN_MSIZE;
 pub use session::{Reply, Session};
 pub use stream::{Stream, serve_stream};
@@ -71,7 +75,7 @@ pub struct Export {
 }
 
 /// What a [`Gateway`] serves and its limits.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct GatewayConfig {
     /// The exported host directories.
     pub exports: Vec<Export>,
@@ -86,6 +90,10 @@ pub struct GatewayConfig {
     pub env: Vec<(String, String)>,
     /// Serve `/dev/cons`.
     pub console: bool,
+    /// Serve `/net/tcp`.
+    pub net: bool,
+    /// Which connects and announces `/net` allows (default: all).
+    pub net_policy: Arc<dyn NetPolicy>,
 }
 
 impl Default for GatewayConfig {
@@ -97,6 +105,8 @@ impl Default for GatewayConfig {
             max_outstanding: 128,
             env: Vec::new(),
             console: true,
+            net: true,
+            net_policy: Arc::new(AllowAll),
         }
     }
 }

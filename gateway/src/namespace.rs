@@ -1,5 +1,6 @@
 //! The tree a client sees: host directories exported at guest paths, the
-//! synthetic directories that hold the mount points, `/dev/cons` and `/env`.
+//! synthetic directories that hold the mount points, `/dev/cons`, `/env`
+//! and `/net` (whose files live in [`crate::net`]).
 //!
 //! A file inside an export is named by its export and its path relative to
 //! the export root (a list of components, never `.` or `..`). Every lookup
@@ -18,6 +19,7 @@ use astraea_9p::{P9_GETATTR_BASIC, QTDIR, QTFILE, QTSYMLINK, Qid, Stat, StatFs};
 
 use crate::console::lock;
 use crate::error::{Errno, GatewayError};
+use crate::net::{Net, NetNode};
 use crate::sys;
 use crate::{Export, GatewayConfig};
 
@@ -44,6 +46,7 @@ pub(crate) enum Child {
     Dir(usize),
     Cons,
     Env,
+    Net,
 }
 
 /// A directory of the guest tree that exists as a mount point (or the root).
@@ -67,6 +70,8 @@ pub(crate) enum Node {
     EnvDir,
     /// `/env/NAME`.
     EnvVar(usize),
+    /// `/net` and below.
+    Net(NetNode),
 }
 
 pub(crate) struct Namespace {
@@ -74,6 +79,8 @@ pub(crate) struct Namespace {
     pub(crate) vdirs: Vec<VDir>,
     pub(crate) env: Vec<(Vec<u8>, Arc<[u8]>)>,
     env_parent: usize,
+    /// `/net`, if served.
+    pub(crate) net: Option<Net>,
     /// `st_dev` values seen so far, numbered in order, for qid paths.
     devs: Mutex<HashMap<u64, u64>>,
     start: (u64, u64),
@@ -203,6 +210,17 @@ impl Namespace {
                 root.children.insert(b"env".to_vec(), Child::Env);
             }
         }
+        let mut net = None;
+        if cfg.net
+            && let Some(root) = vdirs.get_mut(0)
+        {
+            if root.children.contains_key(b"net".as_slice()) {
+                tracing::warn!("an export is mounted at /net: the network is not served");
+            } else {
+                root.children.insert(b"net".to_vec(), Child::Net);
+                net = Some(Net::new(Arc::clone(&cfg.net_policy)));
+            }
+        }
         let mut env: Vec<(Vec<u8>, Arc<[u8]>)> = Vec::new();
         for (k, v) in &cfg.env {
             let name = k.as_bytes();
@@ -221,6 +239,7 @@ impl Namespace {
             vdirs,
             env,
             env_parent,
+            net,
             devs: Mutex::new(HashMap::new()),
             start: (now.as_secs(), u64::from(now.subsec_nanos())),
             uid,
@@ -230,6 +249,10 @@ impl Namespace {
 
     fn export(&self, e: usize) -> Result<&ExportRoot, Errno> {
         self.exports.get(e).ok_or(Errno(libc::EIO))
+    }
+
+    pub(crate) fn net(&self) -> Result<&Net, Errno> {
+        self.net.as_ref().ok_or(Errno(libc::ENOENT))
     }
 
     fn vdir(&self, i: usize) -> Result<&VDir, Errno> {
@@ -348,6 +371,7 @@ impl Namespace {
                 version: 0,
                 path: SYNTH_ENV_VAR | *i as u64,
             },
+            Node::Net(n) => n.qid(),
             Node::Host { .. } => return Err(Errno(libc::EIO)),
         })
     }
@@ -364,6 +388,8 @@ impl Namespace {
                 _ => Ok(Node::VDir(self.export(*export)?.vdir)),
             },
             Node::EnvDir => Ok(Node::VDir(self.env_parent)),
+            // /net is always at the root.
+            Node::Net(n) => Ok(n.parent()?.map_or(Node::VDir(0), Node::Net)),
             Node::Cons | Node::EnvVar(_) => Err(Errno(libc::ENOTDIR)),
         }
     }
@@ -413,6 +439,7 @@ impl Namespace {
                         Some(Child::Dir(j)) => Node::VDir(*j),
                         Some(Child::Cons) => Node::Cons,
                         Some(Child::Env) => Node::EnvDir,
+                        Some(Child::Net) => Node::Net(NetNode::Root),
                         None => match self.underlying(*i) {
                             Some((export, mut rel)) => {
                                 rel.push(name.to_vec());
@@ -436,6 +463,7 @@ impl Namespace {
                         .position(|(n, _)| n == name)
                         .ok_or(Errno(libc::ENOENT))?,
                 ),
+                Node::Net(n) => Node::Net(self.net()?.lookup(*n, name)?),
                 Node::Cons | Node::EnvVar(_) => return Err(Errno(libc::ENOTDIR)),
             },
         };
@@ -460,6 +488,10 @@ impl Namespace {
                     .filter(|c| !matches!(c, Child::Cons))
                     .count() as u64,
             ),
+            Node::Net(n) => {
+                let (mode, nlink) = n.mode();
+                (mode, 0, nlink)
+            }
             Node::EnvDir => (libc::S_IFDIR | 0o555, 0, 2),
             Node::Cons => (libc::S_IFREG | 0o666, 0, 1),
             Node::EnvVar(i) => (

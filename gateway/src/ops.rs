@@ -17,6 +17,7 @@ use astraea_9p::{
 use crate::console::{Cancel, lock};
 use crate::error::Errno;
 use crate::namespace::{Child, Namespace, Node, check_name, qid_type_of_dt};
+use crate::net::{ConvFile, ConvRef, NetNode};
 use crate::session::{Fid, SessionInner, lerror};
 use crate::sys::{self, TimeSpec};
 
@@ -38,6 +39,9 @@ pub(crate) enum Opened {
     Listing(Mutex<Vec<ListEntry>>),
     /// `/dev/cons`.
     Cons,
+    /// A file of a `/net/tcp` connection (`clone` and `listen` open as
+    /// the new connection's `ctl`).
+    Net { conv: ConvRef, file: ConvFile },
     /// An `/env` file, or an extended attribute's value (`Txattrwalk`).
     Bytes(Arc<[u8]>),
     /// An extended attribute being written (`Txattrcreate`): applied to
@@ -223,6 +227,7 @@ impl SessionInner {
             }
             None => Err(errno(match node {
                 Node::VDir(_) | Node::EnvDir => libc::EROFS,
+                Node::Net(n) if n.is_dir() => libc::EROFS,
                 _ => libc::ENOTDIR,
             })),
         }
@@ -260,7 +265,7 @@ impl SessionInner {
             T::Attach { fid, aname, .. } => self.attach(tag, fid, aname),
             T::Flush { .. } => encode(tag, &RMessage::Flush),
             T::Walk { fid, newfid, names } => self.walk(tag, fid, newfid, names),
-            T::Lopen { fid, flags } => self.lopen(tag, fid, flags),
+            T::Lopen { fid, flags } => self.lopen(tag, fid, flags, cancel),
             T::Lcreate {
                 fid,
                 name,
@@ -269,7 +274,7 @@ impl SessionInner {
                 ..
             } => self.lcreate(tag, fid, name, flags, mode),
             T::Read { fid, offset, count } => self.read(tag, fid, offset, count, cancel),
-            T::Write { fid, offset, data } => self.write(tag, fid, offset, data),
+            T::Write { fid, offset, data } => self.write(tag, fid, offset, data, cancel),
             T::Clunk { fid } => {
                 let f = lock(&self.fids).remove(&fid).ok_or(errno(libc::EBADF))?;
                 self.apply_xattr(&f)?;
@@ -404,7 +409,7 @@ impl SessionInner {
         Ok(())
     }
 
-    fn lopen(&self, tag: u16, fid: u32, flags: u32) -> Res {
+    fn lopen(&self, tag: u16, fid: u32, flags: u32, cancel: &Cancel) -> Res {
         let f = self.fid(fid)?;
         if lock(&f.open).is_some() {
             return Err(errno(libc::EBUSY));
@@ -451,6 +456,20 @@ impl SessionInner {
                 )
             }
             Node::Cons => (Opened::Cons, self.ns().qid(&node)?),
+            Node::Net(n) if n.is_dir() => {
+                if write {
+                    return Err(errno(libc::EISDIR));
+                }
+                (Opened::Listing(Mutex::new(Vec::new())), n.qid())
+            }
+            Node::Net(n) => {
+                let (opened, now) = self.net_open(*n, write, cancel)?;
+                if now != *n {
+                    // clone and listen: the fid is now the new connection's ctl.
+                    *lock(&f.node) = Node::Net(now);
+                }
+                (opened, now.qid())
+            }
             Node::EnvVar(i) => {
                 if write {
                     return Err(errno(libc::EROFS));
@@ -472,6 +491,32 @@ impl SessionInner {
                 iounit: self.iounit(),
             },
         )
+    }
+
+    /// Opens a `/net` file; returns what the fid now names.
+    fn net_open(
+        &self,
+        node: NetNode,
+        write: bool,
+        cancel: &Cancel,
+    ) -> Result<(Opened, NetNode), Errno> {
+        let net = self.ns().net()?;
+        let (conv, file) = match node {
+            NetNode::Clone => (net.clone_conv()?, ConvFile::Ctl),
+            NetNode::File(n, ConvFile::Listen) => {
+                let announced = net.open(n)?;
+                (net.listen(&announced, cancel)?, ConvFile::Ctl)
+            }
+            NetNode::File(n, file) => {
+                if write && !file.writable() {
+                    return Err(errno(libc::EACCES));
+                }
+                (net.open(n)?, file)
+            }
+            NetNode::Root | NetNode::Tcp | NetNode::Conv(_) => return Err(errno(libc::EISDIR)),
+        };
+        let now = NetNode::File(conv.conv().number(), file);
+        Ok((Opened::Net { conv, file }, now))
     }
 
     fn lcreate(&self, tag: u16, fid: u32, name: Str<'_>, flags: u32, mode: u32) -> Res {
@@ -544,10 +589,25 @@ impl SessionInner {
                 let data = data.get(..max.min(data.len())).unwrap_or_default();
                 encode(tag, &RMessage::Read { data })
             }
+            Opened::Net {
+                conv,
+                file: ConvFile::Data,
+            } => {
+                // A stream: the offset means nothing.
+                let data = conv.conv().read(max, cancel)?;
+                encode(tag, &RMessage::Read { data: &data })
+            }
+            Opened::Net { conv, file } => {
+                let text = conv.conv().text(*file);
+                let start = usize::try_from(offset).unwrap_or(usize::MAX);
+                let data = text.get(start..).unwrap_or_default();
+                let data = data.get(..max.min(data.len())).unwrap_or_default();
+                encode(tag, &RMessage::Read { data })
+            }
         }
     }
 
-    fn write(&self, tag: u16, fid: u32, offset: u64, data: &[u8]) -> Res {
+    fn write(&self, tag: u16, fid: u32, offset: u64, data: &[u8], cancel: &Cancel) -> Res {
         let opened = self.fid(fid)?.opened()?;
         let count = match &*opened {
             Opened::Host { dir: true, .. } | Opened::Listing(_) => {
@@ -560,6 +620,18 @@ impl SessionInner {
                 data.len()
             }
             Opened::Bytes(_) => return Err(errno(libc::EBADF)),
+            Opened::Net {
+                conv,
+                file: ConvFile::Data,
+            } => conv.conv().write(data, cancel)?,
+            Opened::Net {
+                conv,
+                file: ConvFile::Ctl,
+            } => {
+                self.ns().net()?.ctl(conv.conv(), data, cancel)?;
+                data.len()
+            }
+            Opened::Net { .. } => return Err(errno(libc::EBADF)),
             Opened::XattrWrite { value, .. } => {
                 let value = value.as_ref().ok_or(errno(libc::EINVAL))?;
                 let mut v = lock(value);
@@ -713,7 +785,9 @@ impl SessionInner {
                 | P9_SETATTR_CTIME
                 | P9_SETATTR_ATIME_SET
                 | P9_SETATTR_MTIME_SET;
-            return if node == Node::Cons && attr.valid & !benign == 0 {
+            // The same holds for /net files (`echo connect ... > ctl`).
+            let benign_node = node == Node::Cons || matches!(node, Node::Net(n) if !n.is_dir());
+            return if benign_node && attr.valid & !benign == 0 {
                 encode(tag, &RMessage::Setattr)
             } else {
                 Err(errno(libc::EROFS))
@@ -907,6 +981,7 @@ impl SessionInner {
                         Child::Dir(j) => Node::VDir(*j),
                         Child::Cons => Node::Cons,
                         Child::Env => Node::EnvDir,
+                        Child::Net => Node::Net(NetNode::Root),
                     };
                     match ns.qid(&child_node) {
                         Ok(qid) => out.push(ListEntry {
@@ -962,6 +1037,16 @@ impl SessionInner {
                             });
                         }
                     }
+                }
+            }
+            Node::Net(dir) => {
+                for (name, child) in ns.net()?.list(*dir)? {
+                    let qid = child.qid();
+                    out.push(ListEntry {
+                        qid,
+                        ty: dt_of_qid(&qid),
+                        name,
+                    });
                 }
             }
             Node::EnvDir => {

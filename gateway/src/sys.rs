@@ -452,3 +452,20 @@ pub(crate) fn set_xattr(
     })?;
     Ok(())
 }
+
+/// `setsockopt(SO_KEEPALIVE, 1)` on a socket.
+pub(crate) fn set_keepalive(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    let on: libc::c_int = 1;
+    // SAFETY: `fd` is open for the call (borrowed); the option value points
+    // to a live `c_int` whose size is passed alongside it.
+    retry(|| unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_KEEPALIVE,
+            (&raw const on).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}

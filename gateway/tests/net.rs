@@ -1,0 +1,577 @@
+//! `/net/tcp` through the in-memory client, against real host sockets.
+
+mod common;
+
+// Wrapped in a test module for `clippy::tests_outside_test_module`.
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
+
+    use astraea_9p::*;
+    use astraea_gateway::{Gateway, GatewayConfig, MemConsole, NetPolicy};
+
+    use crate::common::*;
+
+    const ENOENT: u32 = libc::ENOENT as u32;
+    const EINTR: u32 = libc::EINTR as u32;
+    const EINVAL: u32 = libc::EINVAL as u32;
+    const EACCES: u32 = libc::EACCES as u32;
+    const ECONNREFUSED: u32 = libc::ECONNREFUSED as u32;
+
+    fn gateway_with(cfg: GatewayConfig) -> Arc<Gateway> {
+        Gateway::with_console(cfg, Arc::new(MemConsole::new())).unwrap()
+    }
+
+    /// A client of a gateway that serves nothing but `/net` (and `/env`, `/dev`).
+    struct Net {
+        c: Client,
+        next_fid: AtomicU32,
+    }
+
+    impl Net {
+        fn new() -> Net {
+            Net::with(GatewayConfig::default())
+        }
+
+        fn with(cfg: GatewayConfig) -> Net {
+            let gw = gateway_with(cfg);
+            Net {
+                c: Client::attached(&gw),
+                next_fid: AtomicU32::new(100),
+            }
+        }
+
+        fn fid(&self) -> u32 {
+            self.next_fid.fetch_add(1, Ordering::Relaxed)
+        }
+
+        /// Walks to `path` and opens it read-write; returns the fid.
+        fn open(&self, path: &str) -> Result<u32, u32> {
+            self.open_with(path, P9_DOTL_RDWR)
+        }
+
+        fn open_with(&self, path: &str, flags: u32) -> Result<u32, u32> {
+            let fid = self.fid();
+            self.c.walk_path(fid, path)?;
+            if let Err(e) = self.c.lopen(fid, flags) {
+                self.c.clunk(fid).unwrap();
+                return Err(e);
+            }
+            Ok(fid)
+        }
+
+        fn read_text(&self, fid: u32) -> String {
+            String::from_utf8(self.c.read(fid, 0, 256).unwrap()).unwrap()
+        }
+
+        /// Opens `clone`: the ctl fid and the connection number.
+        fn clone_conv(&self) -> (u32, usize) {
+            let ctl = self.open("net/tcp/clone").unwrap();
+            let n = self.read_text(ctl).parse().unwrap();
+            (ctl, n)
+        }
+
+        fn ctl(&self, ctl: u32, text: &str) -> Result<(), u32> {
+            let n = self.c.write(ctl, 0, text.as_bytes())?;
+            assert_eq!(n as usize, text.len());
+            Ok(())
+        }
+
+        fn file(&self, n: usize, name: &str) -> String {
+            let fid = self
+                .open_with(&format!("net/tcp/{n}/{name}"), P9_DOTL_RDONLY)
+                .unwrap();
+            let text = self.read_text(fid);
+            self.c.clunk(fid).unwrap();
+            text
+        }
+
+        /// Connects a new connection to `addr`: (ctl fid, data fid, N).
+        fn dial(&self, addr: SocketAddr) -> (u32, u32, usize) {
+            let (ctl, n) = self.clone_conv();
+            self.ctl(ctl, &format!("connect {}!{}", addr.ip(), addr.port()))
+                .unwrap();
+            let data = self.open(&format!("net/tcp/{n}/data")).unwrap();
+            (ctl, data, n)
+        }
+
+        fn write_all(&self, fid: u32, mut data: &[u8]) {
+            while !data.is_empty() {
+                let chunk = &data[..data.len().min(64 * 1024)];
+                let n = self.c.write(fid, 0, chunk).unwrap() as usize;
+                assert!(n > 0 && n <= chunk.len());
+                data = &data[n..];
+            }
+        }
+
+        fn read_exact(&self, fid: u32, len: usize) -> Vec<u8> {
+            let mut out = Vec::new();
+            while out.len() < len {
+                let want = (len - out.len()).min(64 * 1024) as u32;
+                let chunk = self.c.read(fid, 0, want).unwrap();
+                assert!(!chunk.is_empty(), "EOF after {} of {len} bytes", out.len());
+                out.extend(chunk);
+            }
+            out
+        }
+    }
+
+    fn listener() -> (TcpListener, SocketAddr) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = l.local_addr().unwrap();
+        (l, a)
+    }
+
+    fn accept(l: &TcpListener) -> TcpStream {
+        let (s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        s
+    }
+
+    fn host_read_exact(s: &mut TcpStream, len: usize) -> Vec<u8> {
+        let mut buf = vec![0u8; len];
+        s.read_exact(&mut buf).unwrap();
+        buf
+    }
+
+    fn read_req(fid: u32, tag: u16) -> Vec<u8> {
+        encode(
+            tag,
+            &TMessage::Read {
+                fid,
+                offset: 0,
+                count: 4096,
+            },
+        )
+    }
+
+    fn threads() -> usize {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    #[test]
+    fn tree_is_listed_and_walkable() {
+        let net = Net::new();
+        let root = net.c.ls("/").unwrap();
+        assert!(root.contains(&"net".to_string()), "{root:?}");
+        assert_eq!(net.c.ls("net").unwrap(), vec!["tcp"]);
+        assert_eq!(net.c.ls("net/tcp").unwrap(), vec!["clone"]);
+        let (ctl, n) = net.clone_conv();
+        assert_eq!(n, 0);
+        assert_eq!(net.c.ls("net/tcp").unwrap(), vec!["0", "clone"]);
+        assert_eq!(
+            net.c.ls("net/tcp/0").unwrap(),
+            vec!["ctl", "data", "listen", "local", "remote", "status"]
+        );
+        assert_eq!(net.file(0, "status"), "Closed\n");
+        assert_eq!(net.file(0, "ctl"), "0");
+        // `..` from a connection file's directory leads back up.
+        let fid = net.fid();
+        net.c.walk_path(fid, "net/tcp/0").unwrap();
+        net.c.walk(fid, fid, &["..", "..", "..", "net"]).unwrap();
+        net.c.clunk(fid).unwrap();
+        // Read-only files cannot be opened for writing.
+        let fid = net.fid();
+        net.c.walk_path(fid, "net/tcp/0/status").unwrap();
+        assert_eq!(net.c.lopen(fid, P9_DOTL_WRONLY), Err(libc::EACCES as u32));
+        net.c.clunk(fid).unwrap();
+        // The last clunk frees the number.
+        net.c.clunk(ctl).unwrap();
+        assert_eq!(net.c.walk_path(net.fid(), "net/tcp/0"), Err(ENOENT));
+        assert_eq!(net.c.ls("net/tcp").unwrap(), vec!["clone"]);
+        // A gateway configured without the network has no /net.
+        let off = Net::with(GatewayConfig {
+            net: false,
+            ..GatewayConfig::default()
+        });
+        assert_eq!(off.c.walk_path(1, "net"), Err(ENOENT));
+    }
+
+    #[test]
+    fn dial_and_exchange() {
+        let (l, addr) = listener();
+        let net = Net::new();
+        let (ctl, data, n) = net.dial(addr);
+        let mut host = accept(&l);
+        assert_eq!(net.file(n, "status"), "Established\n");
+        assert_eq!(
+            net.file(n, "remote"),
+            format!("127.0.0.1!{}\n", addr.port())
+        );
+        let peer = host.peer_addr().unwrap();
+        assert_eq!(net.file(n, "local"), format!("127.0.0.1!{}\n", peer.port()));
+        net.ctl(ctl, "nodelay").unwrap();
+        net.ctl(ctl, "keepalive\n").unwrap();
+
+        net.write_all(data, b"hello from the partition");
+        assert_eq!(host_read_exact(&mut host, 24), b"hello from the partition");
+        host.write_all(b"hello from the host").unwrap();
+        assert_eq!(net.read_exact(data, 19), b"hello from the host");
+
+        // The peer closes: reads see end-of-file, every time.
+        host.shutdown(Shutdown::Write).unwrap();
+        assert_eq!(net.c.read(data, 0, 100).unwrap(), b"");
+        assert_eq!(net.c.read(data, 0, 100).unwrap(), b"");
+        // A second connection on the same gateway gets the next number.
+        let (ctl2, data2, n2) = net.dial(addr);
+        assert_ne!(n, n2);
+        let _host2 = accept(&l);
+        // Clunking the last fid closes the host socket.
+        net.c.clunk(data).unwrap();
+        net.c.clunk(ctl).unwrap();
+        let mut rest = Vec::new();
+        host.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(
+            net.c.walk_path(net.fid(), &format!("net/tcp/{n}")),
+            Err(ENOENT)
+        );
+        net.c.clunk(data2).unwrap();
+        net.c.clunk(ctl2).unwrap();
+    }
+
+    #[test]
+    fn hangup_ends_the_connection() {
+        let (l, addr) = listener();
+        let net = Net::new();
+        let (ctl, data, n) = net.dial(addr);
+        let mut host = accept(&l);
+        net.ctl(ctl, "hangup").unwrap();
+        let mut rest = Vec::new();
+        host.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(net.file(n, "status"), "Closed\n");
+        assert_eq!(net.c.read(data, 0, 10).unwrap(), b"");
+        assert_eq!(net.c.write(data, 0, b"x"), Err(libc::EPIPE as u32));
+    }
+
+    #[test]
+    fn reset_and_closed_peer_errors() {
+        let (l, addr) = listener();
+        let net = Net::new();
+        let (_ctl, data, _) = net.dial(addr);
+        let host = accept(&l);
+        net.write_all(data, b"unread");
+        // Closing with unread data makes the host send a reset; peek (not
+        // read) so the data is known to have arrived first.
+        let mut buf = [0u8; 6];
+        let mut seen = 0;
+        while seen < buf.len() {
+            seen = host.peek(&mut buf).unwrap();
+        }
+        drop(host);
+        assert_eq!(net.c.read(data, 0, 100), Err(libc::ECONNRESET as u32));
+        assert_eq!(net.c.write(data, 0, b"more"), Err(libc::EPIPE as u32));
+    }
+
+    #[test]
+    fn announce_and_listen() {
+        let net = Net::new();
+        let (ctl, n) = net.clone_conv();
+        net.ctl(ctl, "announce 127.0.0.1!0").unwrap();
+        assert_eq!(net.file(n, "status"), "Listen\n");
+        let local = net.file(n, "local");
+        let port: u16 = local
+            .strip_prefix("127.0.0.1!")
+            .and_then(|p| p.strip_suffix('\n'))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_ne!(port, 0);
+
+        let caller = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            s.set_read_timeout(Some(TIMEOUT)).unwrap();
+            s.write_all(b"ping").unwrap();
+            let pong = host_read_exact(&mut s, 4);
+            (s.local_addr().unwrap(), pong)
+        });
+        // Blocks until the call arrives; the fid is then the call's ctl.
+        let call = net.open(&format!("net/tcp/{n}/listen")).unwrap();
+        let m: usize = net.read_text(call).parse().unwrap();
+        assert_ne!(m, n);
+        assert_eq!(net.file(m, "status"), "Established\n");
+        let data = net.open(&format!("net/tcp/{m}/data")).unwrap();
+        assert_eq!(net.read_exact(data, 4), b"ping");
+        net.write_all(data, b"pong");
+        let (caller_addr, pong) = caller.join().unwrap();
+        assert_eq!(pong, b"pong");
+        assert_eq!(
+            net.file(m, "remote"),
+            format!("127.0.0.1!{}\n", caller_addr.port())
+        );
+        assert_eq!(net.file(m, "local"), format!("127.0.0.1!{port}\n"));
+        // The announced connection still listens.
+        assert_eq!(net.file(n, "status"), "Listen\n");
+        // Writes to the opened listen fid are ctl writes of the call.
+        net.ctl(call, "nodelay").unwrap();
+        assert_eq!(net.ctl(call, "bogus"), Err(EINVAL));
+    }
+
+    #[test]
+    fn listen_is_flushable() {
+        let net = Net::new();
+        let (ctl, n) = net.clone_conv();
+        net.ctl(ctl, "announce 127.0.0.1!0").unwrap();
+        let fid = net.fid();
+        net.c
+            .walk_path(fid, &format!("net/tcp/{n}/listen"))
+            .unwrap();
+        let log = Log::default();
+        let open = net.c.send_logged(
+            encode(
+                300,
+                &TMessage::Lopen {
+                    fid,
+                    flags: P9_DOTL_RDWR,
+                },
+            ),
+            &log,
+        );
+        assert!(open.recv_timeout(Duration::from_millis(100)).is_err());
+        let flush = net
+            .c
+            .send_logged(encode(301, &TMessage::Flush { oldtag: 300 }), &log);
+        assert_eq!(errno_of(&open.recv_timeout(TIMEOUT).unwrap()), Some(EINTR));
+        flush.recv_timeout(TIMEOUT).unwrap();
+        assert_eq!(log.tags(), vec![300, 301]);
+        // Not-announced connections cannot listen.
+        let (_ctl2, n2) = net.clone_conv();
+        assert_eq!(net.open(&format!("net/tcp/{n2}/listen")), Err(EINVAL));
+    }
+
+    #[test]
+    fn refused_connect_gets_the_host_errno() {
+        let (l, addr) = listener();
+        drop(l);
+        let net = Net::new();
+        let (ctl, n) = net.clone_conv();
+        let cmd = format!("connect 127.0.0.1!{}", addr.port());
+        assert_eq!(net.ctl(ctl, &cmd), Err(ECONNREFUSED));
+        assert_eq!(net.file(n, "status"), "Closed\n");
+        // The connection can try again.
+        let (l, addr) = listener();
+        net.ctl(ctl, &format!("connect localhost!{}", addr.port()))
+            .unwrap();
+        let _host = accept(&l);
+        assert_eq!(net.file(n, "status"), "Established\n");
+    }
+
+    #[test]
+    fn flush_of_a_blocked_data_read() {
+        let (l, addr) = listener();
+        let net = Net::new();
+        let (_ctl, data, _) = net.dial(addr);
+        let mut host = accept(&l);
+        let log = Log::default();
+        let read = net.c.send_logged(read_req(data, 500), &log);
+        assert!(
+            read.recv_timeout(Duration::from_millis(100)).is_err(),
+            "a read with no data waits"
+        );
+        let flush = net
+            .c
+            .send_logged(encode(501, &TMessage::Flush { oldtag: 500 }), &log);
+        assert_eq!(errno_of(&read.recv_timeout(TIMEOUT).unwrap()), Some(EINTR));
+        let rflush = flush.recv_timeout(TIMEOUT).unwrap();
+        assert!(matches!(
+            RMessage::from_bytes(&rflush).unwrap(),
+            (501, RMessage::Flush)
+        ));
+        assert_eq!(log.tags(), vec![500, 501]);
+        // Nothing was consumed by the aborted read; the connection works.
+        host.write_all(b"after the flush").unwrap();
+        assert_eq!(net.read_exact(data, 15), b"after the flush");
+        net.write_all(data, b"still here");
+        assert_eq!(host_read_exact(&mut host, 10), b"still here");
+
+        // Tversion aborts a blocked read too, and closes the connection.
+        let log = Log::default();
+        let read = net.c.send_logged(read_req(data, 600), &log);
+        assert!(read.recv_timeout(Duration::from_millis(50)).is_err());
+        let version = net.c.send_logged(
+            encode(
+                NOTAG,
+                &TMessage::Version {
+                    msize: 65536,
+                    version: Str::from(VERSION_9P2000L),
+                },
+            ),
+            &log,
+        );
+        assert_eq!(errno_of(&read.recv_timeout(TIMEOUT).unwrap()), Some(EINTR));
+        version.recv_timeout(TIMEOUT).unwrap();
+        assert_eq!(log.tags(), vec![600, NOTAG]);
+        let mut rest = Vec::new();
+        host.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty());
+    }
+
+    #[test]
+    fn hostile_ctl_text() {
+        let (l, addr) = listener();
+        let net = Net::new();
+        let (ctl, n) = net.clone_conv();
+        let huge = "connect ".to_string() + &"9".repeat(60_000);
+        let bad: Vec<&[u8]> = vec![
+            b"",
+            b"\n",
+            b"garbage",
+            b"connect",
+            b"connect 127.0.0.1",
+            b"connect 127.0.0.1!",
+            b"connect 127.0.0.1!99999",
+            b"connect 127.0.0.1!-1",
+            b"connect 127.0.0.1!0",
+            b"connect 999.1.1.1!80",
+            b"connect 127.0.0.1!80!80",
+            b"connect \xff\xfe!80",
+            b"\xff\xff\xff\xff",
+            b"\0\0\0",
+            b"announce",
+            b"announce nowhere!1",
+            b"hangup now please",
+            b"nodelay 7",
+            huge.as_bytes(),
+        ];
+        for text in bad {
+            assert_eq!(
+                net.c.write(ctl, 0, text),
+                Err(EINVAL),
+                "{:?}",
+                String::from_utf8_lossy(&text[..text.len().min(40)])
+            );
+        }
+        // Writes to read-only files, by a fid opened read-only.
+        let fid = net.fid();
+        net.c
+            .walk_path(fid, &format!("net/tcp/{n}/status"))
+            .unwrap();
+        net.c.lopen(fid, P9_DOTL_RDONLY).unwrap();
+        assert!(net.c.write(fid, 0, b"x").is_err());
+        // Data on a connection that never connected.
+        let data = net.open(&format!("net/tcp/{n}/data")).unwrap();
+        assert_eq!(net.c.read(data, 0, 10), Err(libc::ENOTCONN as u32));
+        // The gateway still serves, and this connection still works.
+        net.ctl(ctl, &format!("connect 127.0.0.1!{}", addr.port()))
+            .unwrap();
+        let mut host = accept(&l);
+        net.write_all(data, b"ok");
+        assert_eq!(host_read_exact(&mut host, 2), b"ok");
+        assert_eq!(
+            net.ctl(ctl, "announce 127.0.0.1!0"),
+            Err(libc::EISCONN as u32)
+        );
+    }
+
+    #[derive(Debug)]
+    struct OnlyPort(u16);
+
+    impl NetPolicy for OnlyPort {
+        fn allow_connect(&self, addr: SocketAddr) -> bool {
+            addr.port() == self.0
+        }
+
+        fn allow_announce(&self, _addr: SocketAddr) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn policy_refuses_with_eacces() {
+        let (l, addr) = listener();
+        let net = Net::with(GatewayConfig {
+            net_policy: Arc::new(OnlyPort(addr.port())),
+            ..GatewayConfig::default()
+        });
+        let (ctl, _) = net.clone_conv();
+        assert_eq!(net.ctl(ctl, "announce 127.0.0.1!0"), Err(EACCES));
+        let other = if addr.port() == 1 { 2 } else { 1 };
+        assert_eq!(
+            net.ctl(ctl, &format!("connect 127.0.0.1!{other}")),
+            Err(EACCES)
+        );
+        net.ctl(ctl, &format!("connect 127.0.0.1!{}", addr.port()))
+            .unwrap();
+        let _host = accept(&l);
+    }
+
+    #[test]
+    fn many_connections_few_threads() {
+        const N: usize = 200;
+        let (l, addr) = listener();
+        let net = Net::new();
+        let mut conns = Vec::new();
+        for _ in 0..N {
+            let (ctl, data, n) = net.dial(addr);
+            // Accepted at once so the listen backlog never overflows.
+            conns.push((ctl, data, n, accept(&l)));
+        }
+        let threads_now = threads();
+        // A thread per connection would be more than N on its own; the
+        // bound leaves room for the other tests running in this process.
+        assert!(
+            threads_now < N / 2,
+            "{threads_now} threads for {N} connections"
+        );
+        for (i, (_, data, _, host)) in conns.iter_mut().enumerate() {
+            let msg = format!("to host {i}");
+            net.write_all(*data, msg.as_bytes());
+            assert_eq!(host_read_exact(host, msg.len()), msg.as_bytes());
+            let reply = format!("from host {i}");
+            host.write_all(reply.as_bytes()).unwrap();
+        }
+        for (i, (_, data, _, _)) in conns.iter().enumerate() {
+            let reply = format!("from host {i}");
+            assert_eq!(net.read_exact(*data, reply.len()), reply.as_bytes());
+        }
+        let mut numbers: Vec<usize> = conns.iter().map(|c| c.2).collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        assert_eq!(numbers.len(), N);
+        for (ctl, data, _, _) in conns {
+            net.c.clunk(data).unwrap();
+            net.c.clunk(ctl).unwrap();
+        }
+        assert_eq!(net.c.ls("net/tcp").unwrap(), vec!["clone"]);
+    }
+
+    #[test]
+    fn megabyte_transfer_is_intact() {
+        const LEN: usize = 1 << 20;
+        // A pattern that catches reordered, dropped or duplicated chunks.
+        let payload: Vec<u8> = (0..LEN)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        let (l, addr) = listener();
+        let net = Net::new();
+        let (_ctl, data, _) = net.dial(addr);
+        let mut host = accept(&l);
+        let expected = payload.clone();
+        // The host reads everything, then sends it back reversed.
+        let echo = std::thread::spawn(move || {
+            let got = host_read_exact(&mut host, LEN);
+            assert!(got == expected, "partition -> host data differs");
+            let back: Vec<u8> = got.iter().rev().copied().collect();
+            host.write_all(&back).unwrap();
+            host
+        });
+        net.write_all(data, &payload);
+        let back = net.read_exact(data, LEN);
+        let reversed: Vec<u8> = payload.iter().rev().copied().collect();
+        assert!(back == reversed, "host -> partition data differs");
+        drop(echo.join().unwrap());
+        assert_eq!(net.c.read(data, 0, 10).unwrap(), b"");
+    }
+}
