@@ -5,8 +5,8 @@
 //!   directories exported read-only or read-write at guest paths (the
 //!   directories that only hold mount points are synthetic and read-only),
 //!   `/dev/cons` (the [`Console`]), `/env` (one file per variable) and
-//!   `/net/tcp` (TCP connections as files, Plan 9 style, subject to a
-//!   [`NetPolicy`]).
+//!   `/net/tcp` when asked for (TCP connections as files, Plan 9 style,
+//!   subject to a [`NetPolicy`]).
 //! * A [`Session`] is one 9P connection: [`Session::submit`] takes one
 //!   T-message frame and calls back once with the R-message frame. Requests
 //!   run concurrently on a worker pool; `Tflush` follows flush(5).
@@ -90,7 +90,10 @@ pub struct GatewayConfig {
     pub env: Vec<(String, String)>,
     /// Serve `/dev/cons`.
     pub console: bool,
-    /// Serve `/net/tcp`.
+    /// Serve `/net/tcp`: TCP connections made and accepted by the host for
+    /// the client. Off by default: nothing asks for it yet (the library OS's
+    /// sockets are to come), and a gateway listening on TCP must not turn
+    /// into a proxy for whoever reaches it.
     pub net: bool,
     /// Which connects and announces `/net` allows (default: all).
     pub net_policy: Arc<dyn NetPolicy>,
@@ -105,7 +108,7 @@ impl Default for GatewayConfig {
             max_outstanding: 128,
             env: Vec::new(),
             console: true,
-            net: true,
+            net: false,
             net_policy: Arc::new(AllowAll),
         }
     }

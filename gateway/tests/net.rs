@@ -37,7 +37,12 @@ mod tests {
             Net::with(GatewayConfig::default())
         }
 
+        /// `cfg` with the network on (it is off by default).
         fn with(cfg: GatewayConfig) -> Net {
+            Net::exactly(GatewayConfig { net: true, ..cfg })
+        }
+
+        fn exactly(cfg: GatewayConfig) -> Net {
             let gw = gateway_with(cfg);
             Net {
                 c: Client::attached(&gw),
@@ -190,11 +195,8 @@ mod tests {
         net.c.clunk(ctl).unwrap();
         assert_eq!(net.c.walk_path(net.fid(), "net/tcp/0"), Err(ENOENT));
         assert_eq!(net.c.ls("net/tcp").unwrap(), vec!["clone"]);
-        // A gateway configured without the network has no /net.
-        let off = Net::with(GatewayConfig {
-            net: false,
-            ..GatewayConfig::default()
-        });
+        // A gateway configured without the network (the default) has no /net.
+        let off = Net::exactly(GatewayConfig::default());
         assert_eq!(off.c.walk_path(1, "net"), Err(ENOENT));
     }
 
