@@ -1,6 +1,7 @@
 //! Interoperability over TCP with 9P2000.L clients nobody here wrote:
-//! the `p9fs` Python client (PyPI) and diod's `diodls`, `diodcat` and
-//! `diodload` (Debian package `diod`).
+//! the `p9fs` Python client (PyPI) — files, and an HTTP fetch through
+//! `/net/tcp` — and diod's `diodls`, `diodcat` and `diodload` (Debian
+//! package `diod`).
 //!
 //! Missing peers are installed once per run (`python3 -m pip install p9fs`,
 //! `apt-get install -y diod`). A test whose peer cannot be installed prints
@@ -218,6 +219,77 @@ except Exception as e:
     out("escape", "refused", e.args[0] if e.args else e)
 out("done")
 "#;
+
+    /// A real HTTP server (Python's `http.server`) on a loopback port, and
+    /// p9fs fetching a page from it through the gateway's `/net/tcp` the
+    /// Plan 9 way: clone, `connect` on its ctl, request and reply on `data`.
+    const P9FS_NET_SCRIPT: &str = r#"
+import functools, http.server, os, sys, threading
+import p9fs
+
+port, docroot = int(sys.argv[1]), sys.argv[2]
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=docroot))
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+http_port = srv.server_address[1]
+
+def out(*a):
+    print(*a, flush=True)
+
+fs = p9fs.P9FileSystem(host="127.0.0.1", port=port, username="astraea", version="9P2000.L")
+out("ls", sorted(os.path.basename(p.rstrip("/")) for p in fs.ls("net/tcp", detail=False)))
+clone = fs._open_fid("net/tcp/clone", os.O_RDWR)
+n = fs._read(16, 0, clone).decode().strip()
+fs._write(f"connect 127.0.0.1!{http_port}".encode(), 0, clone)
+remote = fs._open_fid(f"net/tcp/{n}/remote", os.O_RDONLY)
+out("remote", fs._read(64, 0, remote).decode().strip() == f"127.0.0.1!{http_port}")
+data = fs._open_fid(f"net/tcp/{n}/data", os.O_RDWR)
+fs._write(b"GET /page.html HTTP/1.0\r\nHost: localhost\r\n\r\n", 0, data)
+reply = fs._read(1 << 20, 0, data)  # reads until the server closes
+head, _, body = reply.partition(b"\r\n\r\n")
+out("status", head.split(b"\r\n")[0].decode())
+out("body", body.decode())
+for f in (data, remote, clone):
+    fs._release_fid(f)
+out("done")
+"#;
+
+    #[test]
+    fn p9fs_fetches_a_page_through_net() {
+        if let Err(why) = ensure_p9fs() {
+            loud(&format!("SKIPPED p9fs_fetches_a_page_through_net: {why}"));
+            return;
+        }
+        let t = Tree::new();
+        let (gw, _) = t.gateway_with(astraea_gateway::GatewayConfig {
+            net: true,
+            ..t.config()
+        });
+        let port = serve(gw);
+        let www = t.base().join("www");
+        std::fs::create_dir_all(&www).unwrap();
+        std::fs::write(www.join("page.html"), "<p>served on the host</p>\n").unwrap();
+        let script = t.base().join("p9fs_net.py");
+        std::fs::write(&script, P9FS_NET_SCRIPT).unwrap();
+        let out = run(
+            Command::new("python3")
+                .arg(&script)
+                .arg(port.to_string())
+                .arg(&www),
+            Duration::from_secs(120),
+        )
+        .expect("python3 runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "p9fs failed:\n{stdout}\n{stderr}");
+        assert_eq!(
+            stdout,
+            "ls ['clone']\nremote True\nstatus HTTP/1.0 200 OK\nbody <p>served on the host</p>\n\ndone\n",
+            "{stderr}"
+        );
+    }
 
     #[test]
     fn p9fs_python_client() {
