@@ -81,6 +81,9 @@ mod tests {
         (6, "23"),
         // FUTEX_WAKE of 0 woke nobody (Linux wakes one).
         (24, "25"),
+        // MADV_DONTNEED on shared anonymous memory zeroed it (Linux keeps a
+        // shmem object's pages; only MADV_REMOVE punches them out).
+        (3_000_300, "1,11,17,18"),
     ];
 
     /// A fresh directory for the scratch files.

@@ -527,18 +527,40 @@ pub fn protect(start: u64, len: u64, prot: u32) -> Result<(), Errno> {
     r
 }
 
-/// `madvise(MADV_DONTNEED)`: drops the pages; the next touch gives zeros
-/// (anonymous) or the file's bytes again.
-pub fn discard(start: u64, len: u64) -> Result<(), Errno> {
+/// `madvise(MADV_DONTNEED)` (`keep_shared_anon`) or `MADV_REMOVE`: drops
+/// the pages; the next touch gives zeros (private anonymous) or the file's
+/// bytes again. Shared anonymous memory is a shmem object in Linux: its
+/// pages survive `MADV_DONTNEED` (only the mapping goes) and only
+/// `MADV_REMOVE` punches them out, so with `keep_shared_anon` those areas
+/// keep their pages (still mapped, which reads the same).
+pub fn discard(start: u64, len: u64, keep_shared_anon: bool) -> Result<(), Errno> {
     let end = range_end(start, len)?;
     let mut sp = SPACE.lock();
-    let hidden: alloc::vec::Vec<u64> = sp.hidden.range(start..end).map(|(&v, _)| v).collect();
-    for v in hidden {
-        if let Some(pa) = sp.hidden.remove(&v) {
-            free_frames(pa, 1);
+    let mut ranges = alloc::vec::Vec::new();
+    let mut from = start;
+    if keep_shared_anon {
+        let first = sp.find(start).map_or(start, |(s, _)| s);
+        for (&s, a) in sp.areas.range(first..end) {
+            if a.shared && !matches!(a.backing, Backing::File { .. }) {
+                if s > from {
+                    ranges.push((from, s));
+                }
+                from = from.max(a.end.min(end));
+            }
         }
     }
-    super::kernel::unmap_user_range(start, end - start);
+    if from < end {
+        ranges.push((from, end));
+    }
+    for (s, e) in ranges {
+        let hidden: alloc::vec::Vec<u64> = sp.hidden.range(s..e).map(|(&v, _)| v).collect();
+        for v in hidden {
+            if let Some(pa) = sp.hidden.remove(&v) {
+                free_frames(pa, 1);
+            }
+        }
+        super::kernel::unmap_user_range(s, e - s);
+    }
     Ok(())
 }
 

@@ -83,7 +83,7 @@ pub fn madvise(a: &[u64; 6]) -> Result<u64, Errno> {
     // program must accept either).
     match advice {
         MADV_DONTNEED | MADV_DONTNEED_LOCKED | MADV_REMOVE if end <= crate::mm::user::USER_MAX => {
-            vma::discard(addr, end - addr)?;
+            vma::discard(addr, end - addr, advice != MADV_REMOVE)?;
         }
         MADV_POPULATE_READ | MADV_POPULATE_WRITE if covered => {
             // EFAULT where an access would have raised a signal, as Linux.
