@@ -352,11 +352,14 @@ pub(crate) struct Conv {
     state: Mutex<State>,
 }
 
-/// Finished requests to hand back, once no connection lock is held.
-type Done = Vec<(Resume, Finish)>;
+/// Finished requests to hand back, once no connection lock is held. Their
+/// steps are dropped then too: a step that panicked may still hold an open
+/// file, whose last reference closes (locks) the connection.
+type Done = Vec<(Resume, Finish, Step)>;
 
 fn resume_all(done: Done) {
-    for (resume, fin) in done {
+    for (resume, fin, step) in done {
+        drop(step);
         resume(fin);
     }
 }
@@ -387,7 +390,7 @@ impl Wait {
         let parked =
             conv.with_state(
                 |st| match run_step(&mut step, &conv, st, cancel.is_cancelled()) {
-                    Some(fin) => Err(fin),
+                    Some(fin) => Err((fin, step)),
                     None => {
                         st.next_park += 1;
                         let id = st.next_park;
@@ -403,7 +406,8 @@ impl Wait {
             );
         let id = match parked {
             Ok(id) => id,
-            Err(fin) => return Some(fin),
+            // The step is dropped here, outside the lock (see `Done`).
+            Err((fin, _step)) => return Some(fin),
         };
         // Registered without the state lock: the hook takes it, and runs at
         // once if the request is already cancelled. Weak, so the token does
@@ -468,7 +472,7 @@ impl Conv {
             for mut p in std::mem::take(&mut st.parked) {
                 let cancelled = p.cancel.is_cancelled();
                 match run_step(&mut p.step, self, st, cancelled) {
-                    Some(fin) => done.push((p.resume, fin)),
+                    Some(fin) => done.push((p.resume, fin, p.step)),
                     None => st.parked.push(p),
                 }
             }
@@ -494,11 +498,9 @@ impl Conv {
             let i = st.parked.iter().position(|p| p.id == id)?;
             let mut p = st.parked.remove(i);
             let fin = run_step(&mut p.step, self, st, true)?;
-            Some((p.resume, fin))
+            Some((p.resume, fin, p.step))
         });
-        if let Some((resume, fin)) = done {
-            resume(fin);
-        }
+        resume_all(done.into_iter().collect());
     }
 
     /// A [`Wait`] from a typed attempt: `attempt` returns `None` while the
@@ -719,7 +721,11 @@ impl Conv {
                 loop {
                     match (&st.sock, st.status) {
                         (Sock::Stream(s), Status::Established) => {
-                            buf.resize(max, 0);
+                            if buf.len() != max {
+                                // Zeroed by the allocator, so the pages of a
+                                // large buffer cost nothing until data comes.
+                                buf = vec![0u8; max];
+                            }
                             let mut s: &TcpStream = s;
                             match s.read(&mut buf) {
                                 Ok(n) => {

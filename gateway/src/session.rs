@@ -7,6 +7,12 @@
 //! or `Rlerror(EINTR)` if the request was cancelled before doing anything)
 //! is always delivered first, then the `Rflush`. So each `submit` gets
 //! exactly one reply and flush(5)'s ordering holds.
+//!
+//! A `/net` request that must wait for the network holds no worker: it is
+//! parked on its connection with a [`Completion`], and its reply goes
+//! through the same [`SessionInner::complete`] when the poll thread or its
+//! cancellation resumes it. Lock order: the tag lock is never held while
+//! cancelling, parking or delivering (see `net` for the connection locks).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
