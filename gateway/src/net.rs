@@ -11,12 +11,30 @@
 //! ```
 //!
 //! Host sockets are non-blocking and registered with one `mio` poll thread
-//! per gateway (started on first use). That thread only bumps a
-//! connection's readiness generation and wakes its waiters; the request
-//! threads do the socket calls themselves, so a blocked read is a worker
-//! waiting on a condition variable, never a thread per connection. Every
-//! wait also wakes on the request's [`Cancel`], so `Tflush` and `Tversion`
-//! abort it with `EINTR`.
+//! per gateway (started on first use). A request whose socket call would
+//! block (a read with no data, a write to a full buffer, a listen with no
+//! caller, a connect in progress) holds no thread: it is parked on its
+//! connection as a [`Wait`] step plus the session's [`Resume`], and the
+//! worker returns. The poll thread retries the parked steps on readiness
+//! (non-blocking calls only) and hands finished ones to the session, which
+//! builds and delivers the reply on its worker pool; the request's
+//! [`Cancel`] hook (`Tflush`, `Tversion`, the end of the session) unparks
+//! it with `EINTR`.
+//!
+//! Lock order: a connection's state lock may be held while taking the
+//! registrar's table lock (registering, closing); nothing else is taken
+//! under it (resumes run after it is released).
+//! The session's tag lock, the connection table lock and a [`Cancel`]'s
+//! hook list are never held while a connection lock is taken: the poll
+//! thread drops the registrar table lock first, the last [`ConvRef`]
+//! releases the connection table before closing, cancellation runs hooks
+//! after releasing its list, and replies are delivered with no
+//! connection lock held.
+//!
+//! A parked request keeps its open file (so its connection) alive, and
+//! the connection keeps the parked request: the cycle ends when the
+//! request is resumed, which readiness, a state change (hangup, close) or
+//! cancellation always does; dropping a session cancels all its requests.
 //!
 //! A connection lives while at least one fid has one of its files open;
 //! the last clunk closes the host socket and frees the number.
@@ -27,7 +45,7 @@ use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::thread::JoinHandle;
 
 use astraea_9p::{QTDIR, QTFILE, Qid};
@@ -37,6 +55,7 @@ use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
 use crate::console::{Cancel, lock};
 use crate::error::Errno;
+use crate::session::SessionInner;
 use crate::sys;
 
 /// Decides which addresses the partition may reach or listen on.
@@ -284,17 +303,46 @@ enum Sock {
     Listener(TcpListener),
 }
 
+/// The result of a request, produced once its socket call is done; it
+/// runs on a worker, outside every lock, with the request's session.
+pub(crate) type Finish = Box<dyn FnOnce(&SessionInner) -> Result<Vec<u8>, Errno> + Send>;
+/// Takes a parked request's [`Finish`] to its session: called on the poll
+/// thread or by a cancellation hook, so it must not block (the session
+/// queues the rest on its worker pool).
+pub(crate) type Resume = Box<dyn FnOnce(Finish) + Send>;
+/// One non-blocking attempt, with the connection's state locked; `true`
+/// means the request was cancelled. `None`: it would still block.
+type Step = Box<dyn FnMut(&Arc<Conv>, &mut State, bool) -> Option<Finish> + Send>;
+
+/// A `/net` request whose socket call may have to wait: hand it to
+/// [`Wait::park`]. No thread waits for it.
+pub(crate) struct Wait {
+    conv: Arc<Conv>,
+    step: Step,
+}
+
+/// A request parked on its connection until readiness or cancellation.
+struct Parked {
+    id: u64,
+    cancel: Arc<Cancel>,
+    step: Step,
+    resume: Resume,
+}
+
 struct State {
     sock: Sock,
     token: Option<Token>,
-    /// Bumped by every readiness event and state change; a waiter sleeps
-    /// until it moves past the value it saw when its call would block.
+    /// Bumped by every readiness event and state change; a change makes
+    /// the parked requests retry.
     generation: u64,
     status: Status,
     local: Option<SocketAddr>,
     remote: Option<SocketAddr>,
     nodelay: bool,
     keepalive: bool,
+    /// Requests waiting on this connection, oldest first.
+    parked: Vec<Parked>,
+    next_park: u64,
 }
 
 /// One connection ("conversation" in ip(3)).
@@ -302,7 +350,76 @@ pub(crate) struct Conv {
     n: usize,
     reg: Arc<Registrar>,
     state: Mutex<State>,
-    ready: Condvar,
+}
+
+/// Finished requests to hand back, once no connection lock is held. Their
+/// steps are dropped then too: a step that panicked may still hold an open
+/// file, whose last reference closes (locks) the connection.
+type Done = Vec<(Resume, Finish, Step)>;
+
+fn resume_all(done: Done) {
+    for (resume, fin, step) in done {
+        drop(step);
+        resume(fin);
+    }
+}
+
+/// Runs a step, turning a panic into `EIO` so the poll thread survives.
+fn run_step(step: &mut Step, conv: &Arc<Conv>, st: &mut State, cancelled: bool) -> Option<Finish> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| step(conv, st, cancelled)))
+        .unwrap_or_else(|_| {
+            tracing::error!(n = conv.n, "net: a request step panicked");
+            Some(Box::new(|_: &SessionInner| Err(Errno(libc::EIO))))
+        })
+}
+
+impl Wait {
+    /// Makes one attempt at once. If it is done, returns its [`Finish`]
+    /// for the caller to complete; otherwise parks the request on the
+    /// connection (with the [`Resume`] that `resume` builds) and returns
+    /// `None`: the poll thread resumes it on readiness, `cancel`'s hook
+    /// on `Tflush`, `Tversion` or the end of the session.
+    pub(crate) fn park(
+        self,
+        cancel: &Arc<Cancel>,
+        resume: impl FnOnce() -> Resume,
+    ) -> Option<Finish> {
+        let Wait { conv, mut step } = self;
+        // The attempt and the parking share one hold of the lock, so a
+        // readiness event cannot slip in between (events are edge-triggered).
+        let parked =
+            conv.with_state(
+                |st| match run_step(&mut step, &conv, st, cancel.is_cancelled()) {
+                    Some(fin) => Err((fin, step)),
+                    None => {
+                        st.next_park += 1;
+                        let id = st.next_park;
+                        st.parked.push(Parked {
+                            id,
+                            cancel: Arc::clone(cancel),
+                            step,
+                            resume: resume(),
+                        });
+                        Ok(id)
+                    }
+                },
+            );
+        let id = match parked {
+            Ok(id) => id,
+            // The step is dropped here, outside the lock (see `Done`).
+            Err((fin, _step)) => return Some(fin),
+        };
+        // Registered without the state lock: the hook takes it, and runs at
+        // once if the request is already cancelled. Weak, so the token does
+        // not keep the connection alive.
+        let weak = Arc::downgrade(&conv);
+        cancel.on_cancel(move || {
+            if let Some(conv) = weak.upgrade() {
+                conv.unpark(id);
+            }
+        });
+        None
+    }
 }
 
 impl Conv {
@@ -319,8 +436,9 @@ impl Conv {
                 remote: None,
                 nodelay: false,
                 keepalive: false,
+                parked: Vec::new(),
+                next_park: 0,
             }),
-            ready: Condvar::new(),
         }
     }
 
@@ -328,43 +446,96 @@ impl Conv {
         lock(&self.state)
     }
 
-    /// Called by the poll thread on any event of this connection's socket.
-    fn poke(&self) {
-        self.lock().generation += 1;
-        self.ready.notify_all();
-    }
-
-    /// Makes a cancellation of the current request wake this connection's
-    /// waiters. Must be called without the state lock held.
-    fn wake_on_cancel(self: &Arc<Self>, cancel: &Cancel) {
-        let me = Arc::clone(self);
-        cancel.on_cancel(move || {
-            // Taking the lock orders the notify after a waiter's check.
-            drop(me.lock());
-            me.ready.notify_all();
-        });
-    }
-
-    /// Sleeps until the readiness generation moves or the request is
-    /// cancelled; `Err(EINTR)` on cancellation.
-    fn wait<'a>(
-        &'a self,
-        mut st: MutexGuard<'a, State>,
-        cancel: &Cancel,
-    ) -> (MutexGuard<'a, State>, Result<(), Errno>) {
+    /// Runs `f` with the state locked; if it changed the state, retries the
+    /// parked requests and, after unlocking, resumes those that finished.
+    fn with_state<R>(self: &Arc<Self>, f: impl FnOnce(&mut State) -> R) -> R {
+        let mut st = self.lock();
         let seen = st.generation;
+        let r = f(&mut st);
+        let done = if st.generation == seen {
+            Vec::new()
+        } else {
+            self.settle(&mut st)
+        };
+        drop(st);
+        resume_all(done);
+        r
+    }
+
+    /// Retries every parked request, in order (non-blocking calls only),
+    /// again while a retry changes the state (a failed connect closes the
+    /// socket under the reads waiting for it). Returns the finished ones.
+    fn settle(self: &Arc<Self>, st: &mut State) -> Done {
+        let mut done = Vec::new();
         loop {
-            if cancel.is_cancelled() {
-                return (st, Err(Errno(libc::EINTR)));
+            let seen = st.generation;
+            for mut p in std::mem::take(&mut st.parked) {
+                let cancelled = p.cancel.is_cancelled();
+                match run_step(&mut p.step, self, st, cancelled) {
+                    Some(fin) => done.push((p.resume, fin, p.step)),
+                    None => st.parked.push(p),
+                }
             }
-            if st.generation != seen {
-                return (st, Ok(()));
+            if st.generation == seen {
+                return done;
             }
-            st = self.ready.wait(st).unwrap_or_else(PoisonError::into_inner);
         }
     }
 
-    /// Drops the socket (if any), leaving `status`.
+    /// Called by the poll thread on any event of this connection's socket.
+    /// The retries are non-blocking socket calls, cheap enough for the
+    /// poll thread, and spare a pool hop for every spurious wake-up (one
+    /// registration serves both directions); only finished requests go to
+    /// the pool, whose reply delivery may block.
+    fn poke(self: &Arc<Self>) {
+        self.with_state(|st| st.generation += 1);
+    }
+
+    /// The cancellation hook of parked request `id`: answers it `EINTR`
+    /// (after the step's cleanup), unless it already finished.
+    fn unpark(self: &Arc<Self>, id: u64) {
+        let done = self.with_state(|st| {
+            let i = st.parked.iter().position(|p| p.id == id)?;
+            let mut p = st.parked.remove(i);
+            let fin = run_step(&mut p.step, self, st, true)?;
+            Some((p.resume, fin, p.step))
+        });
+        resume_all(done.into_iter().collect());
+    }
+
+    /// A [`Wait`] from a typed attempt: `attempt` returns `None` while the
+    /// call would block; `cleanup` runs under the lock on cancellation
+    /// (answered `EINTR`); `then` builds the reply from the result.
+    fn wait_for<T: Send + 'static>(
+        self: &Arc<Self>,
+        mut attempt: impl FnMut(&Arc<Conv>, &mut State) -> Option<Result<T, Errno>> + Send + 'static,
+        cleanup: fn(&Conv, &mut State),
+        then: impl FnOnce(&SessionInner, T) -> Result<Vec<u8>, Errno> + Send + 'static,
+    ) -> Wait {
+        let mut then = Some(then);
+        let step: Step = Box::new(move |conv, st, cancelled| {
+            let res = if cancelled {
+                cleanup(conv, st);
+                Err(Errno(libc::EINTR))
+            } else {
+                attempt(conv, st)?
+            };
+            // A step is never run again once it returned a Finish.
+            let then = then.take()?;
+            Some(match res {
+                Ok(t) => Box::new(move |s: &SessionInner| then(s, t)) as Finish,
+                Err(e) => Box::new(move |_: &SessionInner| Err(e)),
+            })
+        });
+        Wait {
+            conv: Arc::clone(self),
+            step,
+        }
+    }
+
+    /// Drops the socket (if any), leaving `status`. Run it inside
+    /// [`with_state`](Self::with_state) (or a step) so the parked requests
+    /// see the change.
     fn drop_sock(&self, st: &mut State, status: Status) {
         let token = st.token.take();
         match std::mem::replace(&mut st.sock, Sock::None) {
@@ -383,7 +554,6 @@ impl Conv {
         }
         st.status = status;
         st.generation += 1;
-        self.ready.notify_all();
     }
 
     fn apply_options(st: &State) {
@@ -401,60 +571,67 @@ impl Conv {
         }
     }
 
-    fn connect(self: &Arc<Self>, addr: SocketAddr, cancel: &Cancel) -> Result<(), Errno> {
-        self.wake_on_cancel(cancel);
-        let mut st = self.lock();
-        if !matches!(st.sock, Sock::None) {
-            return Err(Errno(libc::EISCONN));
+    /// Starts a connect; the [`Wait`] ends when it is established or failed.
+    fn connect(
+        self: &Arc<Self>,
+        addr: SocketAddr,
+        then: impl FnOnce(&SessionInner, ()) -> Result<Vec<u8>, Errno> + Send + 'static,
+    ) -> Result<Wait, Errno> {
+        {
+            let mut st = self.lock();
+            if !matches!(st.sock, Sock::None) {
+                return Err(Errno(libc::EISCONN));
+            }
+            let mut s = TcpStream::connect(addr)?;
+            st.token = Some(self.reg.add(self, &mut s)?);
+            st.sock = Sock::Stream(s);
+            st.status = Status::Connecting;
+            st.remote = Some(addr);
+            Self::apply_options(&st);
         }
-        let mut s = TcpStream::connect(addr)?;
-        st.token = Some(self.reg.add(self, &mut s)?);
-        st.sock = Sock::Stream(s);
-        st.status = Status::Connecting;
-        st.remote = Some(addr);
-        Self::apply_options(&st);
-        loop {
-            let Sock::Stream(s) = &st.sock else {
-                // Hung up by another request while connecting.
-                return Err(Errno(libc::ECONNABORTED));
-            };
-            // mio's documented way to learn the outcome of a connect.
-            let outcome = match s.take_error() {
-                Ok(Some(e)) | Err(e) => Err(Errno::from(e)),
-                Ok(None) => match s.peer_addr() {
-                    Ok(peer) => Ok(Some((peer, s.local_addr().ok()))),
-                    Err(e)
-                        if e.kind() == io::ErrorKind::NotConnected
-                            || e.raw_os_error() == Some(libc::EINPROGRESS) =>
-                    {
-                        Ok(None)
+        let failed = |conv: &Conv, st: &mut State| {
+            conv.drop_sock(st, Status::Closed);
+            st.remote = None;
+        };
+        Ok(self.wait_for(
+            move |conv, st| {
+                let Sock::Stream(s) = &st.sock else {
+                    // Hung up by another request while connecting.
+                    return Some(Err(Errno(libc::ECONNABORTED)));
+                };
+                // mio's documented way to learn the outcome of a connect.
+                let outcome = match s.take_error() {
+                    Ok(Some(e)) | Err(e) => Err(Errno::from(e)),
+                    Ok(None) => match s.peer_addr() {
+                        Ok(peer) => Ok(Some((peer, s.local_addr().ok()))),
+                        Err(e)
+                            if e.kind() == io::ErrorKind::NotConnected
+                                || e.raw_os_error() == Some(libc::EINPROGRESS) =>
+                        {
+                            Ok(None)
+                        }
+                        Err(e) => Err(Errno::from(e)),
+                    },
+                };
+                match outcome {
+                    Ok(Some((peer, local))) => {
+                        st.remote = Some(peer);
+                        st.local = local;
+                        st.status = Status::Established;
+                        // Reads and writes parked while connecting retry.
+                        st.generation += 1;
+                        Some(Ok(()))
                     }
-                    Err(e) => Err(Errno::from(e)),
-                },
-            };
-            let failed = match outcome {
-                Ok(Some((peer, local))) => {
-                    st.remote = Some(peer);
-                    st.local = local;
-                    st.status = Status::Established;
-                    return Ok(());
+                    Ok(None) => None,
+                    Err(e) => {
+                        failed(conv, st);
+                        Some(Err(e))
+                    }
                 }
-                Ok(None) => None,
-                Err(e) => Some(e),
-            };
-            if let Some(e) = failed {
-                self.drop_sock(&mut st, Status::Closed);
-                st.remote = None;
-                return Err(e);
-            }
-            let (next, res) = self.wait(st, cancel);
-            st = next;
-            if let Err(e) = res {
-                self.drop_sock(&mut st, Status::Closed);
-                st.remote = None;
-                return Err(e);
-            }
-        }
+            },
+            failed,
+            then,
+        ))
     }
 
     fn announce(self: &Arc<Self>, addr: SocketAddr) -> Result<(), Errno> {
@@ -471,29 +648,28 @@ impl Conv {
     }
 
     /// Waits for a call on an announced connection.
-    fn accept(self: &Arc<Self>, cancel: &Cancel) -> Result<(TcpStream, SocketAddr), Errno> {
-        self.wake_on_cancel(cancel);
-        let mut st = self.lock();
-        loop {
-            let Sock::Listener(l) = &st.sock else {
-                return Err(Errno(libc::EINVAL));
-            };
-            match l.accept() {
-                Ok(call) => return Ok(call),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                // A call that was reset before it was accepted: wait for the next.
-                Err(e)
-                    if e.kind() == io::ErrorKind::Interrupted
-                        || e.raw_os_error() == Some(libc::ECONNABORTED) =>
-                {
-                    continue;
+    fn accept(
+        self: &Arc<Self>,
+        then: impl FnOnce(&SessionInner, Call) -> Result<Vec<u8>, Errno> + Send + 'static,
+    ) -> Wait {
+        self.wait_for(
+            |_, st| loop {
+                let Sock::Listener(l) = &st.sock else {
+                    return Some(Err(Errno(libc::EINVAL)));
+                };
+                match l.accept() {
+                    Ok((s, peer)) => return Some(Ok(Call(s, peer))),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                    // A call that was reset before it was accepted: wait for the next.
+                    Err(e)
+                        if e.kind() == io::ErrorKind::Interrupted
+                            || e.raw_os_error() == Some(libc::ECONNABORTED) => {}
+                    Err(e) => return Some(Err(e.into())),
                 }
-                Err(e) => return Err(e.into()),
-            }
-            let (next, res) = self.wait(st, cancel);
-            st = next;
-            res?;
-        }
+            },
+            |_, _| {},
+            then,
+        )
     }
 
     /// Makes a fresh connection carry an accepted call.
@@ -507,14 +683,15 @@ impl Conv {
         Ok(())
     }
 
-    fn hangup(&self) {
-        let mut st = self.lock();
-        let next = match st.status {
-            Status::Connecting | Status::Established => Status::Hungup,
-            other if matches!(st.sock, Sock::None) => other,
-            _ => Status::Closed,
-        };
-        self.drop_sock(&mut st, next);
+    fn hangup(self: &Arc<Self>) {
+        self.with_state(|st| {
+            let next = match st.status {
+                Status::Connecting | Status::Established => Status::Hungup,
+                other if matches!(st.sock, Sock::None) => other,
+                _ => Status::Closed,
+            };
+            self.drop_sock(st, next);
+        });
     }
 
     fn set_option(&self, nodelay: bool) {
@@ -528,61 +705,76 @@ impl Conv {
     }
 
     /// Reads what is available, at most `max` bytes; waits for at least one.
-    pub(crate) fn read(self: &Arc<Self>, max: usize, cancel: &Cancel) -> Result<Vec<u8>, Errno> {
-        if max == 0 {
-            return Ok(Vec::new());
-        }
-        self.wake_on_cancel(cancel);
-        let mut buf = vec![0u8; max];
-        let mut st = self.lock();
-        loop {
-            match (&st.sock, st.status) {
-                (Sock::Stream(s), Status::Established) => {
-                    let mut s: &TcpStream = s;
-                    match s.read(&mut buf) {
-                        Ok(n) => {
-                            buf.truncate(n);
-                            return Ok(buf);
+    pub(crate) fn read(
+        self: &Arc<Self>,
+        max: usize,
+        then: impl FnOnce(&SessionInner, Vec<u8>) -> Result<Vec<u8>, Errno> + Send + 'static,
+    ) -> Wait {
+        // Allocated once, on the first attempt that finds a connected socket,
+        // and kept across retries.
+        let mut buf = Vec::new();
+        self.wait_for(
+            move |_, st| {
+                if max == 0 {
+                    return Some(Ok(Vec::new()));
+                }
+                loop {
+                    match (&st.sock, st.status) {
+                        (Sock::Stream(s), Status::Established) => {
+                            if buf.len() != max {
+                                // Zeroed by the allocator, so the pages of a
+                                // large buffer cost nothing until data comes.
+                                buf = vec![0u8; max];
+                            }
+                            let mut s: &TcpStream = s;
+                            match s.read(&mut buf) {
+                                Ok(n) => {
+                                    buf.truncate(n);
+                                    return Some(Ok(std::mem::take(&mut buf)));
+                                }
+                                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                                Err(e) => return Some(Err(e.into())),
+                            }
                         }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        Err(e) => return Err(e.into()),
+                        (Sock::Stream(_), _) => return None, // still connecting
+                        (_, Status::Hungup) => return Some(Ok(Vec::new())),
+                        _ => return Some(Err(Errno(libc::ENOTCONN))),
                     }
                 }
-                (Sock::Stream(_), _) => {} // still connecting
-                (_, Status::Hungup) => return Ok(Vec::new()),
-                _ => return Err(Errno(libc::ENOTCONN)),
-            }
-            let (next, res) = self.wait(st, cancel);
-            st = next;
-            res?;
-        }
+            },
+            |_, _| {},
+            then,
+        )
     }
 
     /// Sends what fits in the socket buffer (at least one byte); waits
     /// while it is full.
-    pub(crate) fn write(self: &Arc<Self>, data: &[u8], cancel: &Cancel) -> Result<usize, Errno> {
-        self.wake_on_cancel(cancel);
-        let mut st = self.lock();
-        loop {
-            match (&st.sock, st.status) {
-                (Sock::Stream(s), Status::Established) => {
-                    let mut s: &TcpStream = s;
-                    match s.write(data) {
-                        Ok(n) => return Ok(n),
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        Err(e) => return Err(e.into()),
+    pub(crate) fn write(
+        self: &Arc<Self>,
+        data: Vec<u8>,
+        then: impl FnOnce(&SessionInner, usize) -> Result<Vec<u8>, Errno> + Send + 'static,
+    ) -> Wait {
+        self.wait_for(
+            move |_, st| loop {
+                match (&st.sock, st.status) {
+                    (Sock::Stream(s), Status::Established) => {
+                        let mut s: &TcpStream = s;
+                        match s.write(&data) {
+                            Ok(n) => return Some(Ok(n)),
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            Err(e) => return Some(Err(e.into())),
+                        }
                     }
+                    (Sock::Stream(_), _) => return None,
+                    (_, Status::Hungup) => return Some(Err(Errno(libc::EPIPE))),
+                    _ => return Some(Err(Errno(libc::ENOTCONN))),
                 }
-                (Sock::Stream(_), _) => {}
-                (_, Status::Hungup) => return Err(Errno(libc::EPIPE)),
-                _ => return Err(Errno(libc::ENOTCONN)),
-            }
-            let (next, res) = self.wait(st, cancel);
-            st = next;
-            res?;
-        }
+            },
+            |_, _| {},
+            then,
+        )
     }
 
     /// The text of a read-only file, or of `ctl`.
@@ -700,6 +892,9 @@ fn parse_ctl(data: &[u8]) -> Result<Ctl, Errno> {
     }
 }
 
+/// An accepted call, not yet a connection.
+pub(crate) struct Call(TcpStream, SocketAddr);
+
 struct Slot {
     conv: Arc<Conv>,
     /// Open fids (and in-flight requests on them) holding the connection.
@@ -739,10 +934,11 @@ impl Drop for ConvRef {
                 _ => false,
             }
         };
-        // Closed outside the table lock (lock order: connection, then table).
+        // Closed outside the table lock (the table is never held while a
+        // connection's lock is taken).
         if last {
-            let mut st = self.conv.lock();
-            self.conv.drop_sock(&mut st, Status::Closed);
+            self.conv
+                .with_state(|st| self.conv.drop_sock(st, Status::Closed));
         }
     }
 }
@@ -868,16 +1064,37 @@ impl Net {
         })
     }
 
-    /// Opens `N/listen`: waits for a call and returns its new connection.
-    pub(crate) fn listen(&self, announced: &ConvRef, cancel: &Cancel) -> Result<ConvRef, Errno> {
-        let (stream, peer) = announced.conv.accept(cancel)?;
-        let call = self.clone_conv()?;
-        call.conv.adopt(stream, peer)?;
-        Ok(call)
+    /// Opens `N/listen`: the [`Wait`] ends with a call, which `then`
+    /// turns into a connection with [`Net::answer`].
+    pub(crate) fn listen(
+        &self,
+        announced: ConvRef,
+        then: impl FnOnce(&SessionInner, Call) -> Result<Vec<u8>, Errno> + Send + 'static,
+    ) -> Wait {
+        let conv = Arc::clone(&announced.conv);
+        conv.accept(move |s, call| {
+            let r = then(s, call);
+            // Announced until the wait is over.
+            drop(announced);
+            r
+        })
     }
 
-    /// A write to `ctl`.
-    pub(crate) fn ctl(&self, conv: &Arc<Conv>, data: &[u8], cancel: &Cancel) -> Result<(), Errno> {
+    /// A new connection carrying an accepted call.
+    pub(crate) fn answer(&self, call: Call) -> Result<ConvRef, Errno> {
+        let conv = self.clone_conv()?;
+        conv.conv.adopt(call.0, call.1)?;
+        Ok(conv)
+    }
+
+    /// A write to `ctl`: `None` if done, a [`Wait`] for a `connect` (its
+    /// reply is built by `then`).
+    pub(crate) fn ctl(
+        &self,
+        conv: &Arc<Conv>,
+        data: &[u8],
+        then: impl FnOnce(&SessionInner, ()) -> Result<Vec<u8>, Errno> + Send + 'static,
+    ) -> Result<Option<Wait>, Errno> {
         let cmd = parse_ctl(data).inspect_err(|_| {
             tracing::debug!(
                 n = conv.n,
@@ -890,25 +1107,25 @@ impl Net {
                 if !self.policy.allow_connect(addr) {
                     return Err(Errno(libc::EACCES));
                 }
-                conv.connect(addr, cancel)
+                conv.connect(addr, then).map(Some)
             }
             Ctl::Announce(addr) => {
                 if !self.policy.allow_announce(addr) {
                     return Err(Errno(libc::EACCES));
                 }
-                conv.announce(addr)
+                conv.announce(addr).map(|()| None)
             }
             Ctl::Hangup => {
                 conv.hangup();
-                Ok(())
+                Ok(None)
             }
             Ctl::Nodelay => {
                 conv.set_option(true);
-                Ok(())
+                Ok(None)
             }
             Ctl::Keepalive => {
                 conv.set_option(false);
-                Ok(())
+                Ok(None)
             }
         }
     }

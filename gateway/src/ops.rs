@@ -17,7 +17,7 @@ use astraea_9p::{
 use crate::console::{Cancel, lock};
 use crate::error::Errno;
 use crate::namespace::{Child, Namespace, Node, check_name, qid_type_of_dt};
-use crate::net::{ConvFile, ConvRef, NetNode};
+use crate::net::{ConvFile, ConvRef, NetNode, Wait};
 use crate::session::{Fid, SessionInner, lerror};
 use crate::sys::{self, TimeSpec};
 
@@ -62,6 +62,26 @@ pub(crate) struct ListEntry {
 }
 
 type Res = Result<Vec<u8>, Errno>;
+
+/// What handling a request gave: its reply, or a `/net` request that waits
+/// without a thread (the session parks it).
+pub(crate) enum Handled {
+    Frame(Vec<u8>),
+    Wait(Wait),
+}
+
+/// What opening a `/net` file gives.
+enum NetOpen {
+    Now(Opened, NetNode),
+    /// `listen`: the announced connection, to wait for a call on.
+    Listen(ConvRef),
+}
+
+/// A request handler's result: a reply, or a wait.
+enum Step {
+    Done(Vec<u8>),
+    Wait(Wait),
+}
 
 fn errno(e: i32) -> Errno {
     Errno(e)
@@ -233,39 +253,60 @@ impl SessionInner {
         }
     }
 
-    /// Handles one request frame; always returns one reply frame.
-    pub(crate) fn handle(&self, frame: &[u8], tag: u16, cancel: &Cancel) -> Vec<u8> {
+    /// Handles one request frame: one reply frame, or a [`Wait`] whose
+    /// [`Finish`](crate::net::Finish) gives it later (see [`answer`](Self::answer)).
+    pub(crate) fn handle(&self, frame: &[u8], tag: u16, cancel: &Cancel) -> Handled {
         let msg = match TMessage::from_bytes(frame) {
             Ok((_, msg)) => msg,
             Err(e) => {
                 tracing::debug!(tag, "undecodable request: {e}");
-                return lerror(tag, errno(libc::EINVAL));
+                return Handled::Frame(lerror(tag, errno(libc::EINVAL)));
             }
         };
         if cancel.is_cancelled() {
-            return lerror(tag, errno(libc::EINTR));
+            return Handled::Frame(lerror(tag, errno(libc::EINTR)));
         }
-        let ty = msg.msg_type();
         tracing::trace!(tag, ?msg, "request");
         match self.dispatch(tag, msg, cancel) {
+            Ok(Step::Done(out)) => Handled::Frame(self.answer(tag, Ok(out))),
+            Ok(Step::Wait(w)) => Handled::Wait(w),
+            Err(e) => Handled::Frame(self.answer(tag, Err(e))),
+        }
+    }
+
+    /// The reply frame for a handler's result (now, or after a wait).
+    pub(crate) fn answer(&self, tag: u16, res: Res) -> Vec<u8> {
+        match res {
             Ok(out) if out.len() <= self.msize_now() as usize => out,
             Ok(_) => lerror(tag, errno(libc::EMSGSIZE)),
             Err(e) => {
-                tracing::debug!(tag, ?ty, "error: {e}");
+                tracing::debug!(tag, "error: {e}");
                 lerror(tag, e)
             }
         }
     }
 
-    fn dispatch(&self, tag: u16, msg: TMessage<'_>, cancel: &Cancel) -> Res {
+    fn dispatch(&self, tag: u16, msg: TMessage<'_>, cancel: &Cancel) -> Result<Step, Errno> {
+        use TMessage as T;
+        // The only requests that may wait for the network.
+        match msg {
+            T::Lopen { fid, flags } => self.lopen(tag, fid, flags),
+            T::Read { fid, offset, count } => self.read(tag, fid, offset, count, cancel),
+            T::Write { fid, offset, data } => self.write(tag, fid, offset, data),
+            msg => self.dispatch_now(tag, msg).map(Step::Done),
+        }
+    }
+
+    fn dispatch_now(&self, tag: u16, msg: TMessage<'_>) -> Res {
         use TMessage as T;
         match msg {
+            // Handled by `dispatch`.
+            T::Lopen { .. } | T::Read { .. } | T::Write { .. } => Err(errno(libc::EIO)),
             T::Version { msize, version } => self.version(tag, msize, version),
             T::Auth { .. } => Err(errno(libc::ENOENT)),
             T::Attach { fid, aname, .. } => self.attach(tag, fid, aname),
             T::Flush { .. } => encode(tag, &RMessage::Flush),
             T::Walk { fid, newfid, names } => self.walk(tag, fid, newfid, names),
-            T::Lopen { fid, flags } => self.lopen(tag, fid, flags, cancel),
             T::Lcreate {
                 fid,
                 name,
@@ -273,8 +314,6 @@ impl SessionInner {
                 mode,
                 ..
             } => self.lcreate(tag, fid, name, flags, mode),
-            T::Read { fid, offset, count } => self.read(tag, fid, offset, count, cancel),
-            T::Write { fid, offset, data } => self.write(tag, fid, offset, data, cancel),
             T::Clunk { fid } => {
                 let f = lock(&self.fids).remove(&fid).ok_or(errno(libc::EBADF))?;
                 self.apply_xattr(&f)?;
@@ -409,7 +448,7 @@ impl SessionInner {
         Ok(())
     }
 
-    fn lopen(&self, tag: u16, fid: u32, flags: u32, cancel: &Cancel) -> Res {
+    fn lopen(&self, tag: u16, fid: u32, flags: u32) -> Result<Step, Errno> {
         let f = self.fid(fid)?;
         if lock(&f.open).is_some() {
             return Err(errno(libc::EBUSY));
@@ -463,7 +502,30 @@ impl SessionInner {
                 (Opened::Listing(Mutex::new(Vec::new())), n.qid())
             }
             Node::Net(n) => {
-                let (opened, now) = self.net_open(*n, write, cancel)?;
+                let (opened, now) = match self.net_open(*n, write)? {
+                    NetOpen::Now(opened, now) => (opened, now),
+                    NetOpen::Listen(announced) => {
+                        let wait = self.ns().net()?.listen(announced, move |s, call| {
+                            let conv = s.ns().net()?.answer(call)?;
+                            // The fid is now the call's ctl.
+                            let now = NetNode::File(conv.conv().number(), ConvFile::Ctl);
+                            *lock(&f.node) = Node::Net(now);
+                            let opened = Opened::Net {
+                                conv,
+                                file: ConvFile::Ctl,
+                            };
+                            Self::set_open(&f, opened)?;
+                            encode(
+                                tag,
+                                &RMessage::Lopen {
+                                    qid: now.qid(),
+                                    iounit: s.iounit(),
+                                },
+                            )
+                        });
+                        return Ok(Step::Wait(wait));
+                    }
+                };
                 if now != *n {
                     // clone and listen: the fid is now the new connection's ctl.
                     *lock(&f.node) = Node::Net(now);
@@ -491,22 +553,16 @@ impl SessionInner {
                 iounit: self.iounit(),
             },
         )
+        .map(Step::Done)
     }
 
-    /// Opens a `/net` file; returns what the fid now names.
-    fn net_open(
-        &self,
-        node: NetNode,
-        write: bool,
-        cancel: &Cancel,
-    ) -> Result<(Opened, NetNode), Errno> {
+    /// Opens a `/net` file: its open file and what the fid now names, or
+    /// for `listen` the announced connection to wait on.
+    fn net_open(&self, node: NetNode, write: bool) -> Result<NetOpen, Errno> {
         let net = self.ns().net()?;
         let (conv, file) = match node {
             NetNode::Clone => (net.clone_conv()?, ConvFile::Ctl),
-            NetNode::File(n, ConvFile::Listen) => {
-                let announced = net.open(n)?;
-                (net.listen(&announced, cancel)?, ConvFile::Ctl)
-            }
+            NetNode::File(n, ConvFile::Listen) => return Ok(NetOpen::Listen(net.open(n)?)),
             NetNode::File(n, file) => {
                 if write && !file.writable() {
                     return Err(errno(libc::EACCES));
@@ -516,7 +572,7 @@ impl SessionInner {
             NetNode::Root | NetNode::Tcp | NetNode::Conv(_) => return Err(errno(libc::EISDIR)),
         };
         let now = NetNode::File(conv.conv().number(), file);
-        Ok((Opened::Net { conv, file }, now))
+        Ok(NetOpen::Now(Opened::Net { conv, file }, now))
     }
 
     fn lcreate(&self, tag: u16, fid: u32, name: Str<'_>, flags: u32, mode: u32) -> Res {
@@ -556,10 +612,30 @@ impl SessionInner {
         )
     }
 
-    fn read(&self, tag: u16, fid: u32, offset: u64, count: u32, cancel: &Cancel) -> Res {
+    fn read(
+        &self,
+        tag: u16,
+        fid: u32,
+        offset: u64,
+        count: u32,
+        cancel: &Cancel,
+    ) -> Result<Step, Errno> {
         let opened = self.fid(fid)?.opened()?;
         let max = self.payload_limit(count) as usize;
-        match &*opened {
+        if let Opened::Net {
+            conv,
+            file: ConvFile::Data,
+        } = &*opened
+        {
+            // A stream: the offset means nothing. The open file is held
+            // while the read waits, as a blocked worker held it.
+            let hold = Arc::clone(&opened);
+            return Ok(Step::Wait(conv.conv().read(max, move |_, data| {
+                drop(hold);
+                encode(tag, &RMessage::Read { data: &data })
+            })));
+        }
+        let out = match &*opened {
             Opened::Host { dir: true, .. } | Opened::Listing(_) => Err(errno(libc::EISDIR)),
             Opened::XattrWrite { .. } => Err(errno(libc::EBADF)),
             Opened::Host { file, .. } => {
@@ -589,14 +665,6 @@ impl SessionInner {
                 let data = data.get(..max.min(data.len())).unwrap_or_default();
                 encode(tag, &RMessage::Read { data })
             }
-            Opened::Net {
-                conv,
-                file: ConvFile::Data,
-            } => {
-                // A stream: the offset means nothing.
-                let data = conv.conv().read(max, cancel)?;
-                encode(tag, &RMessage::Read { data: &data })
-            }
             Opened::Net { conv, file } => {
                 let text = conv.conv().text(*file);
                 let start = usize::try_from(offset).unwrap_or(usize::MAX);
@@ -604,11 +672,18 @@ impl SessionInner {
                 let data = data.get(..max.min(data.len())).unwrap_or_default();
                 encode(tag, &RMessage::Read { data })
             }
-        }
+        };
+        out.map(Step::Done)
     }
 
-    fn write(&self, tag: u16, fid: u32, offset: u64, data: &[u8], cancel: &Cancel) -> Res {
+    fn write(&self, tag: u16, fid: u32, offset: u64, data: &[u8]) -> Result<Step, Errno> {
         let opened = self.fid(fid)?.opened()?;
+        let len = data.len();
+        // Both answer the write in full, or with what the socket took.
+        let reply = move |count: usize| {
+            let count = u32::try_from(count).map_err(|_| errno(libc::EIO))?;
+            encode(tag, &RMessage::Write { count })
+        };
         let count = match &*opened {
             Opened::Host { dir: true, .. } | Opened::Listing(_) => {
                 return Err(errno(libc::EISDIR));
@@ -623,13 +698,28 @@ impl SessionInner {
             Opened::Net {
                 conv,
                 file: ConvFile::Data,
-            } => conv.conv().write(data, cancel)?,
+            } => {
+                // The open file is held while the write waits.
+                let hold = Arc::clone(&opened);
+                let wait = conv.conv().write(data.to_vec(), move |_, n| {
+                    drop(hold);
+                    reply(n)
+                });
+                return Ok(Step::Wait(wait));
+            }
             Opened::Net {
                 conv,
                 file: ConvFile::Ctl,
             } => {
-                self.ns().net()?.ctl(conv.conv(), data, cancel)?;
-                data.len()
+                let hold = Arc::clone(&opened);
+                let then = move |_: &SessionInner, ()| {
+                    drop(hold);
+                    reply(len)
+                };
+                if let Some(wait) = self.ns().net()?.ctl(conv.conv(), data, then)? {
+                    return Ok(Step::Wait(wait));
+                }
+                len
             }
             Opened::Net { .. } => return Err(errno(libc::EBADF)),
             Opened::XattrWrite { value, .. } => {
@@ -645,8 +735,7 @@ impl SessionInner {
                 data.len()
             }
         };
-        let count = u32::try_from(count).map_err(|_| errno(libc::EIO))?;
-        encode(tag, &RMessage::Write { count })
+        reply(count).map(Step::Done)
     }
 
     /// An `O_PATH` descriptor of a host node (a symbolic link itself), for

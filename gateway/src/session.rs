@@ -7,6 +7,12 @@
 //! or `Rlerror(EINTR)` if the request was cancelled before doing anything)
 //! is always delivered first, then the `Rflush`. So each `submit` gets
 //! exactly one reply and flush(5)'s ordering holds.
+//!
+//! A `/net` request that must wait for the network holds no worker: it is
+//! parked on its connection with a [`Completion`], and its reply goes
+//! through the same [`SessionInner::complete`] when the poll thread or its
+//! cancellation resumes it. Lock order: the tag lock is never held while
+//! cancelling, parking or delivering (see `net` for the connection locks).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -19,7 +25,8 @@ use crate::Gateway;
 use crate::console::{Cancel, lock};
 use crate::error::Errno;
 use crate::namespace::Node;
-use crate::ops::Opened;
+use crate::net::{Finish, Resume, Wait};
+use crate::ops::{Handled, Opened};
 
 /// The callback that receives one complete R-message frame.
 pub type Reply = Box<dyn FnOnce(Vec<u8>) + Send>;
@@ -114,6 +121,70 @@ fn deliver(reply: Reply, frame: Vec<u8>) {
     }
 }
 
+/// The reply still owed for a request that waits for the network. Sent
+/// through [`SessionInner::complete`] like any reply; dropped unsent (a
+/// panic, or a connection dropped with requests parked on it, which the
+/// reference cycle between them prevents) it answers `EIO`, so the tag is
+/// never left registered.
+struct Completion {
+    inner: Arc<SessionInner>,
+    tag: u16,
+    reply: Option<Reply>,
+}
+
+impl Completion {
+    /// Parks `wait` (no thread waits for it): the reply is sent when the
+    /// socket call finishes, from a pool job queued by the poll thread or
+    /// the cancellation hook, or at once if it finishes now.
+    fn park(inner: Arc<SessionInner>, tag: u16, wait: Wait, cancel: &Arc<Cancel>, reply: Reply) {
+        let mut owed = Some(Completion {
+            inner,
+            tag,
+            reply: Some(reply),
+        });
+        let now = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            wait.park(cancel, || {
+                let owed = owed.take();
+                Box::new(move |fin: Finish| {
+                    if let Some(c) = owed {
+                        // Delivery may block on the transport: not on the
+                        // poll thread, nor in the canceller (a transport
+                        // thread submitting a Tflush).
+                        let pool = Arc::clone(&c.inner);
+                        pool.gw.pool.execute(move || c.finish(fin));
+                    }
+                }) as Resume
+            })
+        }));
+        // Otherwise parked, or a panic (a dropped Completion answers EIO).
+        if let (Ok(Some(fin)), Some(c)) = (now, owed) {
+            c.finish(fin);
+        }
+    }
+
+    fn finish(mut self, fin: Finish) {
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fin(&self.inner)))
+            .unwrap_or_else(|_| {
+                tracing::error!(tag = self.tag, "request handler panicked");
+                Err(Errno(libc::EIO))
+            });
+        let frame = self.inner.answer(self.tag, res);
+        if let Some(reply) = self.reply.take() {
+            self.inner.complete(self.tag, frame, reply);
+        }
+    }
+}
+
+impl Drop for Completion {
+    fn drop(&mut self) {
+        if let Some(reply) = self.reply.take() {
+            tracing::error!(tag = self.tag, "a waiting request was dropped");
+            self.inner
+                .complete(self.tag, lerror(self.tag, Errno(libc::EIO)), reply);
+        }
+    }
+}
+
 impl Session {
     pub(crate) fn new(gw: Arc<Gateway>) -> Session {
         let msize = gw.max_msize;
@@ -164,8 +235,12 @@ impl Session {
             // those sent after it, so it is handled here, in order.
             let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 inner.handle(&frame, tag, &Cancel::new())
-            }))
-            .unwrap_or_else(|_| lerror(tag, Errno(libc::EIO)));
+            }));
+            let out = match out {
+                Ok(Handled::Frame(out)) => out,
+                // Tversion never waits.
+                Ok(Handled::Wait(_)) | Err(_) => lerror(tag, Errno(libc::EIO)),
+            };
             deliver(reply, out);
             return;
         }
@@ -183,9 +258,12 @@ impl Session {
             }))
             .unwrap_or_else(|_| {
                 tracing::error!(tag, "request handler panicked");
-                lerror(tag, Errno(libc::EIO))
+                Handled::Frame(lerror(tag, Errno(libc::EIO)))
             });
-            me.complete(tag, out, reply);
+            match out {
+                Handled::Frame(out) => me.complete(tag, out, reply),
+                Handled::Wait(wait) => Completion::park(me, tag, wait, &cancel, reply),
+            }
         });
     }
 

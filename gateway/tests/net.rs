@@ -43,9 +43,13 @@ mod tests {
         }
 
         fn exactly(cfg: GatewayConfig) -> Net {
-            let gw = gateway_with(cfg);
+            Net::on(&gateway_with(cfg))
+        }
+
+        /// A new session of `gw`.
+        fn on(gw: &Arc<Gateway>) -> Net {
             Net {
-                c: Client::attached(&gw),
+                c: Client::attached(gw),
                 next_fid: AtomicU32::new(100),
             }
         }
@@ -152,6 +156,45 @@ mod tests {
                 count: 4096,
             },
         )
+    }
+
+    /// The soft limit on open files.
+    fn fd_limit() -> usize {
+        let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
+        limits
+            .lines()
+            .find_map(|l| l.strip_prefix("Max open files"))
+            .and_then(|l| l.split_whitespace().next())
+            .map_or(1024, |v| v.parse().unwrap_or(usize::MAX))
+    }
+
+    /// A gateway with the network on that takes `n` requests in flight.
+    fn busy_gateway(n: usize) -> Arc<Gateway> {
+        gateway_with(GatewayConfig {
+            net: true,
+            max_outstanding: n + 64,
+            ..GatewayConfig::default()
+        })
+    }
+
+    /// Dials `n` connections, each accepted by the host: (data fid, host).
+    fn dial_many(net: &Net, n: usize) -> Vec<(u32, TcpStream)> {
+        let (l, addr) = listener();
+        (0..n)
+            .map(|_| {
+                let (_ctl, data, _) = net.dial(addr);
+                (data, accept(&l))
+            })
+            .collect()
+    }
+
+    /// Waits until a reply arrives on none of `rx` for a moment: the
+    /// requests are parked (or at least not answered).
+    fn none_answered(rx: &[std::sync::mpsc::Receiver<Vec<u8>>]) {
+        std::thread::sleep(Duration::from_millis(200));
+        for r in rx {
+            assert!(r.try_recv().is_err(), "a read completed without data");
+        }
     }
 
     fn threads() -> usize {
@@ -575,5 +618,223 @@ mod tests {
         assert!(back == reversed, "host -> partition data differs");
         drop(echo.join().unwrap());
         assert_eq!(net.c.read(data, 0, 10).unwrap(), b"");
+    }
+
+    #[test]
+    fn thousand_parked_reads_hold_no_thread() {
+        // Both ends of every connection live in this process: two
+        // descriptors each, plus room for the rest of the tests.
+        let limit = fd_limit();
+        let n = 1000.min(limit.saturating_sub(512) / 2);
+        if n < 1000 {
+            eprintln!("open-file limit {limit}: {n} connections instead of 1000");
+        }
+        let gw = busy_gateway(n);
+        let net = Net::on(&gw);
+        let mut conns = dial_many(&net, n);
+        let before = threads();
+        // Posted in batches, as connections come and go: a burst of
+        // requests faster than the workers start makes the elastic pool
+        // start more (idle later), which is not what is measured here.
+        let mut reads = Vec::new();
+        for (i, (data, _)) in conns.iter().enumerate() {
+            reads.push(net.c.send_raw(read_req(*data, 40_000 + i as u16)));
+            if i % 50 == 49 {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        none_answered(&reads);
+        assert_eq!(net.c.session.outstanding(), n);
+        let parked = threads();
+        eprintln!("threads: {before} before the reads, {parked} with {n} reads parked");
+        // A thread per read would be n on its own; the bound leaves room
+        // for the other tests running in this process (and idle workers).
+        assert!(parked < n / 8, "{parked} threads for {n} parked reads");
+        for (i, (_, host)) in conns.iter_mut().enumerate() {
+            host.write_all(format!("data for read {i}").as_bytes())
+                .unwrap();
+        }
+        for (i, r) in reads.iter().enumerate() {
+            let frame = r.recv_timeout(TIMEOUT).unwrap();
+            match RMessage::from_bytes(&frame).unwrap() {
+                (tag, RMessage::Read { data }) => {
+                    assert_eq!(tag, 40_000 + i as u16);
+                    assert_eq!(data, format!("data for read {i}").as_bytes());
+                }
+                other => panic!("read {i}: {other:?}"),
+            }
+        }
+        eprintln!("threads: {} after the reads completed", threads());
+        assert_eq!(net.c.session.outstanding(), 0);
+    }
+
+    #[test]
+    fn flush_of_parked_requests() {
+        let gw = busy_gateway(64);
+        let net = Net::on(&gw);
+        let mut conns = dial_many(&net, 8);
+        // Reads parked on every connection; the one on connection 3 is flushed.
+        let log = Log::default();
+        let reads: Vec<_> = conns
+            .iter()
+            .enumerate()
+            .map(|(i, (data, _))| net.c.send_logged(read_req(*data, 700 + i as u16), &log))
+            .collect();
+        none_answered(&reads);
+        let flush = net
+            .c
+            .send_logged(encode(800, &TMessage::Flush { oldtag: 703 }), &log);
+        assert_eq!(
+            errno_of(&reads[3].recv_timeout(TIMEOUT).unwrap()),
+            Some(EINTR)
+        );
+        flush.recv_timeout(TIMEOUT).unwrap();
+        assert_eq!(log.tags(), vec![703, 800]);
+        // The others are still parked and complete with their data; the
+        // flushed connection lost nothing and works.
+        for (i, (_, host)) in conns.iter_mut().enumerate() {
+            host.write_all(format!("to {i}").as_bytes()).unwrap();
+        }
+        for (i, r) in reads.iter().enumerate().filter(|(i, _)| *i != 3) {
+            let frame = r.recv_timeout(TIMEOUT).unwrap();
+            assert!(
+                matches!(RMessage::from_bytes(&frame).unwrap().1, RMessage::Read { data } if data == format!("to {i}").as_bytes())
+            );
+        }
+        let (data3, host3) = &mut conns[3];
+        assert_eq!(net.read_exact(*data3, 4), b"to 3");
+        net.write_all(*data3, b"back");
+        assert_eq!(host_read_exact(host3, 4), b"back");
+
+        // A write parked on a full send buffer (the host reads nothing).
+        let (data0, host0) = &mut conns[0];
+        let chunk = vec![7u8; 64 * 1024];
+        let mut sent = 0usize;
+        let log = Log::default();
+        let parked = loop {
+            let w = net.c.send_logged(
+                encode(
+                    900,
+                    &TMessage::Write {
+                        fid: *data0,
+                        offset: 0,
+                        data: &chunk,
+                    },
+                ),
+                &log,
+            );
+            match w.recv_timeout(Duration::from_millis(300)) {
+                Ok(frame) => match RMessage::from_bytes(&frame).unwrap().1 {
+                    RMessage::Write { count } => sent += count as usize,
+                    other => panic!("{other:?}"),
+                },
+                Err(_) => break w,
+            }
+            assert!(sent < 256 << 20, "the send buffer never filled");
+            log.0.lock().unwrap().clear();
+        };
+        let flush = net
+            .c
+            .send_logged(encode(901, &TMessage::Flush { oldtag: 900 }), &log);
+        let frame = parked.recv_timeout(TIMEOUT).unwrap();
+        // Flushed while parked; but the buffer may have drained at that
+        // very moment, in which case it reports what it sent.
+        match RMessage::from_bytes(&frame).unwrap().1 {
+            RMessage::Lerror { ecode } => assert_eq!(ecode, EINTR),
+            RMessage::Write { count } => sent += count as usize,
+            other => panic!("{other:?}"),
+        }
+        flush.recv_timeout(TIMEOUT).unwrap();
+        assert_eq!(log.tags(), vec![900, 901]);
+        // Exactly what was acknowledged arrives, then the connection works.
+        let got = host_read_exact(host0, sent);
+        assert!(got.iter().all(|&b| b == 7));
+        net.write_all(*data0, b"after");
+        assert_eq!(host_read_exact(host0, 5), b"after");
+    }
+
+    #[test]
+    fn version_answers_parked_reads_first() {
+        let gw = busy_gateway(200);
+        let net = Net::on(&gw);
+        let mut conns = dial_many(&net, 100);
+        let log = Log::default();
+        let reads: Vec<_> = conns
+            .iter()
+            .enumerate()
+            .map(|(i, (data, _))| net.c.send_logged(read_req(*data, 1000 + i as u16), &log))
+            .collect();
+        none_answered(&reads);
+        let version = net.c.send_logged(
+            encode(
+                NOTAG,
+                &TMessage::Version {
+                    msize: 65536,
+                    version: Str::from(VERSION_9P2000L),
+                },
+            ),
+            &log,
+        );
+        for r in &reads {
+            assert_eq!(errno_of(&r.recv_timeout(TIMEOUT).unwrap()), Some(EINTR));
+        }
+        version.recv_timeout(TIMEOUT).unwrap();
+        let tags = log.tags();
+        assert_eq!(tags.len(), 101);
+        assert_eq!(*tags.last().unwrap(), NOTAG);
+        assert_eq!(net.c.session.outstanding(), 0);
+        assert_eq!(net.c.session.fid_count(), 0);
+        // The fids are gone, so are the connections: every host sees EOF.
+        for (_, host) in &mut conns {
+            let mut rest = Vec::new();
+            host.read_to_end(&mut rest).unwrap();
+            assert!(rest.is_empty());
+        }
+        net.c.attach(ROOT, "").unwrap();
+        assert_eq!(net.c.ls("net/tcp").unwrap(), vec!["clone"]);
+    }
+
+    #[test]
+    fn dropped_session_with_parked_reads() {
+        let gw = busy_gateway(200);
+        let other = Net::on(&gw);
+        let mut theirs = dial_many(&other, 1);
+        let (their_data, their_host) = &mut theirs[0];
+        let their_read = other.c.send_raw(read_req(*their_data, 5000));
+
+        let doomed = Net::on(&gw);
+        let mut conns = dial_many(&doomed, 50);
+        let reads: Vec<_> = conns
+            .iter()
+            .enumerate()
+            .map(|(i, (data, _))| doomed.c.send_raw(read_req(*data, 2000 + i as u16)))
+            .collect();
+        none_answered(&reads);
+        drop(doomed);
+        // Every parked read is still answered (EINTR), once.
+        for r in &reads {
+            assert_eq!(errno_of(&r.recv_timeout(TIMEOUT).unwrap()), Some(EINTR));
+            assert!(r.recv_timeout(Duration::from_millis(1)).is_err());
+        }
+        // Nothing leaks: the connections close and their numbers are free.
+        for (_, host) in &mut conns {
+            let mut rest = Vec::new();
+            host.read_to_end(&mut rest).unwrap();
+            assert!(rest.is_empty());
+        }
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        while other.c.ls("net/tcp").unwrap().len() != 2 {
+            assert!(std::time::Instant::now() < deadline, "connections leaked");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // The poll thread still serves the other session.
+        their_host.write_all(b"still served").unwrap();
+        let frame = their_read.recv_timeout(TIMEOUT).unwrap();
+        assert!(matches!(
+            RMessage::from_bytes(&frame).unwrap().1,
+            RMessage::Read { data } if data == b"still served"
+        ));
+        other.write_all(*their_data, b"and back");
+        assert_eq!(host_read_exact(their_host, 8), b"and back");
     }
 }
