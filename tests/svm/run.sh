@@ -93,12 +93,20 @@ done
 echo "svm: guest up, \$(uname -r), /dev/kvm: \$(ls /dev/kvm 2>&1)"
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose host /host \
     || echo "svm: cannot mount the host's files"
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 scratch "/host$scratch" \
-    || echo "svm: cannot mount the scratch directory"
 mount -t devtmpfs dev /host/dev
 mount -t proc proc /host/proc
 mount -t sysfs sys /host/sys
+# A writable /tmp; a checkout under /tmp stays visible through it.
+mkdir -p /hosttmp
+mount -o bind /host/tmp /hosttmp
 mount -t tmpfs tmp /host/tmp
+case "$repo/" in
+    /tmp/*) mkdir -p "/host$repo" && mount -o bind "/hosttmp${repo#/tmp}" "/host$repo" \
+        || echo "svm: cannot show the checkout at $repo" ;;
+esac
+mkdir -p "/host$scratch" 2>/dev/null
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 scratch "/host$scratch" \
+    || echo "svm: cannot mount the scratch directory"
 chroot /host /bin/sh -c 'cd "$scratch" && sh ./svm-command-run; echo \$? > "$scratch/svm-status"'
 sync
 echo "svm: done"
