@@ -291,6 +291,95 @@ out("done")
         );
     }
 
+    /// `astraea-gateway --net-allow`: p9fs may reach the allowed HTTP port
+    /// and is refused (`EACCES` from the gateway) anywhere else.
+    const P9FS_POLICY_SCRIPT: &str = r#"
+import http.server, os, socket, sys, threading
+import p9fs
+
+port = int(sys.argv[1])
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[2])), http.server.SimpleHTTPRequestHandler)
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+fs = p9fs.P9FileSystem(host="127.0.0.1", port=port, username="astraea", version="9P2000.L")
+
+def dial(target):
+    clone = fs._open_fid("net/tcp/clone", os.O_RDWR)
+    try:
+        fs._write(f"connect 127.0.0.1!{target}".encode(), 0, clone)
+        return "connected"
+    except Exception as e:
+        return "refused" if "13" in repr(e) or "ermission" in repr(e) else f"error {e!r}"
+    finally:
+        fs._release_fid(clone)
+
+print("allowed", dial(int(sys.argv[2])), flush=True)
+print("other", dial(int(sys.argv[3])), flush=True)
+"#;
+
+    fn free_port() -> u16 {
+        TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    }
+
+    #[test]
+    fn gateway_binary_enforces_net_allow() {
+        if let Err(why) = ensure_p9fs() {
+            loud(&format!("SKIPPED gateway_binary_enforces_net_allow: {why}"));
+            return;
+        }
+        let t = Tree::new();
+        let (gw_port, http_port) = (free_port(), free_port());
+        // A listener that stays open: the refused dial must fail by policy,
+        // not because nothing listens there.
+        let other = TcpListener::bind("127.0.0.1:0").unwrap();
+        let other_port = other.local_addr().unwrap().port();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_astraea-gateway"))
+            .arg("--listen")
+            .arg(format!("tcp:127.0.0.1:{gw_port}"))
+            .arg("--export")
+            .arg(t.root())
+            .arg("--no-console")
+            .arg("--net-allow")
+            .arg(format!("127.0.0.1/32:{http_port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("astraea-gateway starts");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", gw_port)).is_err() {
+            assert!(Instant::now() < deadline, "astraea-gateway did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let script = t.base().join("p9fs_policy.py");
+        std::fs::write(&script, P9FS_POLICY_SCRIPT).unwrap();
+        let out = run(
+            Command::new("python3")
+                .arg(&script)
+                .arg(gw_port.to_string())
+                .arg(http_port.to_string())
+                .arg(other_port.to_string()),
+            Duration::from_secs(120),
+        )
+        .expect("python3 runs");
+        let _ = child.kill();
+        let gw_err = child
+            .wait_with_output()
+            .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+            .unwrap_or_default();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(
+            stdout, "allowed connected\nother refused\n",
+            "{stderr}\ngateway:\n{gw_err}"
+        );
+        assert!(gw_err.contains("refused by the network policy"), "{gw_err}");
+        drop(other);
+    }
+
     #[test]
     fn p9fs_python_client() {
         if let Err(why) = ensure_p9fs() {

@@ -1,5 +1,5 @@
-//! `astraea-gateway`: serve host directories, `/dev/cons` and `/env` over
-//! 9P2000.L on a TCP or unix-domain socket.
+//! `astraea-gateway`: serve host directories, `/dev/cons`, `/env` and, if
+//! asked, `/net/tcp` over 9P2000.L on a TCP or unix-domain socket.
 
 use std::net::TcpListener;
 use std::os::unix::fs::FileTypeExt;
@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use astraea_gateway::{Export, Gateway, GatewayConfig, VhostUserServer, serve_stream};
+use astraea_gateway::{
+    AllowAll, AllowList, Export, Gateway, GatewayConfig, NetPolicy, NetRule, VhostUserServer,
+    serve_stream,
+};
 use clap::Parser;
 
 const AFTER_HELP: &str = "\
@@ -32,7 +35,12 @@ SECURITY MODEL:
   outside the exported directories can be read or changed. A read-only export
   refuses every change with EROFS. There is no authentication: anyone who can
   connect to the socket gets these rights, so listen on loopback or on a unix
-  socket with suitable permissions.";
+  socket with suitable permissions. With --net, clients also open TCP
+  connections from this host and listen on its ports, as a process of yours
+  would (docs/net.md); --net-allow limits where, and the gateway checks every
+  connect and listen against it.
+  astraea-gateway --net-allow 127.0.0.1/32:8080 --net-allow 10.0.0.0/8:443
+      Serve /net/tcp, allowing only localhost port 8080 and port 443 of 10/8.";
 
 /// 9P2000.L file server for Astraea partitions.
 #[derive(Debug, Parser)]
@@ -69,6 +77,16 @@ struct Args {
     /// Do not serve /dev/cons (the gateway's stdin and stdout).
     #[arg(long)]
     no_console: bool,
+    /// Serve /net/tcp (Plan 9-style TCP connections, docs/net.md): clients
+    /// may connect from this host and listen on its ports.
+    #[arg(long)]
+    net: bool,
+    /// Allow /net only these addresses and ports, for connecting and for
+    /// listening: `ADDR/PREFIX[:PORT|:LOW-HIGH]` (e.g. `127.0.0.1/32:8080`,
+    /// `0.0.0.0/0:443`). Repeatable; implies --net. Without it --net allows
+    /// everything.
+    #[arg(long, value_name = "ADDR/PREFIX[:PORTS]")]
+    net_allow: Vec<String>,
     /// Largest msize offered to clients, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = astraea_gateway::MAX_MSIZE)]
     max_msize: u32,
@@ -158,6 +176,8 @@ fn run(args: Args) -> Result<(), String> {
         max_msize: args.max_msize,
         env,
         console: !args.no_console,
+        net: args.net || !args.net_allow.is_empty(),
+        net_policy: net_policy(&args.net_allow)?,
         ..GatewayConfig::default()
     })
     .map_err(|e| e.to_string())?;
@@ -260,9 +280,35 @@ fn main() -> ExitCode {
     }
 }
 
+/// The `/net` policy of `--net-allow` rules (none: allow everything).
+fn net_policy(rules: &[String]) -> Result<Arc<dyn NetPolicy>, String> {
+    if rules.is_empty() {
+        return Ok(Arc::new(AllowAll));
+    }
+    let rules = rules
+        .iter()
+        .map(|r| r.parse::<NetRule>().map_err(|e| format!("--net-allow {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Arc::new(AllowList::new(rules)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn net_allow_rules() {
+        let p = net_policy(&["127.0.0.1/32:8080".into()]).unwrap();
+        assert!(p.allow_connect("127.0.0.1:8080".parse().unwrap()));
+        assert!(!p.allow_connect("127.0.0.1:8081".parse().unwrap()));
+        let e = net_policy(&["127.0.0.1:8080".into()]).unwrap_err();
+        assert!(
+            e.starts_with("--net-allow \"127.0.0.1:8080\": no /PREFIX"),
+            "{e}"
+        );
+        let all = net_policy(&[]).unwrap();
+        assert!(all.allow_announce("0.0.0.0:0".parse().unwrap()));
+    }
 
     #[test]
     fn export_specs() {
