@@ -269,9 +269,12 @@ pub fn start_pvh(start_info: u64, main: fn(&BootConfig) -> i32) -> ! {
         Some((k, a)) => (k, a),
         None => (pvh.cmdline.strip_suffix(" --").unwrap_or(pvh.cmdline), ""),
     };
-    // The first virtio-mmio device (QEMU's microvm lists them); the 9P
-    // mount checks it is a 9P device.
-    let virtio = crate::arch::pvh::virtio_mmio_devices(pvh.cmdline).next();
+    // The first virtio-mmio 9P device of those listed (QEMU's microvm lists
+    // every device it has: a console, a random-number source…).
+    let virtio = crate::arch::pvh::virtio_mmio_devices(pvh.cmdline).find(|&(base, _)| {
+        crate::arch::pvh::virtio_mmio_device_id(base)
+            == Some(astraea_abi::virtio_mmio::DEVICE_ID_9P)
+    });
     crate::console::init_log(
         pvh.cmdline
             .split_ascii_whitespace()

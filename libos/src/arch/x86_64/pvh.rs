@@ -133,6 +133,19 @@ pub fn virtio_mmio_devices(cmdline: &str) -> impl Iterator<Item = (u64, u32)> + 
     })
 }
 
+/// The virtio device ID at the virtio-mmio registers at `base` (0 for a
+/// slot without a device), or `None` if no virtio-mmio transport is there.
+/// Read through the boot tables' direct map, before the kernel has its own.
+pub fn virtio_mmio_device_id(base: u64) -> Option<u32> {
+    let reg = |off: u64| {
+        // SAFETY: `base` is a virtio-mmio register window the VMM named on
+        // the command line, inside the 4 GiB the boot tables map; reading
+        // its magic and device ID registers has no side effect.
+        unsafe { core::ptr::read_volatile(mm::phys_to_virt(base + off) as *const u32) }
+    };
+    (base < 1 << 32 && reg(0) == astraea_abi::virtio_mmio::MAGIC).then(|| reg(8))
+}
+
 /// Routes interrupt line `gsi` of the I/O APIC to `vector` on the boot CPU
 /// (edge-triggered, active high, as ISA lines are; the driver acknowledges
 /// the device before looking at its queue, so no completion is missed).
