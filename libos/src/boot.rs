@@ -282,6 +282,12 @@ pub fn start_pvh(start_info: u64, main: fn(&BootConfig) -> i32) -> ! {
             .unwrap_or("warn"),
     );
     log::debug!("PVH boot: command line {:?}", pvh.cmdline);
+    if virtio.is_none() {
+        log::warn!(
+            "no virtio-mmio 9P device on the command line, so no files: under QEMU use \
+             -M microvm,acpi=off with -device virtio-9p-device (the library OS reads no ACPI)"
+        );
+    }
     let fdt = FdtInfo {
         ram: pvh.ram,
         nram: pvh.nram,
