@@ -291,15 +291,14 @@ out("done")
         );
     }
 
-    /// `astraea-gateway --net-allow`: p9fs may reach the allowed HTTP port
-    /// and is refused (`EACCES` from the gateway) anywhere else.
+    /// `astraea-gateway --net-allow`: p9fs may reach the allowed port and is
+    /// refused (`EACCES` from the gateway) at another one, though something
+    /// listens there too.
     const P9FS_POLICY_SCRIPT: &str = r#"
-import http.server, os, socket, sys, threading
+import os, sys
 import p9fs
 
 port = int(sys.argv[1])
-srv = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[2])), http.server.SimpleHTTPRequestHandler)
-threading.Thread(target=srv.serve_forever, daemon=True).start()
 fs = p9fs.P9FileSystem(host="127.0.0.1", port=port, username="astraea", version="9P2000.L")
 
 def dial(target):
@@ -316,14 +315,6 @@ print("allowed", dial(int(sys.argv[2])), flush=True)
 print("other", dial(int(sys.argv[3])), flush=True)
 "#;
 
-    fn free_port() -> u16 {
-        TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    }
-
     #[test]
     fn gateway_binary_enforces_net_allow() {
         if let Err(why) = ensure_p9fs() {
@@ -331,15 +322,16 @@ print("other", dial(int(sys.argv[3])), flush=True)
             return;
         }
         let t = Tree::new();
-        let (gw_port, http_port) = (free_port(), free_port());
-        // A listener that stays open: the refused dial must fail by policy,
-        // not because nothing listens there.
+        // Both targets listen (and stay open): the refused dial must fail
+        // by policy, not because nothing listens there.
+        let allowed = TcpListener::bind("127.0.0.1:0").unwrap();
+        let http_port = allowed.local_addr().unwrap().port();
         let other = TcpListener::bind("127.0.0.1:0").unwrap();
         let other_port = other.local_addr().unwrap().port();
+        // Port 0: the gateway picks one and logs it; no port is given up
+        // and taken again.
         let mut child = Command::new(env!("CARGO_BIN_EXE_astraea-gateway"))
-            .arg("--listen")
-            .arg(format!("tcp:127.0.0.1:{gw_port}"))
-            .arg("--export")
+            .args(["--listen", "tcp:127.0.0.1:0", "--export"])
             .arg(t.root())
             .arg("--no-console")
             .arg("--net-allow")
@@ -349,11 +341,31 @@ print("other", dial(int(sys.argv[3])), flush=True)
             .stderr(Stdio::piped())
             .spawn()
             .expect("astraea-gateway starts");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", gw_port)).is_err() {
-            assert!(Instant::now() < deadline, "astraea-gateway did not listen");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let gw_log = Arc::new(std::sync::Mutex::new(String::new()));
+        let (port_tx, port_rx) = std::sync::mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        let log = Arc::clone(&gw_log);
+        let reader = std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(rest) = line.split("listening on tcp:").nth(1) {
+                    let addr: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+                        .collect();
+                    if let Ok(a) = addr.parse::<std::net::SocketAddr>() {
+                        let _ = port_tx.send(a.port());
+                    }
+                }
+                let mut l = log.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let gw_port = port_rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("astraea-gateway says where it listens");
         let script = t.base().join("p9fs_policy.py");
         std::fs::write(&script, P9FS_POLICY_SCRIPT).unwrap();
         let out = run(
@@ -366,10 +378,9 @@ print("other", dial(int(sys.argv[3])), flush=True)
         )
         .expect("python3 runs");
         let _ = child.kill();
-        let gw_err = child
-            .wait_with_output()
-            .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
-            .unwrap_or_default();
+        let _ = child.wait();
+        let _ = reader.join();
+        let gw_err = gw_log.lock().unwrap().clone();
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert_eq!(
@@ -377,7 +388,7 @@ print("other", dial(int(sys.argv[3])), flush=True)
             "{stderr}\ngateway:\n{gw_err}"
         );
         assert!(gw_err.contains("refused by the network policy"), "{gw_err}");
-        drop(other);
+        drop((allowed, other));
     }
 
     #[test]
