@@ -99,7 +99,7 @@ struct FdtInfo<'a> {
     ram: [(u64, u64); MAX_RANGES],
     nram: usize,
     bootargs: &'a str,
-    args: &'a [u8],
+    args: Args<'a>,
     tsc_khz: Option<u64>,
     virtio9p: Option<(u64, u64)>,
     pvm_vif: Option<u64>,
@@ -109,10 +109,66 @@ struct FdtInfo<'a> {
     cache_image: Option<(u64, u64)>,
     tty: u32,
     winsize: Option<(u16, u16)>,
-    /// Booted by another VMM through the PVH entry: `args` are the words
-    /// after ` -- ` on the command line (else NUL-separated), the 9P
-    /// device's interrupt is an I/O APIC line, the console a 16550.
+    /// Booted by another VMM through the PVH entry: the 9P device's
+    /// interrupt is an I/O APIC line, the console a 16550.
     pvh: Option<PvhDevices>,
+}
+
+/// The program's arguments as the VMM passed them.
+#[derive(Clone, Copy)]
+enum Args<'a> {
+    /// Our VMM: NUL-separated, in the device tree.
+    Nul(&'a [u8]),
+    /// A PVH loader: the words after ` -- ` on the command line (QEMU's
+    /// microvm appends its `virtio_mmio.device=` words there).
+    Words(&'a str),
+}
+
+impl Args<'_> {
+    fn to_vec(self) -> Vec<String> {
+        match self {
+            Args::Nul(b) => b
+                .split(|&c| c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect(),
+            Args::Words(w) => w
+                .split_ascii_whitespace()
+                .filter(|s| !s.starts_with("virtio_mmio.device="))
+                .map(String::from)
+                .collect(),
+        }
+    }
+}
+
+impl FdtInfo<'_> {
+    /// Nothing described yet: what a VMM leaves out.
+    fn empty() -> Self {
+        FdtInfo {
+            ram: [(0, 0); MAX_RANGES],
+            nram: 0,
+            bootargs: "",
+            args: Args::Nul(&[]),
+            tsc_khz: None,
+            virtio9p: None,
+            pvm_vif: None,
+            cwd: "/",
+            cache: "",
+            cache_dump: false,
+            cache_image: None,
+            tty: 0,
+            winsize: None,
+            pvh: None,
+        }
+    }
+}
+
+/// The kernel's log level from the command line's `log=` (default `warn`).
+fn log_level(cmdline: &str) -> &str {
+    cmdline
+        .split_ascii_whitespace()
+        .find_map(|w| w.strip_prefix("log="))
+        .unwrap_or("warn")
 }
 
 /// What a PVH boot found instead of our VMM's device tree.
@@ -128,22 +184,7 @@ fn read_fdt(addr: u64) -> FdtInfo<'static> {
     // reserved from the frame allocator).
     let fdt = unsafe { fdt::Fdt::from_ptr(mm::phys_to_virt(addr) as *const u8) }
         .unwrap_or_else(|e| panic!("the boot device tree is invalid: {e:?}"));
-    let mut info = FdtInfo {
-        ram: [(0, 0); MAX_RANGES],
-        nram: 0,
-        bootargs: "",
-        args: &[],
-        tsc_khz: None,
-        virtio9p: None,
-        pvm_vif: None,
-        cwd: "/",
-        cache: "",
-        cache_dump: false,
-        cache_image: None,
-        tty: 0,
-        winsize: None,
-        pvh: None,
-    };
+    let mut info = FdtInfo::empty();
     for r in fdt.memory().regions() {
         if info.nram < MAX_RANGES {
             info.ram[info.nram] = (r.starting_address as u64, r.size.unwrap_or(0) as u64);
@@ -169,7 +210,7 @@ fn read_fdt(addr: u64) -> FdtInfo<'static> {
                 .trim_end_matches('\0');
         }
         if let Some(p) = chosen.property(FDT_ARGS_PROP) {
-            info.args = p.value;
+            info.args = Args::Nul(p.value);
         }
         if let Some(p) = chosen.property(astraea_abi::FDT_CWD_PROP) {
             info.cwd = core::str::from_utf8(p.value)
@@ -275,12 +316,8 @@ pub fn start_pvh(start_info: u64, main: fn(&BootConfig) -> i32) -> ! {
         crate::arch::pvh::virtio_mmio_device_id(base)
             == Some(astraea_abi::virtio_mmio::DEVICE_ID_9P)
     });
-    crate::console::init_log(
-        pvh.cmdline
-            .split_ascii_whitespace()
-            .find_map(|w| w.strip_prefix("log="))
-            .unwrap_or("warn"),
-    );
+    // Early, so that what the start info lacks can be said.
+    crate::console::init_log(log_level(pvh.cmdline));
     log::debug!("PVH boot: command line {:?}", pvh.cmdline);
     if virtio.is_none() {
         log::warn!(
@@ -292,19 +329,12 @@ pub fn start_pvh(start_info: u64, main: fn(&BootConfig) -> i32) -> ! {
         ram: pvh.ram,
         nram: pvh.nram,
         bootargs,
-        args: args.as_bytes(),
-        tsc_khz: None,
+        args: Args::Words(args),
         virtio9p: virtio.map(|(base, _)| (base, u64::from(astraea_abi::virtio9p::VECTOR))),
-        pvm_vif: None,
-        cwd: "/",
-        cache: "",
-        cache_dump: false,
-        cache_image: None,
-        tty: 0,
-        winsize: None,
         pvh: Some(PvhDevices {
             virtio_gsi: virtio.map(|(_, irq)| irq),
         }),
+        ..FdtInfo::empty()
     };
     // Only the addresses of the linker's symbols are taken.
     let kernel = (
@@ -339,12 +369,7 @@ fn run(
             panic!("the TSC frequency is unknown: the VMM passed none and CPUID has none")
         });
     time::init(tsc0, tsc_khz, boot_unix_ns);
-    let level = fdt
-        .bootargs
-        .split_ascii_whitespace()
-        .find_map(|w| w.strip_prefix("log="))
-        .unwrap_or("warn");
-    console::init_log(level);
+    console::init_log(log_level(fdt.bootargs));
     console::set_terminal(fdt.tty, fdt.winsize);
 
     // Descriptor tables first: once the kernel runs natively on a PVM host,
@@ -440,14 +465,7 @@ fn run(
 
     let cfg = BootConfig {
         cmdline: String::from(fdt.bootargs),
-        args: fdt
-            .args
-            .split(|&b| if fdt.pvh.is_some() { b == b' ' } else { b == 0 })
-            .filter(|s| !s.is_empty())
-            // QEMU's microvm appends its devices after the program's words.
-            .filter(|s| fdt.pvh.is_none() || !s.starts_with(b"virtio_mmio.device="))
-            .map(|s| String::from_utf8_lossy(s).into_owned())
-            .collect(),
+        args: fdt.args.to_vec(),
         ram: ram.to_vec(),
         cpus: num_cpus,
         tsc_khz,
