@@ -694,6 +694,18 @@ impl Conv {
         });
     }
 
+    /// Shuts down one or both directions of an established connection;
+    /// parked reads and writes look again (a read then ends, a write fails).
+    fn shutdown(self: &Arc<Self>, how: Shutdown) -> Result<(), Errno> {
+        self.with_state(|st| {
+            st.generation += 1;
+            match &st.sock {
+                Sock::Stream(s) => s.shutdown(how).map_err(Errno::from),
+                _ => Err(Errno(libc::ENOTCONN)),
+            }
+        })
+    }
+
     fn set_option(&self, nodelay: bool) {
         let mut st = self.lock();
         if nodelay {
@@ -830,6 +842,8 @@ enum Ctl {
     Hangup,
     Nodelay,
     Keepalive,
+    /// Half-close: `shutdown rd|wr|rdwr` (the socket API's `shutdown`).
+    Shutdown(Shutdown),
 }
 
 fn einval() -> Errno {
@@ -885,6 +899,9 @@ fn parse_ctl(data: &[u8]) -> Result<Ctl, Errno> {
         ("announce", Some(a)) => Ok(Ctl::Announce(parse_addr(a, true)?)),
         ("hangup", None) => Ok(Ctl::Hangup),
         ("nodelay", None) => Ok(Ctl::Nodelay),
+        ("shutdown", Some("rd")) => Ok(Ctl::Shutdown(Shutdown::Read)),
+        ("shutdown", Some("wr")) => Ok(Ctl::Shutdown(Shutdown::Write)),
+        ("shutdown", Some("rdwr")) => Ok(Ctl::Shutdown(Shutdown::Both)),
         // ip(3) takes an optional interval in ms; the host's is used.
         ("keepalive", None) => Ok(Ctl::Keepalive),
         ("keepalive", Some(ms)) if ms.parse::<u32>().is_ok() => Ok(Ctl::Keepalive),
@@ -1119,6 +1136,7 @@ impl Net {
                 conv.hangup();
                 Ok(None)
             }
+            Ctl::Shutdown(how) => conv.shutdown(how).map(|()| None),
             Ctl::Nodelay => {
                 conv.set_option(true);
                 Ok(None)
@@ -1167,6 +1185,10 @@ mod tests {
             Ok(Ctl::Announce(a("0.0.0.0:564")))
         );
         assert_eq!(parse_ctl(b"hangup"), Ok(Ctl::Hangup));
+        assert_eq!(
+            parse_ctl(b"shutdown wr"),
+            Ok(Ctl::Shutdown(Shutdown::Write))
+        );
         assert_eq!(parse_ctl(b"keepalive 1000"), Ok(Ctl::Keepalive));
         for bad in [
             &b""[..],
@@ -1180,6 +1202,8 @@ mod tests {
             b"connect 0.0.0.0!80",
             b"connect example.org!80",
             b"connect 1.2.3.4!80 extra",
+            b"shutdown",
+            b"shutdown both",
             b"announce 1.2.3.4",
             b"hangup now",
             b"frobnicate",

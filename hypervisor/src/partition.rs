@@ -59,6 +59,8 @@ pub struct PartitionConfig {
     pub cache_dump: Option<PathBuf>,
     /// Preload the file cache from this image (made by `cache_dump`).
     pub cache_image: Option<PathBuf>,
+    /// The socket streaming layer (a read kept posted per connection).
+    pub net_stream: bool,
     /// Listen on a control socket (see [`crate::control`]) for `astraea ps`
     /// and `astraea cache dump --partition` while the partition runs.
     pub control: bool,
@@ -324,6 +326,9 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     }
     if cfg.profile {
         cmdline += " profile=1";
+    }
+    if !cfg.net_stream {
+        cmdline += " net.stream=off";
     }
     let cache = cache_spec(cfg)?;
     let cache_image = match &cfg.cache_image {

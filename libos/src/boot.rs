@@ -473,6 +473,7 @@ fn run(
         cwd: String::from(fdt.cwd),
     };
     crate::syscall::set_strace(cfg.cmdline_value("strace") == Some("1"));
+    crate::net::set_streaming(cfg.cmdline_value("net.stream") != Some("off"));
     if cfg.cmdline_value("profile") == Some("1") {
         crate::profile::enable();
     }

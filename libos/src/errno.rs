@@ -47,6 +47,22 @@ impl Errno {
     pub const ENOSPC: Errno = Errno(28);
     pub const EPIPE: Errno = Errno(32);
     pub const ENOLCK: Errno = Errno(37);
+    pub const ENOTSOCK: Errno = Errno(88);
+    pub const EDESTADDRREQ: Errno = Errno(89);
+    pub const EPROTOTYPE: Errno = Errno(91);
+    pub const ENOPROTOOPT: Errno = Errno(92);
+    pub const EPROTONOSUPPORT: Errno = Errno(93);
+    pub const EADDRINUSE: Errno = Errno(98);
+    pub const EADDRNOTAVAIL: Errno = Errno(99);
+    pub const ENETUNREACH: Errno = Errno(101);
+    pub const ECONNABORTED: Errno = Errno(103);
+    pub const ECONNRESET: Errno = Errno(104);
+    pub const EISCONN: Errno = Errno(106);
+    pub const ENOTCONN: Errno = Errno(107);
+    pub const ECONNREFUSED: Errno = Errno(111);
+    pub const EHOSTUNREACH: Errno = Errno(113);
+    pub const EALREADY: Errno = Errno(114);
+    pub const EINPROGRESS: Errno = Errno(115);
 }
 
 impl Errno {
@@ -85,6 +101,22 @@ impl Errno {
             40 => "ELOOP",
             71 => "EPROTO",
             95 => "EOPNOTSUPP",
+            88 => "ENOTSOCK",
+            89 => "EDESTADDRREQ",
+            91 => "EPROTOTYPE",
+            92 => "ENOPROTOOPT",
+            93 => "EPROTONOSUPPORT",
+            98 => "EADDRINUSE",
+            99 => "EADDRNOTAVAIL",
+            101 => "ENETUNREACH",
+            103 => "ECONNABORTED",
+            104 => "ECONNRESET",
+            106 => "EISCONN",
+            107 => "ENOTCONN",
+            111 => "ECONNREFUSED",
+            113 => "EHOSTUNREACH",
+            114 => "EALREADY",
+            115 => "EINPROGRESS",
             _ => "errno",
         }
     }

@@ -78,6 +78,41 @@ impl Drop for File {
     }
 }
 
+/// An open file description the library OS serves itself, as a trait:
+/// a new kind of file (a socket) implements it instead of adding an arm to
+/// every system call's `match` on [`Object`] (after Asterinas'
+/// `FileLike`). The defaults are those of a file without the operation.
+pub trait FileLike: Send + Sync + 'static {
+    /// Reads up to `max` bytes; waits for some unless `nonblock`. An empty
+    /// vector is the end of the file.
+    fn read(&self, max: usize, nonblock: bool) -> Result<Vec<u8>, Errno> {
+        let _ = (max, nonblock);
+        Err(Errno::EINVAL)
+    }
+    /// Writes `data` (the program's memory or a kernel buffer); returns
+    /// how much went.
+    fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        let _ = (data, nonblock);
+        Err(Errno::EINVAL)
+    }
+    /// The `poll` events it reports now.
+    fn poll(&self) -> u16;
+    /// Its wait queues' wake-ups (see [`Object::wakes`]).
+    fn wakes(&self) -> [u64; 3];
+    /// Its `O_*` status flags.
+    fn flags(&self) -> &AtomicU32;
+    /// A request of `ioctl` other than the generic ones; `ENOTTY` if it
+    /// has none.
+    fn ioctl(&self, request: u64, arg: u64) -> Result<u64, Errno> {
+        let _ = (request, arg);
+        Err(Errno::ENOTTY)
+    }
+    /// Its `st_mode` (type and permissions) for `fstat`.
+    fn mode(&self) -> u32;
+    /// The concrete type, for the calls only one kind has (`bind` on a socket).
+    fn as_any(&self) -> &dyn core::any::Any;
+}
+
 /// An open file description.
 #[derive(Clone)]
 pub enum Object {
@@ -99,6 +134,8 @@ pub enum Object {
     Inotify(Arc<crate::vfs::inotify::Inotify>),
     /// An epoll instance.
     Epoll(Arc<Epoll>),
+    /// Any other kind, through its [`FileLike`] operations (sockets).
+    Like(Arc<dyn FileLike>),
 }
 
 /// An open file description that an epoll registration refers to without
@@ -124,6 +161,8 @@ pub enum WeakObject {
     Inotify(Weak<crate::vfs::inotify::Inotify>),
     /// See [`Object::Epoll`].
     Epoll(Weak<Epoll>),
+    /// See [`Object::Like`].
+    Like(Weak<dyn FileLike>),
 }
 
 impl WeakObject {
@@ -139,6 +178,7 @@ impl WeakObject {
             WeakObject::TimerFd(w) => w.strong_count() > 0,
             WeakObject::Inotify(w) => w.strong_count() > 0,
             WeakObject::Epoll(w) => w.strong_count() > 0,
+            WeakObject::Like(w) => w.strong_count() > 0,
         }
     }
 
@@ -154,6 +194,7 @@ impl WeakObject {
             WeakObject::TimerFd(w) => Object::TimerFd(w.upgrade()?),
             WeakObject::Inotify(w) => Object::Inotify(w.upgrade()?),
             WeakObject::Epoll(w) => Object::Epoll(w.upgrade()?),
+            WeakObject::Like(w) => Object::Like(w.upgrade()?),
         })
     }
 }
@@ -174,6 +215,7 @@ impl Object {
             Object::TimerFd(a) => WeakObject::TimerFd(Arc::downgrade(a)),
             Object::Inotify(a) => WeakObject::Inotify(Arc::downgrade(a)),
             Object::Epoll(a) => WeakObject::Epoll(Arc::downgrade(a)),
+            Object::Like(a) => WeakObject::Like(Arc::downgrade(a)),
         }
     }
 
@@ -190,6 +232,7 @@ impl Object {
             Object::TimerFd(a) => Arc::as_ptr(a) as *const u8 as usize,
             Object::Inotify(a) => Arc::as_ptr(a) as *const u8 as usize,
             Object::Epoll(a) => Arc::as_ptr(a) as *const u8 as usize,
+            Object::Like(a) => Arc::as_ptr(a) as *const u8 as usize,
         }
     }
 
@@ -212,6 +255,7 @@ impl Object {
             Object::TimerFd(t) => t.poll(),
             Object::Inotify(i) => i.poll(),
             Object::Epoll(e) => e.poll(depth + 1),
+            Object::Like(l) => l.poll(),
         }
     }
 
@@ -227,6 +271,7 @@ impl Object {
             Object::TimerFd(t) => t.wakes(),
             Object::Inotify(i) => i.wakes(),
             Object::Epoll(e) => e.wakes(),
+            Object::Like(l) => l.wakes(),
             Object::File(_) | Object::Synthetic(_) | Object::Device(_) => [0; 3],
         }
     }
@@ -290,6 +335,7 @@ impl Object {
             Object::TimerFd(t) => t.flags.load(Ordering::Relaxed),
             Object::Inotify(i) => i.flags.load(Ordering::Relaxed),
             Object::Epoll(e) => e.flags.load(Ordering::Relaxed),
+            Object::Like(l) => l.flags().load(Ordering::Relaxed),
         }
     }
 
@@ -310,9 +356,18 @@ impl Object {
             Object::TimerFd(t) => &t.flags,
             Object::Inotify(i) => &i.flags,
             Object::Epoll(e) => &e.flags,
+            Object::Like(l) => l.flags(),
         };
         let old = cell.load(Ordering::Relaxed);
         cell.store((old & !CHANGEABLE) | (new & CHANGEABLE), Ordering::Relaxed);
+    }
+
+    /// The socket behind it, if it is one.
+    pub fn socket(&self) -> Option<&crate::net::Socket> {
+        match self {
+            Object::Like(l) => l.as_any().downcast_ref(),
+            _ => None,
+        }
     }
 
     /// Whether reads and writes fail with `EAGAIN` rather than wait.

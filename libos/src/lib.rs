@@ -11,6 +11,7 @@ extern crate alloc;
 pub mod errno;
 pub mod linux;
 pub mod mm;
+pub mod net;
 pub mod vfs;
 
 #[cfg(target_os = "none")]

@@ -192,6 +192,14 @@ mod tests {
         Some((dir, part))
     }
 
+    /// TCP sockets through the gateway's /net: every result and errno
+    /// the host's (tests/progs/sockets.c).
+    fn sockets(b: Build) {
+        if let Some((dir, _)) = same_as_host("sockets", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     fn threads(b: Build) {
         if let Some((dir, _)) = same_as_host("threads", b, &[]) {
             std::fs::remove_dir_all(dir).unwrap();
@@ -417,6 +425,7 @@ mod tests {
         epolldiff: epolldiff_glibc_dynamic, epolldiff_musl_static, epolldiff_musl_static_pie;
         xattr: xattr_glibc_dynamic, xattr_musl_static, xattr_musl_static_pie;
         timers: timers_glibc_dynamic, timers_musl_static, timers_musl_static_pie;
+        sockets: sockets_glibc_dynamic, sockets_musl_static, sockets_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 use astraea_hypervisor::{
@@ -128,6 +129,21 @@ struct RunArgs {
     /// are skipped with a warning. The image goes at the top of --mem.
     #[arg(long, value_name = "FILE")]
     cache_image: Option<PathBuf>,
+    /// The network the program's sockets reach, through the built-in
+    /// gateway's /net: `host` (default: the host's network, as a host
+    /// process sees it; a server listening on 8080 in the partition is
+    /// localhost:8080 on the host), `none` (every connect and listen is
+    /// refused with EACCES and logged), or `allow=ADDR/PREFIX[:PORTS]`
+    /// (repeatable: only there, e.g. allow=127.0.0.1/32:8080,
+    /// allow=0.0.0.0/0:1024-65535). The gateway enforces it.
+    #[arg(long = "net", value_name = "host|none|allow=RULE")]
+    net: Vec<String>,
+    /// The socket streaming layer: `on` (default) keeps a read posted per
+    /// connection so arriving data is in the partition before the program
+    /// asks; `off` posts a read only when the program waits for data.
+    #[arg(long, value_name = "on|off", default_value = "on",
+          value_parser = ["on", "off"])]
+    net_stream: String,
     /// Print the boot phase timings to stderr when the partition exits.
     #[arg(long)]
     timings: bool,
@@ -311,7 +327,7 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
             }
         }
         None if args.no_files => NinePTarget::None,
-        None => NinePTarget::Gateway(gateway_config(&args.mounts)?),
+        None => NinePTarget::Gateway(gateway_config(&args.mounts, &args.net)?),
         Some(t) => match t.strip_prefix("tcp:") {
             Some(addr) if !addr.is_empty() => NinePTarget::Tcp(addr.to_string()),
             _ => {
@@ -340,6 +356,7 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
         cache_mounts: mount_cache_choices(&args.mounts)?,
         cache_dump: args.cache_dump.clone(),
         cache_image: args.cache_image.clone(),
+        net_stream: args.net_stream == "on",
         control: true,
     })
 }
@@ -407,7 +424,10 @@ fn check_java(args: &RunArgs) -> Result<(), jvm_opts::JvmOptionError> {
 
 /// The built-in gateway's exports from `--mount` options (or the defaults),
 /// and this process's environment as the partition's `/env`.
-fn gateway_config(mounts: &[String]) -> Result<astraea_gateway::GatewayConfig, VmmError> {
+fn gateway_config(
+    mounts: &[String],
+    net: &[String],
+) -> Result<astraea_gateway::GatewayConfig, VmmError> {
     let mut exports = Vec::new();
     if mounts.is_empty() {
         let cwd = std::env::current_dir()
@@ -427,7 +447,51 @@ fn gateway_config(mounts: &[String]) -> Result<astraea_gateway::GatewayConfig, V
     Ok(astraea_gateway::GatewayConfig {
         exports,
         env: std::env::vars().collect(),
+        net: true,
+        net_policy: net_policy(net)?,
         ..Default::default()
+    })
+}
+
+/// The gateway's `/net` policy from `--net` options: `host` (or nothing)
+/// allows everything, `none` nothing, `allow=RULE`s only where they say.
+fn net_policy(net: &[String]) -> Result<Arc<dyn astraea_gateway::NetPolicy>, VmmError> {
+    let bad = |what: &str| {
+        VmmError::Boot(format!(
+            "--net {what}: expected host, none or allow=ADDR/PREFIX[:PORTS] (e.g. allow=127.0.0.1/32:8080)"
+        ))
+    };
+    let mut rules = Vec::new();
+    let mut mode = None;
+    for n in net {
+        match n.as_str() {
+            "host" | "none" => {
+                if mode.is_some_and(|m| m != n.as_str()) || !rules.is_empty() {
+                    return Err(bad(&format!("{n:?} conflicts with another --net")));
+                }
+                mode = Some(if n == "host" { "host" } else { "none" });
+            }
+            other => {
+                let rule = other
+                    .strip_prefix("allow=")
+                    .ok_or_else(|| bad(&format!("{other:?}")))?;
+                if mode.is_some() {
+                    return Err(bad(&format!(
+                        "{other:?} conflicts with --net {}",
+                        mode.unwrap_or("")
+                    )));
+                }
+                rules.push(
+                    rule.parse::<astraea_gateway::NetRule>()
+                        .map_err(|e| bad(&format!("allow={e}")))?,
+                );
+            }
+        }
+    }
+    Ok(match mode {
+        Some("none") => Arc::new(astraea_gateway::AllowList::new(Vec::new())),
+        _ if !rules.is_empty() => Arc::new(astraea_gateway::AllowList::new(rules)),
+        _ => Arc::new(astraea_gateway::AllowAll),
     })
 }
 

@@ -17,7 +17,7 @@ use crate::mm;
 use crate::sched::WaitQueue;
 use crate::sync::IrqLock;
 
-const QUEUE_SIZE: u16 = 64;
+const QUEUE_SIZE: u16 = 256;
 const DESC_F_NEXT: u16 = 1;
 const DESC_F_WRITE: u16 = 2;
 /// How long a waiter polls the used ring before it sleeps: a reply usually

@@ -3,13 +3,16 @@
 //! becomes `-errno`. Every number has a name ([`names`]) for the log of
 //! unimplemented calls and `--strace`.
 
+mod accept;
 mod access;
 mod affinity;
 mod arch_prctl;
+mod bind;
 mod brk;
 mod chmod;
 mod clock_gettime;
 mod clone;
+mod connect;
 mod copy;
 mod cwd;
 mod dirs;
@@ -26,6 +29,7 @@ mod identity;
 mod inotify;
 mod ioctl;
 mod link;
+mod listen;
 mod madvise;
 mod membarrier;
 mod mincore;
@@ -39,11 +43,16 @@ mod prctl;
 pub mod prlimit64;
 mod read;
 mod readlink;
+mod recv;
 mod rusage;
+mod send;
 mod set_tid_address;
+mod shutdown;
 mod signal;
 mod sleep;
 mod socket;
+mod sockname;
+mod sockopt;
 mod stat;
 mod statfs;
 mod stubs;
@@ -90,6 +99,20 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (38, "setitimer", timer::setitimer),
     (41, "socket", socket::socket),
     (53, "socketpair", socket::socketpair),
+    (42, "connect", connect::connect),
+    (43, "accept", accept::accept),
+    (288, "accept4", accept::accept4),
+    (44, "sendto", send::sendto),
+    (46, "sendmsg", send::sendmsg),
+    (45, "recvfrom", recv::recvfrom),
+    (47, "recvmsg", recv::recvmsg),
+    (48, "shutdown", shutdown::shutdown),
+    (49, "bind", bind::bind),
+    (50, "listen", listen::listen),
+    (51, "getsockname", sockname::getsockname),
+    (52, "getpeername", sockname::getpeername),
+    (54, "setsockopt", sockopt::setsockopt),
+    (55, "getsockopt", sockopt::getsockopt),
     (56, "clone", clone::clone),
     (137, "statfs", statfs::statfs),
     (138, "fstatfs", statfs::fstatfs),

@@ -154,6 +154,12 @@ pub fn read_object(o: &Object, offset: Option<u64>, addr: u64, len: u64) -> Resu
             }
             positional(&t.read(nonblock)?.to_le_bytes())
         }
+        Object::Like(l) => {
+            if offset.is_some() {
+                return Err(Errno::ESPIPE);
+            }
+            positional(&l.read(len.min(CHUNK) as usize, nonblock)?)
+        }
     }
 }
 
@@ -186,6 +192,27 @@ pub fn iovecs(addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
 }
 
 fn readv_at(o: &Object, mut offset: Option<u64>, iov: &[(u64, u64)]) -> Result<u64, Errno> {
+    if let Object::Like(l) = o {
+        // A stream is read once and scattered: a second read could wait
+        // for bytes the first did not find.
+        if offset.is_some() {
+            return Err(Errno::ESPIPE);
+        }
+        let want: u64 = iov.iter().map(|&(_, n)| n).fold(0, u64::saturating_add);
+        for &(base, len) in iov {
+            user::check_range(base, len)?;
+        }
+        let data = l.read(want.min(CHUNK) as usize, o.nonblocking())?;
+        let mut at = 0usize;
+        for &(base, len) in iov {
+            let n = (len as usize).min(data.len() - at);
+            if n > 0 {
+                user::copy_in(base, &data[at..at + n])?;
+            }
+            at += n;
+        }
+        return Ok(data.len() as u64);
+    }
     let mut total = 0u64;
     for &(base, len) in iov {
         if len == 0 {

@@ -1,27 +1,62 @@
-//! Sockets. The partition has no network stack yet (sockets through the
-//! gateway's `/net` come with their own issue), so `socket` answers
-//! `EAFNOSUPPORT`, which programs treat as "this family is not available"
-//! (the JDK probes IPv6 this way at start-up). `socketpair(AF_UNIX)` gives a
-//! connected pair built from a pipe: bytes written to the second descriptor
-//! are read from the first, which is what the JDK's file dispatcher uses
-//! it for (a descriptor to `dup2` over closed ones); a full-duplex pair
-//! comes with sockets.
+//! `socket(2)` and `socketpair(2)`, and what the other socket calls share
+//! (finding the socket behind a descriptor, writing a `sockaddr` back).
+//!
+//! TCP sockets (`AF_INET`, `AF_INET6` dual stack) go to the gateway's
+//! `/net/tcp` (`net`); without it (another 9P server, `--no-files`)
+//! `socket` answers `EAFNOSUPPORT`, which programs take as "no network"
+//! (the JDK probes IPv6 this way at start-up). UDP and `AF_UNIX` sockets
+//! are not there yet. `socketpair(AF_UNIX)` gives a connected pair built
+//! from a pipe: bytes written to the second descriptor are read from the
+//! first, which is what the JDK's file dispatcher uses it for (a
+//! descriptor to `dup2` over closed ones).
+
+use alloc::sync::Arc;
 
 use crate::errno::Errno;
+use crate::fd::{self, O_NONBLOCK, Object};
+use crate::mm::user;
+use crate::net::addr::{AF_INET, AF_INET6, AF_UNIX};
+use crate::net::{SOCK_STREAM, Socket};
 
-const AF_UNIX: u64 = 1;
 const SOCK_TYPE_MASK: u64 = 0xf;
-const SOCK_NONBLOCK: u64 = 0o4000;
-const SOCK_CLOEXEC: u64 = 0o2000000;
+/// `SOCK_NONBLOCK`.
+pub const SOCK_NONBLOCK: u64 = 0o4000;
+/// `SOCK_CLOEXEC`.
+pub const SOCK_CLOEXEC: u64 = 0o2000000;
+const IPPROTO_TCP: u64 = 6;
 
 /// `socket(domain, type, protocol)`.
-pub fn socket(_: &[u64; 6]) -> Result<u64, Errno> {
-    Err(Errno::EAFNOSUPPORT)
+pub fn socket(a: &[u64; 6]) -> Result<u64, Errno> {
+    let (domain, ty, protocol) = (a[0], a[1], a[2]);
+    if ty & !(SOCK_TYPE_MASK | SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let family = match domain {
+        d if d == u64::from(AF_INET) || d == u64::from(AF_INET6) => d as u16,
+        _ => return Err(Errno::EAFNOSUPPORT),
+    };
+    if !crate::net::available() {
+        return Err(Errno::EAFNOSUPPORT);
+    }
+    match (ty & SOCK_TYPE_MASK, protocol) {
+        (t, 0 | IPPROTO_TCP) if t == u64::from(SOCK_STREAM) => {}
+        // SOCK_DGRAM (UDP) and SOCK_RAW are not served yet.
+        (2 | 3, _) => return Err(Errno::EPROTONOSUPPORT),
+        (1..=6, _) => return Err(Errno::EPROTONOSUPPORT),
+        _ => return Err(Errno::EINVAL),
+    }
+    let status = if ty & SOCK_NONBLOCK != 0 {
+        O_NONBLOCK
+    } else {
+        0
+    };
+    let s = Socket::new(family, status);
+    fd::install_object(Object::Like(Arc::new(s)), ty & SOCK_CLOEXEC != 0)
 }
 
 /// `socketpair(domain, type, protocol, sv)`.
 pub fn socketpair(a: &[u64; 6]) -> Result<u64, Errno> {
-    if a[0] != AF_UNIX {
+    if a[0] != u64::from(AF_UNIX) {
         return Err(Errno::EAFNOSUPPORT);
     }
     if a[1] & SOCK_TYPE_MASK == 0 {
@@ -29,4 +64,45 @@ pub fn socketpair(a: &[u64; 6]) -> Result<u64, Errno> {
     }
     let flags = a[1] & (SOCK_NONBLOCK | SOCK_CLOEXEC);
     super::pipe::pipe2(&[a[3], flags, 0, 0, 0, 0])
+}
+
+/// The open file description behind `fd`, which must be a socket
+/// (`ENOTSOCK` otherwise).
+pub fn object(fd: u64) -> Result<Object, Errno> {
+    let o = fd::object(fd)?;
+    if o.socket().is_none() {
+        return Err(Errno::ENOTSOCK);
+    }
+    Ok(o)
+}
+
+/// Runs `f` on the socket behind `fd`.
+pub fn with<R>(fd: u64, f: impl FnOnce(&Socket) -> Result<R, Errno>) -> Result<R, Errno> {
+    let o = object(fd)?;
+    f(o.socket().ok_or(Errno::ENOTSOCK)?)
+}
+
+/// Writes the `sockaddr` `bytes` to the program's `addr` with room given
+/// by `*len`, as Linux does: truncated to the room, `*len` set to the
+/// whole length. Nothing is written when `addr` is null.
+pub fn put_addr(addr: u64, len: u64, bytes: &[u8]) -> Result<(), Errno> {
+    if addr == 0 {
+        return Ok(());
+    }
+    let room = user::slice(len, 4)?;
+    let room = i32::from_le_bytes([room[0], room[1], room[2], room[3]]);
+    if room < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let n = bytes.len().min(room as usize);
+    user::copy_in(addr, &bytes[..n])?;
+    user::copy_in(len, &(bytes.len() as u32).to_le_bytes())
+}
+
+/// The program's `sockaddr` at `addr` (`len` bytes) for socket `s`.
+pub fn get_addr(s: &Socket, addr: u64, len: u64) -> Result<core::net::SocketAddr, Errno> {
+    if len > 128 {
+        return Err(Errno::EINVAL);
+    }
+    crate::net::addr::decode(user::slice(addr, len)?, s.family)
 }

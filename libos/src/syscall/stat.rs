@@ -70,6 +70,7 @@ fn object_stat(fd: u64) -> Result<Stat, Errno> {
         Object::TimerFd(t) => anon_stat(0o600, alloc::sync::Arc::as_ptr(&t) as u64),
         Object::Inotify(i) => anon_stat(0o600, alloc::sync::Arc::as_ptr(&i) as u64),
         Object::Epoll(e) => anon_stat(0o600, alloc::sync::Arc::as_ptr(&e) as u64),
+        Object::Like(l) => anon_stat(l.mode(), alloc::sync::Arc::as_ptr(&l) as *const u8 as u64),
     })
 }
 

@@ -61,6 +61,16 @@ impl Ring {
         n
     }
 
+    /// Copies up to `out.len()` bytes from the front without taking them
+    /// (`MSG_PEEK`); returns how many.
+    pub fn peek(&self, out: &mut [u8]) -> usize {
+        let n = out.len().min(self.len);
+        let first = n.min(self.cap - self.head);
+        out[..first].copy_from_slice(&self.buf[self.head..self.head + first]);
+        out[first..n].copy_from_slice(&self.buf[..n - first]);
+        n
+    }
+
     /// Takes up to `out.len()` bytes from the front; returns how many.
     pub fn pop(&mut self, out: &mut [u8]) -> usize {
         let n = out.len().min(self.len);

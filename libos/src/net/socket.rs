@@ -1,0 +1,1050 @@
+//! A TCP socket over one gateway connection. The program's threads never
+//! wait for the gateway while holding the socket's lock: every 9P request
+//! runs with the connection's fids copied out, and a kernel thread per
+//! socket (the reader of a connection, the acceptor of a listener, first
+//! the dialer of a connect) does the waiting requests.
+
+use alloc::collections::VecDeque;
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::net::SocketAddr;
+use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, Ordering};
+
+use super::addr::{self, AF_INET6};
+use crate::errno::Errno;
+use crate::fd::FileLike;
+use crate::p9::{Client, Fid};
+use crate::sched::WaitQueue;
+use crate::sync::IrqLock;
+use crate::vfs::poll_bits::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::vfs::ring::Ring;
+use crate::vfs::{Wakes, readiness_changed};
+
+/// `SOCK_STREAM`.
+pub const SOCK_STREAM: u32 = 1;
+/// `POLLRDHUP`: the peer closed its side.
+const POLLRDHUP: u16 = 0x2000;
+/// The receive buffer the reader fills (bytes the peer sent that the
+/// program has not read yet).
+const RECV_BUF: usize = 128 * 1024;
+/// The most one posted read asks for.
+const READ_CHUNK: usize = 64 * 1024;
+/// The reader posts again once this much room is free.
+const MIN_ROOM: usize = 4096;
+/// Linux's default `SO_RCVBUF` and `SO_SNDBUF` (`tcp_rmem`, `tcp_wmem`).
+const DEFAULT_RCVBUF: i32 = 131_072;
+const DEFAULT_SNDBUF: i32 = 16_384;
+/// Linux's `somaxconn`.
+const SOMAXCONN: usize = 4096;
+
+const O_RDONLY: u32 = 0;
+const O_RDWR: u32 = 2;
+
+static STREAMING: AtomicBool = AtomicBool::new(true);
+
+/// Chooses the streaming layer (`--net-stream on|off`, at boot).
+pub fn set_streaming(on: bool) {
+    STREAMING.store(on, Ordering::Relaxed);
+}
+
+/// Whether reads are kept posted.
+pub fn streaming() -> bool {
+    STREAMING.load(Ordering::Relaxed)
+}
+
+fn client() -> Result<&'static Client, Errno> {
+    crate::p9::mounted().ok_or(Errno::ENETUNREACH)
+}
+
+/// Whether the gateway serves `/net/tcp` (asked once).
+pub fn available() -> bool {
+    // 0: not asked yet, 1: yes, 2: no. Two first callers may both ask.
+    static KNOWN: AtomicU8 = AtomicU8::new(0);
+    match KNOWN.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let yes = client().is_ok_and(|c| match c.walk(c.root(), &["net", "tcp"]) {
+                Ok(f) => {
+                    c.clunk(f);
+                    true
+                }
+                Err(_) => false,
+            });
+            KNOWN.store(if yes { 1 } else { 2 }, Ordering::Relaxed);
+            yes
+        }
+    }
+}
+
+/// One gateway connection: its number and open `ctl` (and `data`) fids,
+/// clunked when the last holder lets go (the gateway then closes the host
+/// socket).
+struct Conv {
+    n: u32,
+    ctl: Fid,
+    data: Option<Fid>,
+}
+
+impl Conv {
+    /// Reserves a new connection (`/net/tcp/clone`).
+    fn clone_new(c: &Client) -> Result<Conv, Errno> {
+        let ctl = c.walk(c.root(), &["net", "tcp", "clone"])?;
+        Self::from_ctl(c, ctl)
+    }
+
+    /// Opens the walked `ctl` (or `clone`, or `listen`) fid and learns the
+    /// connection's number from it.
+    fn from_ctl(c: &Client, ctl: Fid) -> Result<Conv, Errno> {
+        let r = c.open(ctl, O_RDWR).and_then(|_| {
+            let mut b = [0u8; 16];
+            let n = c.read(ctl, 0, &mut b)?;
+            core::str::from_utf8(&b[..n])
+                .ok()
+                .and_then(|s| s.trim().parse::<u32>().ok())
+                .ok_or(Errno::EPROTO)
+        });
+        match r {
+            Ok(n) => Ok(Conv { n, ctl, data: None }),
+            Err(e) => {
+                c.clunk(ctl);
+                Err(e)
+            }
+        }
+    }
+
+    fn path<'a>(&self, num: &'a str, file: &'a str) -> [&'a str; 4] {
+        ["net", "tcp", num, file]
+    }
+
+    fn ctl(&self, c: &Client, msg: &str) -> Result<(), Errno> {
+        c.write(self.ctl, 0, msg.as_bytes()).map(|_| ())
+    }
+
+    fn open_data(&mut self, c: &Client) -> Result<(), Errno> {
+        let num = format!("{}", self.n);
+        let fid = c.walk(c.root(), &self.path(&num, "data"))?;
+        if let Err(e) = c.open(fid, O_RDWR) {
+            c.clunk(fid);
+            return Err(e);
+        }
+        self.data = Some(fid);
+        Ok(())
+    }
+
+    /// The address in the connection's `local` or `remote` file.
+    fn address(&self, c: &Client, file: &str) -> Option<SocketAddr> {
+        let num = format!("{}", self.n);
+        let fid = c.walk(c.root(), &self.path(&num, file)).ok()?;
+        let mut b = [0u8; 80];
+        let text = c
+            .open(fid, O_RDONLY)
+            .and_then(|_| c.read(fid, 0, &mut b))
+            .ok();
+        c.clunk(fid);
+        addr::parse_text(&b[..text?])
+    }
+}
+
+impl Drop for Conv {
+    fn drop(&mut self) {
+        if let Ok(c) = client() {
+            if let Some(d) = self.data {
+                c.clunk(d);
+            }
+            c.clunk(self.ctl);
+        }
+    }
+}
+
+/// A connection accepted by the acceptor, waiting for `accept`.
+struct Accepted {
+    conv: Conv,
+    local: Option<SocketAddr>,
+    remote: Option<SocketAddr>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// New: no connection at the gateway.
+    Fresh,
+    /// Bound: announced at the gateway (the host socket listens already,
+    /// so that `getsockname` shows the port a port-0 bind got).
+    Bound,
+    /// Listening: the acceptor keeps a call waiting.
+    Listening,
+    /// A connect is under way (its dialer thread owns it).
+    Connecting,
+    /// Connected: the reader fills the receive buffer.
+    Connected,
+    /// A connect failed (`SO_ERROR` says why); another may be tried.
+    Failed,
+}
+
+/// An option's value as the program set it (or the default).
+#[derive(Clone)]
+struct Opt {
+    level: u32,
+    name: u32,
+    value: Vec<u8>,
+}
+
+struct St {
+    phase: Phase,
+    conv: Option<Arc<Conv>>,
+    ring: Ring,
+    /// The peer closed (or the connection broke): reads end after the ring.
+    eof: bool,
+    /// An error a read reports once (`ECONNRESET`), before the end.
+    read_err: Option<Errno>,
+    /// `SO_ERROR`: a failed connect's error, until read.
+    so_error: Option<Errno>,
+    accepts: VecDeque<Accepted>,
+    backlog: usize,
+    shut_rd: bool,
+    shut_wr: bool,
+    local: Option<SocketAddr>,
+    remote: Option<SocketAddr>,
+    opts: Vec<Opt>,
+    /// The last descriptor went: helpers stop.
+    closing: bool,
+    /// A reader waits for data (the only time a read is posted with
+    /// streaming off).
+    demand: bool,
+    /// A `connect` call has seen the connection made (Linux's
+    /// `SS_CONNECTED`): the next one is `EISCONN`, not 0.
+    confirmed: bool,
+}
+
+/// The part of a socket its helper thread shares.
+struct Shared {
+    st: IrqLock<St>,
+    /// The program's readers and acceptors.
+    readable: WaitQueue,
+    /// Waiters for a connect to end.
+    writable: WaitQueue,
+    /// The helper thread, waiting for room, demand or the close.
+    helper: WaitQueue,
+    wakes: Wakes,
+}
+
+impl Shared {
+    fn notify_input(&self) {
+        self.wakes.input();
+        self.readable.wake_all();
+        readiness_changed();
+    }
+}
+
+/// A TCP socket (one open file description).
+pub struct Socket {
+    /// `AF_INET` or `AF_INET6`.
+    pub family: u16,
+    flags: AtomicU32,
+    sh: Arc<Shared>,
+}
+
+impl Socket {
+    /// A new, unconnected socket; `flags` are its `O_*` status flags.
+    pub fn new(family: u16, flags: u32) -> Socket {
+        Self::with_state(family, flags, Phase::Fresh, None, None, None)
+    }
+
+    fn with_state(
+        family: u16,
+        flags: u32,
+        phase: Phase,
+        conv: Option<Arc<Conv>>,
+        local: Option<SocketAddr>,
+        remote: Option<SocketAddr>,
+    ) -> Socket {
+        Socket {
+            family,
+            flags: AtomicU32::new(flags | O_RDWR),
+            sh: Arc::new(Shared {
+                st: IrqLock::new(St {
+                    phase,
+                    conv,
+                    ring: Ring::new(RECV_BUF),
+                    eof: false,
+                    read_err: None,
+                    so_error: None,
+                    accepts: VecDeque::new(),
+                    backlog: 0,
+                    shut_rd: false,
+                    shut_wr: false,
+                    local,
+                    remote,
+                    opts: Vec::new(),
+                    closing: false,
+                    demand: false,
+                    confirmed: phase == Phase::Connected,
+                }),
+                readable: WaitQueue::new(),
+                writable: WaitQueue::new(),
+                helper: WaitQueue::new(),
+                wakes: Wakes::new(),
+            }),
+        }
+    }
+
+    fn int_opt(&self, level: u32, name: u32) -> Option<i32> {
+        let st = self.sh.st.lock();
+        st.opts
+            .iter()
+            .find(|o| o.level == level && o.name == name)
+            .and_then(|o| o.value.get(..4))
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// `bind`: announces `addr` at the gateway at once, so the host
+    /// socket's port (a port-0 bind's real one) is known.
+    pub fn bind(&self, addr: SocketAddr) -> Result<(), Errno> {
+        if self.sh.st.lock().phase != Phase::Fresh {
+            return Err(Errno::EINVAL);
+        }
+        let c = client()?;
+        let conv = Conv::clone_new(c)?;
+        conv.ctl(c, &addr::announce_ctl(addr))?;
+        let local = conv.address(c, "local");
+        let conv = Arc::new(conv);
+        let mut st = self.sh.st.lock();
+        if st.phase != Phase::Fresh {
+            drop(st);
+            // Another thread bound it meanwhile; ours is hung up when dropped.
+            let _ = conv.ctl(c, "hangup");
+            return Err(Errno::EINVAL);
+        }
+        st.phase = Phase::Bound;
+        st.local = local.or(Some(addr));
+        st.conv = Some(conv);
+        Ok(())
+    }
+
+    /// `listen`: starts the acceptor (binding to any address first, as
+    /// Linux does for an unbound socket).
+    pub fn listen(&self, backlog: i32) -> Result<(), Errno> {
+        let backlog = (backlog.max(0) as usize).clamp(1, SOMAXCONN);
+        let phase = self.sh.st.lock().phase;
+        match phase {
+            Phase::Listening => {
+                self.sh.st.lock().backlog = backlog;
+                self.sh.helper.wake_all();
+                return Ok(());
+            }
+            Phase::Fresh => self.bind(addr::unspecified(self.family))?,
+            Phase::Bound => {}
+            _ => return Err(Errno::EINVAL),
+        }
+        let conv = {
+            let mut st = self.sh.st.lock();
+            if st.phase != Phase::Bound {
+                return Err(Errno::EINVAL);
+            }
+            st.phase = Phase::Listening;
+            st.backlog = backlog;
+            st.conv.clone().ok_or(Errno::EINVAL)?
+        };
+        let sh = self.sh.clone();
+        let nodelay = self.int_opt(IPPROTO_TCP, TCP_NODELAY).unwrap_or(0) != 0;
+        crate::sched::spawn("acceptor", move || acceptor(sh, conv, nodelay))
+            .ok_or(Errno::ENOMEM)?;
+        Ok(())
+    }
+
+    /// `accept`: the next connection the acceptor took, as a new socket
+    /// with `flags`, and the peer's address.
+    pub fn accept(&self, flags: u32) -> Result<(Socket, Option<SocketAddr>), Errno> {
+        let nonblock = self.nonblocking();
+        let sh = &*self.sh;
+        loop {
+            {
+                let mut st = sh.st.lock();
+                if st.phase != Phase::Listening {
+                    return Err(Errno::EINVAL);
+                }
+                if let Some(a) = st.accepts.pop_front() {
+                    drop(st);
+                    sh.helper.wake_all();
+                    let remote = a.remote;
+                    let s = Socket::with_state(
+                        self.family,
+                        flags,
+                        Phase::Connected,
+                        Some(Arc::new(a.conv)),
+                        a.local,
+                        a.remote,
+                    );
+                    s.start_reader()?;
+                    return Ok((s, remote));
+                }
+                if nonblock {
+                    return Err(Errno::EAGAIN);
+                }
+            }
+            sh.readable.wait_while_interruptible(|| {
+                let st = sh.st.lock();
+                st.accepts.is_empty() && st.phase == Phase::Listening
+            })?;
+        }
+    }
+
+    fn start_reader(&self) -> Result<(), Errno> {
+        let conv = self.sh.st.lock().conv.clone().ok_or(Errno::ENOTCONN)?;
+        let sh = self.sh.clone();
+        crate::sched::spawn("reader", move || reader(sh, conv))
+            .map(|_| ())
+            .ok_or(Errno::ENOMEM)
+    }
+
+    /// `connect`: dials `addr` on a dialer thread, which then becomes the
+    /// connection's reader. A blocking socket waits for the outcome; a
+    /// non-blocking one answers `EINPROGRESS` (then `POLLOUT` and
+    /// `SO_ERROR` tell).
+    pub fn connect(&self, addr: SocketAddr) -> Result<(), Errno> {
+        let msg = addr::connect_ctl(addr)?;
+        let old = {
+            let mut st = self.sh.st.lock();
+            match st.phase {
+                // A non-blocking connect that has finished: reported once
+                // as done, then as connected (Linux's sequence).
+                Phase::Connected if !st.confirmed => {
+                    st.confirmed = true;
+                    return Ok(());
+                }
+                Phase::Connected | Phase::Listening => return Err(Errno::EISCONN),
+                Phase::Connecting => return Err(Errno::EALREADY),
+                Phase::Failed if st.so_error.is_some() => {
+                    let e = st.so_error.take().unwrap_or(Errno::ECONNABORTED);
+                    st.phase = Phase::Fresh;
+                    return Err(e);
+                }
+                Phase::Fresh | Phase::Bound | Phase::Failed => {}
+            }
+            st.phase = Phase::Connecting;
+            st.so_error = None;
+            st.remote = Some(addr);
+            st.conv.take()
+        };
+        // A bound socket's announcement is given up (its local address
+        // with it: the host picks the dialing socket's own).
+        if let Some(old) = old {
+            if let Ok(c) = client() {
+                let _ = old.ctl(c, "hangup");
+            }
+            drop(old);
+        }
+        let sh = self.sh.clone();
+        let nodelay = self.int_opt(IPPROTO_TCP, TCP_NODELAY).unwrap_or(0) != 0;
+        let keepalive = self.int_opt(SOL_SOCKET, SO_KEEPALIVE).unwrap_or(0) != 0;
+        if crate::sched::spawn("dialer", move || dialer(sh, msg, nodelay, keepalive)).is_none() {
+            let mut st = self.sh.st.lock();
+            st.phase = Phase::Failed;
+            return Err(Errno::ENOMEM);
+        }
+        if self.nonblocking() {
+            return Err(Errno::EINPROGRESS);
+        }
+        let sh = &*self.sh;
+        sh.writable
+            .wait_while_interruptible(|| sh.st.lock().phase == Phase::Connecting)?;
+        let mut st = sh.st.lock();
+        match st.phase {
+            Phase::Connected => {
+                st.confirmed = true;
+                Ok(())
+            }
+            _ => {
+                st.phase = Phase::Fresh;
+                Err(st.so_error.take().unwrap_or(Errno::ECONNREFUSED))
+            }
+        }
+    }
+
+    /// Receives up to `max` bytes. `peek` leaves them in the buffer;
+    /// `waitall` waits until `max` have come (or the end).
+    pub fn recv(
+        &self,
+        max: usize,
+        nonblock: bool,
+        peek: bool,
+        waitall: bool,
+    ) -> Result<Vec<u8>, Errno> {
+        let sh = &*self.sh;
+        let mut out: Vec<u8> = Vec::new();
+        if max == 0 {
+            return match sh.st.lock().phase {
+                Phase::Connected | Phase::Connecting => Ok(out),
+                _ => Err(Errno::ENOTCONN),
+            };
+        }
+        loop {
+            {
+                let mut st = sh.st.lock();
+                match st.phase {
+                    Phase::Connected => {}
+                    Phase::Connecting if !nonblock => {}
+                    Phase::Connecting => return Err(Errno::EAGAIN),
+                    _ => return Err(Errno::ENOTCONN),
+                }
+                if !st.ring.is_empty() {
+                    let want = (max - out.len()).min(st.ring.len());
+                    let at = out.len();
+                    out.resize(at + want, 0);
+                    if peek {
+                        st.ring.peek(&mut out[at..]);
+                    } else {
+                        st.ring.pop(&mut out[at..]);
+                    }
+                    let room = st.ring.space() >= MIN_ROOM;
+                    drop(st);
+                    if room && !peek {
+                        sh.helper.wake_all();
+                    }
+                    if out.len() == max || !waitall || peek {
+                        return Ok(out);
+                    }
+                    continue;
+                }
+                if st.eof || st.shut_rd {
+                    if !out.is_empty() {
+                        return Ok(out);
+                    }
+                    return match st.read_err.take() {
+                        Some(e) => Err(e),
+                        None => Ok(out),
+                    };
+                }
+                if nonblock {
+                    if !st.demand {
+                        st.demand = true;
+                        drop(st);
+                        sh.helper.wake_all();
+                    }
+                    return if out.is_empty() {
+                        Err(Errno::EAGAIN)
+                    } else {
+                        Ok(out)
+                    };
+                }
+                st.demand = true;
+            }
+            sh.helper.wake_all();
+            let r = sh.readable.wait_while_interruptible(|| {
+                let st = sh.st.lock();
+                st.ring.is_empty()
+                    && !st.eof
+                    && !st.shut_rd
+                    && matches!(st.phase, Phase::Connected | Phase::Connecting)
+            });
+            if let Err(e) = r {
+                // Bytes already taken are the call's result.
+                return if out.is_empty() { Err(e) } else { Ok(out) };
+            }
+        }
+    }
+
+    /// Sends `data`, all of it unless an error comes first. `EPIPE` once
+    /// the connection is shut down for writing or the peer has gone (the
+    /// caller raises `SIGPIPE`).
+    pub fn send(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        let conv = {
+            let sh = &*self.sh;
+            loop {
+                let st = sh.st.lock();
+                if st.shut_wr {
+                    return Err(Errno::EPIPE);
+                }
+                match st.phase {
+                    Phase::Connected => break st.conv.clone().ok_or(Errno::EPIPE)?,
+                    Phase::Connecting if nonblock => return Err(Errno::EAGAIN),
+                    Phase::Connecting => {
+                        drop(st);
+                        sh.writable
+                            .wait_while_interruptible(|| sh.st.lock().phase == Phase::Connecting)?;
+                    }
+                    Phase::Failed => {
+                        drop(st);
+                        return Err(self.sh.st.lock().so_error.take().unwrap_or(Errno::EPIPE));
+                    }
+                    _ => return Err(Errno::EPIPE),
+                }
+            }
+        };
+        let c = client()?;
+        let fid = conv.data.ok_or(Errno::EPIPE)?;
+        let chunk = c.iounit() as usize;
+        let mut done = 0;
+        while done < data.len() {
+            let end = data.len().min(done + chunk);
+            match c.write(fid, 0, &data[done..end]) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if done > 0 => {
+                    let _ = e;
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
+    }
+
+    /// `shutdown(how)`: 0 reading, 1 writing, 2 both.
+    pub fn shutdown(&self, how: u64) -> Result<(), Errno> {
+        if how > 2 {
+            return Err(Errno::EINVAL);
+        }
+        let conv = {
+            let mut st = self.sh.st.lock();
+            if st.phase == Phase::Listening {
+                // Linux disconnects a listener shut down for reading: its
+                // waiting `accept`s fail with EINVAL, as do later ones.
+                if how == 1 {
+                    return Ok(());
+                }
+                st.phase = Phase::Fresh;
+                let conv = st.conv.take();
+                let accepts = core::mem::take(&mut st.accepts);
+                drop(st);
+                drop(accepts);
+                if let (Some(conv), Ok(c)) = (conv, client()) {
+                    let _ = conv.ctl(c, "hangup");
+                }
+                self.sh.helper.wake_all();
+                self.sh.notify_input();
+                return Ok(());
+            }
+            if st.phase != Phase::Connected {
+                return Err(Errno::ENOTCONN);
+            }
+            if how != 1 {
+                st.shut_rd = true;
+            }
+            if how != 0 {
+                st.shut_wr = true;
+            }
+            st.conv.clone()
+        };
+        if how != 0
+            && let Some(conv) = conv
+        {
+            let _ = conv.ctl(client()?, "shutdown wr");
+        }
+        self.sh.notify_input();
+        Ok(())
+    }
+
+    /// The local address (`getsockname`).
+    pub fn local(&self) -> SocketAddr {
+        self.sh
+            .st
+            .lock()
+            .local
+            .unwrap_or_else(|| addr::unspecified(self.family))
+    }
+
+    /// The peer's address (`getpeername`).
+    pub fn remote(&self) -> Result<SocketAddr, Errno> {
+        let st = self.sh.st.lock();
+        match st.phase {
+            Phase::Connected => st.remote.ok_or(Errno::ENOTCONN),
+            _ => Err(Errno::ENOTCONN),
+        }
+    }
+
+    /// `setsockopt`.
+    pub fn set_option(&self, level: u32, name: u32, value: &[u8]) -> Result<(), Errno> {
+        if level == IPPROTO_IPV6 && self.family != AF_INET6 {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let size = option_size(self.family, level, name).ok_or(Errno::ENOPROTOOPT)?;
+        if value.len() < size.min(4) {
+            return Err(Errno::EINVAL);
+        }
+        let mut v = value[..value.len().min(size)].to_vec();
+        v.resize(size, 0);
+        let int = i32::from_le_bytes([v[0], v[1], v[2], v[3]]);
+        if level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_SNDBUF) {
+            // Linux doubles the value for its bookkeeping and reports that.
+            let min = if name == SO_RCVBUF { 2304 } else { 4608 };
+            v = (int.max(0).saturating_mul(2).max(min))
+                .to_le_bytes()
+                .to_vec();
+        }
+        let conv = {
+            let mut st = self.sh.st.lock();
+            st.opts.retain(|o| !(o.level == level && o.name == name));
+            st.opts.push(Opt {
+                level,
+                name,
+                value: v,
+            });
+            st.conv.clone().filter(|_| st.phase == Phase::Connected)
+        };
+        // The options the host socket carries out itself.
+        if let Some(conv) = conv
+            && int != 0
+        {
+            let c = client()?;
+            if level == IPPROTO_TCP && name == TCP_NODELAY {
+                conv.ctl(c, "nodelay")?;
+            } else if level == SOL_SOCKET && name == SO_KEEPALIVE {
+                conv.ctl(c, "keepalive")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `getsockopt`: the value's bytes (the caller truncates).
+    pub fn get_option(&self, level: u32, name: u32) -> Result<Vec<u8>, Errno> {
+        let int = |v: i32| Ok(v.to_le_bytes().to_vec());
+        match (level, name) {
+            (SOL_SOCKET, SO_TYPE) => return int(SOCK_STREAM as i32),
+            (SOL_SOCKET, SO_DOMAIN) => return int(i32::from(self.family)),
+            (SOL_SOCKET, SO_PROTOCOL) => return int(6),
+            (SOL_SOCKET, SO_ERROR) => {
+                let e = self.sh.st.lock().so_error.take();
+                return int(e.map_or(0, |e| e.0 as i32));
+            }
+            (SOL_SOCKET, SO_ACCEPTCONN) => {
+                return int(i32::from(self.sh.st.lock().phase == Phase::Listening));
+            }
+            _ => {}
+        }
+        if level == IPPROTO_IPV6 && self.family != AF_INET6 {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let size = option_size(self.family, level, name).ok_or(Errno::ENOPROTOOPT)?;
+        let st = self.sh.st.lock();
+        if let Some(o) = st.opts.iter().find(|o| o.level == level && o.name == name) {
+            return Ok(o.value.clone());
+        }
+        let default = match (level, name) {
+            (SOL_SOCKET, SO_RCVBUF) => DEFAULT_RCVBUF,
+            (SOL_SOCKET, SO_SNDBUF) => DEFAULT_SNDBUF,
+            (IPPROTO_IP, IP_TTL) | (IPPROTO_IPV6, IPV6_UNICAST_HOPS) => 64,
+            (IPPROTO_TCP, TCP_KEEPIDLE) => 7200,
+            (IPPROTO_TCP, TCP_KEEPINTVL) => 75,
+            (IPPROTO_TCP, TCP_KEEPCNT) => 9,
+            (IPPROTO_TCP, TCP_MAXSEG) => 536,
+            _ => 0,
+        };
+        let mut v = default.to_le_bytes().to_vec();
+        v.resize(size, 0);
+        Ok(v)
+    }
+
+    /// Bytes ready to read (`FIONREAD`).
+    pub fn available(&self) -> usize {
+        self.sh.st.lock().ring.len()
+    }
+
+    fn nonblocking(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & crate::fd::O_NONBLOCK != 0
+    }
+}
+
+/// Raises `SIGPIPE` at the calling thread for a send that failed with
+/// `EPIPE` (unless `MSG_NOSIGNAL`), as Linux does; returns the error.
+pub fn sigpipe(e: Errno, nosignal: bool) -> Errno {
+    if e == Errno::EPIPE && !nosignal {
+        let _ = crate::signal::send(crate::sched::current().id(), crate::signal::nr::SIGPIPE);
+    }
+    e
+}
+
+/// Option levels and names (Linux's values).
+pub const SOL_SOCKET: u32 = 1;
+/// `IPPROTO_IP`.
+pub const IPPROTO_IP: u32 = 0;
+/// `IPPROTO_TCP`.
+pub const IPPROTO_TCP: u32 = 6;
+/// `IPPROTO_IPV6`.
+pub const IPPROTO_IPV6: u32 = 41;
+const SO_TYPE: u32 = 3;
+const SO_ERROR: u32 = 4;
+const SO_SNDBUF: u32 = 7;
+const SO_RCVBUF: u32 = 8;
+const SO_KEEPALIVE: u32 = 9;
+const SO_LINGER: u32 = 13;
+const SO_RCVTIMEO: u32 = 20;
+const SO_SNDTIMEO: u32 = 21;
+const SO_ACCEPTCONN: u32 = 30;
+const SO_PROTOCOL: u32 = 38;
+const SO_DOMAIN: u32 = 39;
+const IP_TTL: u32 = 2;
+const IPV6_UNICAST_HOPS: u32 = 16;
+const TCP_NODELAY: u32 = 1;
+const TCP_MAXSEG: u32 = 2;
+const TCP_KEEPIDLE: u32 = 4;
+const TCP_KEEPINTVL: u32 = 5;
+const TCP_KEEPCNT: u32 = 6;
+
+/// The size of an option's value, for the options a TCP socket has
+/// (`None`: `ENOPROTOOPT`, as Linux answers for unknown ones).
+fn option_size(family: u16, level: u32, name: u32) -> Option<usize> {
+    match (level, name) {
+        // SO_DEBUG, SO_REUSEADDR, SO_DONTROUTE, SO_BROADCAST, SO_SNDBUF,
+        // SO_RCVBUF, SO_KEEPALIVE, SO_OOBINLINE, SO_REUSEPORT,
+        // SO_RCVLOWAT, SO_SNDLOWAT, SO_TIMESTAMP, SO_BUSY_POLL.
+        (SOL_SOCKET, 1 | 2 | 5 | 6 | 7 | 8 | 9 | 10 | 15 | 18 | 19 | 29 | 46) => Some(4),
+        (SOL_SOCKET, SO_LINGER) => Some(8),
+        (SOL_SOCKET, SO_RCVTIMEO | SO_SNDTIMEO) => Some(16),
+        // IP_TOS, IP_TTL, IP_MULTICAST_*…: integers.
+        (IPPROTO_IP, 1 | 2 | 32 | 33 | 34) => Some(4),
+        // IPV6_UNICAST_HOPS, IPV6_V6ONLY, IPV6_TCLASS, multicast hops/loop.
+        (IPPROTO_IPV6, 16 | 18 | 19 | 26 | 67) if family == AF_INET6 => Some(4),
+        // TCP_NODELAY, TCP_MAXSEG, TCP_KEEPIDLE/INTVL/CNT, TCP_QUICKACK,
+        // TCP_USER_TIMEOUT, TCP_FASTOPEN.
+        (IPPROTO_TCP, 1 | 2 | 4 | 5 | 6 | 12 | 18 | 23) => Some(4),
+        _ => None,
+    }
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        let (conv, accepts) = {
+            let mut st = self.sh.st.lock();
+            st.closing = true;
+            (st.conv.clone(), core::mem::take(&mut st.accepts))
+        };
+        // Calls accepted by the gateway but never by the program: closed.
+        drop(accepts);
+        // Hanging up ends the helper's posted read or listen; the fids
+        // go when the helper lets go of the connection.
+        if let (Some(conv), Ok(c)) = (conv, client()) {
+            let _ = conv.ctl(c, "hangup");
+        }
+        self.sh.helper.wake_all();
+        self.sh.readable.wake_all();
+        self.sh.writable.wake_all();
+        readiness_changed();
+    }
+}
+
+impl FileLike for Socket {
+    fn read(&self, max: usize, nonblock: bool) -> Result<Vec<u8>, Errno> {
+        self.recv(max, nonblock, false, false)
+    }
+
+    fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        self.send(data, nonblock).map_err(|e| sigpipe(e, false))
+    }
+
+    fn poll(&self) -> u16 {
+        let mut st = self.sh.st.lock();
+        let mut ev = 0;
+        match st.phase {
+            Phase::Fresh | Phase::Bound => ev |= POLLOUT | POLLWRNORM | POLLHUP,
+            Phase::Listening => {
+                if !st.accepts.is_empty() {
+                    ev |= POLLIN | POLLRDNORM;
+                }
+            }
+            Phase::Connecting => {}
+            Phase::Connected => {
+                if !st.ring.is_empty() || st.eof || st.shut_rd {
+                    ev |= POLLIN | POLLRDNORM;
+                }
+                if st.eof || st.shut_rd {
+                    ev |= POLLRDHUP;
+                }
+                if !st.shut_wr {
+                    ev |= POLLOUT | POLLWRNORM;
+                }
+                if st.read_err.is_some() {
+                    ev |= POLLERR;
+                }
+                if (st.eof && st.shut_wr) || st.read_err.is_some() {
+                    ev |= POLLHUP;
+                }
+                // Whoever polls wants data: with streaming off, that is
+                // when a read is posted.
+                if st.ring.is_empty() && !st.eof && !st.demand {
+                    st.demand = true;
+                    drop(st);
+                    self.sh.helper.wake_all();
+                }
+            }
+            Phase::Failed => ev |= POLLOUT | POLLWRNORM | POLLERR | POLLHUP | POLLIN | POLLRDNORM,
+        }
+        ev
+    }
+
+    fn wakes(&self) -> [u64; 3] {
+        self.sh.wakes.get()
+    }
+
+    fn flags(&self) -> &AtomicU32 {
+        &self.flags
+    }
+
+    fn ioctl(&self, request: u64, arg: u64) -> Result<u64, Errno> {
+        const FIONREAD: u64 = 0x541b;
+        const SIOCOUTQ: u64 = 0x5411;
+        let n = match request {
+            FIONREAD => self.available() as u32,
+            SIOCOUTQ => 0,
+            _ => return Err(Errno::ENOTTY),
+        };
+        crate::mm::user::copy_in(arg, &n.to_le_bytes())?;
+        Ok(0)
+    }
+
+    fn mode(&self) -> u32 {
+        0o140_777
+    }
+
+    fn as_any(&self) -> &dyn core::any::Any {
+        self
+    }
+}
+
+/// The dialer: connects, then reads for the connection.
+fn dialer(sh: Arc<Shared>, msg: String, nodelay: bool, keepalive: bool) {
+    let outcome = (|| {
+        let c = client()?;
+        let mut conv = Conv::clone_new(c)?;
+        if nodelay {
+            conv.ctl(c, "nodelay")?;
+        }
+        if keepalive {
+            conv.ctl(c, "keepalive")?;
+        }
+        conv.ctl(c, &msg)?;
+        conv.open_data(c)?;
+        let local = conv.address(c, "local");
+        Ok::<_, Errno>((Arc::new(conv), local))
+    })();
+    let conv = {
+        let mut st = sh.st.lock();
+        match outcome {
+            Ok((conv, local)) if !st.closing => {
+                st.phase = Phase::Connected;
+                st.conv = Some(conv.clone());
+                st.local = local;
+                Some(conv)
+            }
+            Ok(_) => None,
+            Err(e) => {
+                st.phase = Phase::Failed;
+                st.so_error = Some(e);
+                None
+            }
+        }
+    };
+    sh.wakes.output();
+    sh.writable.wake_all();
+    sh.readable.wake_all();
+    readiness_changed();
+    if let Some(conv) = conv {
+        reader(sh, conv);
+    }
+}
+
+/// The reader of a connection: keeps a read of `data` posted while the
+/// receive buffer has room (streaming) or while a reader waits.
+fn reader(sh: Arc<Shared>, conv: Arc<Conv>) {
+    let (Ok(c), Some(fid)) = (client(), conv.data) else {
+        return;
+    };
+    let stream = streaming();
+    let mut buf = vec![0u8; READ_CHUNK];
+    loop {
+        sh.helper.wait_while(|| {
+            let st = sh.st.lock();
+            !st.closing && (st.ring.space() < MIN_ROOM || !(stream || st.demand))
+        });
+        let want = {
+            let st = sh.st.lock();
+            if st.closing {
+                break;
+            }
+            st.ring.space().min(READ_CHUNK)
+        };
+        let r = c.read(fid, 0, &mut buf[..want]);
+        let end = {
+            let mut st = sh.st.lock();
+            st.demand = false;
+            match r {
+                Ok(0) => st.eof = true,
+                Ok(n) => {
+                    st.ring.push(&buf[..n]);
+                }
+                Err(e) => {
+                    st.eof = true;
+                    // A hang-up of ours is no error of the connection's.
+                    if !st.closing {
+                        st.read_err = Some(e);
+                    }
+                }
+            }
+            st.eof
+        };
+        sh.notify_input();
+        if end {
+            break;
+        }
+    }
+}
+
+/// The acceptor of a listening socket: keeps a `listen` open posted while
+/// fewer than the backlog's calls wait for `accept`.
+fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, nodelay: bool) {
+    let Ok(c) = client() else {
+        return;
+    };
+    let num = format!("{}", conv.n);
+    loop {
+        sh.helper.wait_while(|| {
+            let st = sh.st.lock();
+            !st.closing && st.accepts.len() >= st.backlog
+        });
+        if sh.st.lock().closing {
+            break;
+        }
+        let call = (|| {
+            let fid = c.walk(c.root(), &["net", "tcp", &num, "listen"])?;
+            let mut new = Conv::from_ctl(c, fid)?;
+            new.open_data(c)?;
+            if nodelay {
+                let _ = new.ctl(c, "nodelay");
+            }
+            let local = new.address(c, "local");
+            let remote = new.address(c, "remote");
+            Ok::<_, Errno>(Accepted {
+                conv: new,
+                local,
+                remote,
+            })
+        })();
+        match call {
+            Ok(a) => {
+                let refused = {
+                    let mut st = sh.st.lock();
+                    if st.closing {
+                        Some(a)
+                    } else {
+                        st.accepts.push_back(a);
+                        None
+                    }
+                };
+                drop(refused);
+                sh.notify_input();
+            }
+            Err(_) if sh.st.lock().closing => break,
+            // The listener was hung up under us.
+            Err(Errno::EINVAL) => break,
+            Err(e) => {
+                // Out of connections at the gateway (ENFILE) or a call
+                // reset before it was taken: try again shortly.
+                log::debug!("net: accept on connection {}: {e}", conv.n);
+                crate::sched::sleep_ns(10_000_000);
+            }
+        }
+    }
+}

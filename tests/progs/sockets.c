@@ -1,0 +1,414 @@
+/* TCP sockets as Linux gives them: a listener on loopback and a client in
+ * the same process, exact bytes both ways, half-close, non-blocking
+ * connect with poll and SO_ERROR, epoll (level and edge), MSG_PEEK,
+ * MSG_WAITALL, sendmsg/recvmsg with several pieces, FIONREAD, options,
+ * names, a refused connect, EPIPE after the peer went, dual-stack IPv6.
+ * Everything printed is independent of port numbers and timing, so the
+ * host's output and a partition's must be equal (tests/tests/linux.rs). */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "errname.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                         \
+    do {                                                                         \
+        if (!(cond)) {                                                           \
+            printf("FAIL line %d: ", __LINE__);                                  \
+            printf(__VA_ARGS__);                                                 \
+            printf(" (errno %s)\n", errname(errno));                             \
+            failures++;                                                          \
+        }                                                                        \
+    } while (0)
+
+static const char *res(long r)
+{
+    static char buf[64];
+    if (r < 0)
+        return errname(errno);
+    snprintf(buf, sizeof buf, "%ld", r);
+    return buf;
+}
+
+static int listener(struct sockaddr_in *out)
+{
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    CHECK(bind(l, (void *)&a, sizeof a) == 0, "bind");
+    socklen_t len = sizeof *out;
+    CHECK(getsockname(l, (void *)out, &len) == 0 && len == sizeof *out, "getsockname");
+    CHECK(out->sin_port != 0, "bind to port 0 gave port 0");
+    CHECK(listen(l, 16) == 0, "listen");
+    return l;
+}
+
+static int dial(const struct sockaddr_in *a)
+{
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(connect(c, (const void *)a, sizeof *a) == 0, "connect");
+    return c;
+}
+
+/* Reads exactly n bytes. */
+static long read_full(int fd, char *buf, long n)
+{
+    long got = 0;
+    while (got < n) {
+        long r = read(fd, buf + got, n - got);
+        if (r <= 0)
+            return r < 0 ? r : got;
+        got += r;
+    }
+    return got;
+}
+
+static void *echo_server(void *arg)
+{
+    int l = *(int *)arg;
+    for (;;) {
+        int c = accept(l, NULL, NULL);
+        if (c < 0) {
+            if (errno != EINVAL)
+                printf("echo server: accept %s\n", errname(errno));
+            return NULL;
+        }
+        char buf[65536];
+        long n;
+        while ((n = read(c, buf, sizeof buf)) > 0) {
+            long off = 0;
+            while (off < n) {
+                long w = write(c, buf + off, n - off);
+                if (w <= 0)
+                    break;
+                off += w;
+            }
+        }
+        close(c);
+    }
+}
+
+static void basics(void)
+{
+    struct sockaddr_in a;
+    int l = listener(&a);
+    int c = dial(&a);
+    struct sockaddr_in peer;
+    socklen_t plen = sizeof peer;
+    int s = accept4(l, (void *)&peer, &plen, SOCK_CLOEXEC);
+    CHECK(s >= 0, "accept4");
+    printf("accept peer: family %d addr %s len %u\n", peer.sin_family,
+           inet_ntoa(peer.sin_addr), plen);
+    struct sockaddr_in me, them;
+    socklen_t ml = sizeof me, tl = sizeof them;
+    getsockname(c, (void *)&me, &ml);
+    getpeername(c, (void *)&them, &tl);
+    printf("client names: local %s, peer is listener: %d, accept peer is client: %d\n",
+           inet_ntoa(me.sin_addr), them.sin_port == a.sin_port, peer.sin_port == me.sin_port);
+
+    /* Exact bytes, both ways. */
+    char msg[] = "hello, partition";
+    printf("write: %s\n", res(write(c, msg, sizeof msg)));
+    char buf[256] = {0};
+    printf("read: %s '%s'\n", res(read_full(s, buf, sizeof msg)), buf);
+    printf("send: %s\n", res(send(s, "pong", 4, 0)));
+    struct pollfd p = {.fd = c, .events = POLLIN};
+    long pr = poll(&p, 1, 5000);
+    printf("poll: %s revents %#x\n", res(pr), p.revents);
+    int avail = -1;
+    long ir = ioctl(c, FIONREAD, &avail);
+    printf("FIONREAD: %s %d\n", res(ir), avail);
+    memset(buf, 0, sizeof buf);
+    printf("recv PEEK: %s '%s'\n", res(recv(c, buf, sizeof buf, MSG_PEEK)), buf);
+    memset(buf, 0, sizeof buf);
+    printf("recv: %s '%s'\n", res(recv(c, buf, sizeof buf, 0)), buf);
+    printf("recv DONTWAIT: %s\n", res(recv(c, buf, sizeof buf, MSG_DONTWAIT)));
+
+    /* sendmsg with three pieces, recvmsg into two. */
+    struct iovec out[3] = {{"abc", 3}, {"defg", 4}, {"hij", 3}};
+    struct msghdr mo = {.msg_iov = out, .msg_iovlen = 3};
+    printf("sendmsg: %s\n", res(sendmsg(s, &mo, MSG_NOSIGNAL)));
+    char x[4] = {0}, y[16] = {0};
+    struct iovec in[2] = {{x, 3}, {y, 7}};
+    struct msghdr mi = {.msg_iov = in, .msg_iovlen = 2};
+    char wait_all[10];
+    printf("recv WAITALL: %s\n", res(recv(c, wait_all, 10, MSG_WAITALL | MSG_PEEK)));
+    long r = recvmsg(c, &mi, MSG_WAITALL);
+    printf("recvmsg: %s '%s' '%s' flags %d\n", res(r), x, y, mi.msg_flags);
+
+    /* Half-close: the peer reads the end, then still writes back. */
+    printf("shutdown WR: %s\n", res(shutdown(c, SHUT_WR)));
+    printf("read after peer's shutdown: %s\n", res(read(s, buf, sizeof buf)));
+    printf("write after shutdown: %s\n", res(send(c, "x", 1, MSG_NOSIGNAL)));
+    printf("reply after half-close: %s\n", res(write(s, "late", 4)));
+    memset(buf, 0, sizeof buf);
+    printf("read it: %s '%s'\n", res(read_full(c, buf, 4)), buf);
+    close(s);
+    printf("read at end: %s\n", res(read(c, buf, sizeof buf)));
+    close(c);
+    close(l);
+}
+
+static void options(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    int v = 0;
+    socklen_t len = sizeof v;
+    getsockopt(s, SOL_SOCKET, SO_TYPE, &v, &len);
+    printf("SO_TYPE %d len %u\n", v, len);
+    int one = 1;
+    printf("TCP_NODELAY set: %s\n", res(setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one)));
+    len = sizeof v;
+    getsockopt(s, IPPROTO_TCP, TCP_NODELAY, &v, &len);
+    printf("TCP_NODELAY %d\n", v != 0);
+    int sz = 65536;
+    setsockopt(s, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
+    len = sizeof v;
+    getsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, &len);
+    printf("SO_RCVBUF after 65536: %d\n", v);
+    len = sizeof v;
+    getsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &v, &len);
+    printf("SO_KEEPALIVE %d\n", v);
+    struct linger lg = {1, 5};
+    printf("SO_LINGER set: %s\n", res(setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof lg)));
+    struct linger lg2;
+    len = sizeof lg2;
+    getsockopt(s, SOL_SOCKET, SO_LINGER, &lg2, &len);
+    printf("SO_LINGER %d %d len %u\n", lg2.l_onoff, lg2.l_linger, len);
+    len = sizeof v;
+    printf("getsockopt unknown: %s\n", res(getsockopt(s, SOL_SOCKET, 9999, &v, &len)));
+    len = sizeof v;
+    printf("IPV6_V6ONLY on AF_INET: %s\n", res(getsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &v, &len)));
+    len = sizeof v;
+    getsockopt(s, SOL_SOCKET, SO_ERROR, &v, &len);
+    printf("SO_ERROR %d\n", v);
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    printf("getpeername unconnected: %s\n", res(getpeername(s, (void *)&a, &al)));
+    printf("recv unconnected: %s\n", res(recv(s, &v, 4, 0)));
+    printf("send unconnected: %s\n", res(send(s, &v, 4, MSG_NOSIGNAL)));
+    printf("shutdown unconnected: %s\n", res(shutdown(s, SHUT_RDWR)));
+    printf("accept unlistened: %s\n", res(accept(s, NULL, NULL)));
+    printf("getsockname on a file: %s\n", res(getsockname(0, (void *)&a, &al)));
+    printf("socket(AF_INET, 99): %s\n", res(socket(AF_INET, 99, 0)));
+    printf("socket(12345, STREAM): %s\n", res(socket(12345, SOCK_STREAM, 0)));
+    close(s);
+}
+
+static void refused(void)
+{
+    /* A port nobody listens on: bind one, learn it, close it. */
+    struct sockaddr_in a;
+    int l = listener(&a);
+    close(l);
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    printf("connect to a closed port: %s\n", res(connect(c, (void *)&a, sizeof a)));
+    close(c);
+
+    /* Non-blocking: EINPROGRESS, then POLLOUT with SO_ERROR. */
+    c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    printf("nonblocking connect (closed): %s\n", res(connect(c, (void *)&a, sizeof a)));
+    struct pollfd p = {.fd = c, .events = POLLOUT};
+    poll(&p, 1, 5000);
+    int err = 0;
+    socklen_t len = sizeof err;
+    getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len);
+    printf("  then POLLOUT %d POLLERR %d, SO_ERROR %s\n", !!(p.revents & POLLOUT),
+           !!(p.revents & POLLERR), errname(err));
+    len = sizeof err;
+    getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len);
+    printf("  SO_ERROR again: %d\n", err);
+    close(c);
+    c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    connect(c, (void *)&a, sizeof a);
+    poll(&p, 1, 5000);
+    printf("  connect after the failure showed: %s\n", res(connect(c, (void *)&a, sizeof a)));
+    close(c);
+}
+
+static void nonblocking(void)
+{
+    struct sockaddr_in a;
+    int l = listener(&a);
+    fcntl(l, F_SETFL, O_NONBLOCK);
+    printf("accept with none waiting: %s\n", res(accept(l, NULL, NULL)));
+    int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    int r = connect(c, (void *)&a, sizeof a);
+    printf("nonblocking connect: %s\n", r == 0 ? "0 (done at once)" : errname(errno));
+    struct pollfd p = {.fd = c, .events = POLLOUT};
+    poll(&p, 1, 5000);
+    int err = -1;
+    socklen_t len = sizeof err;
+    getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len);
+    printf("  POLLOUT %d, SO_ERROR %d\n", !!(p.revents & POLLOUT), err);
+    printf("connect after POLLOUT: %s\n", res(connect(c, (void *)&a, sizeof a)));
+    printf("connect once connected: %s\n", res(connect(c, (void *)&a, sizeof a)));
+
+    /* epoll: the listener becomes readable; level- and edge-triggered. */
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = 1};
+    epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev);
+    struct epoll_event got[4];
+    int n = epoll_wait(ep, got, 4, 5000);
+    printf("epoll listener: %d ready, id %u events %#x\n", n, got[0].data.u32, got[0].events);
+    int s = accept4(l, NULL, NULL, SOCK_NONBLOCK);
+    printf("accept4: %s, F_GETFL nonblock %d\n", s >= 0 ? "ok" : errname(errno),
+           !!(fcntl(s, F_GETFL) & O_NONBLOCK));
+    char buf[64];
+    printf("read with nothing: %s\n", res(read(s, buf, sizeof buf)));
+    ev.events = EPOLLIN | EPOLLET | EPOLLRDHUP;
+    ev.data.u32 = 2;
+    epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev);
+    printf("epoll before data: %d\n", epoll_wait(ep, got, 4, 0));
+    write(c, "12345", 5);
+    n = epoll_wait(ep, got, 4, 5000);
+    printf("epoll after data: %d, id %u events %#x\n", n, got[0].data.u32, got[0].events);
+    printf("edge-triggered again: %d\n", epoll_wait(ep, got, 4, 50));
+    printf("read: %s\n", res(read(s, buf, sizeof buf)));
+    close(c);
+    n = epoll_wait(ep, got, 4, 5000);
+    printf("epoll after peer closed: %d, events %#x\n", n, n > 0 ? got[0].events : 0);
+    printf("read at end: %s\n", res(read(s, buf, sizeof buf)));
+    close(s);
+    close(ep);
+    close(l);
+}
+
+static void peer_gone(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    struct sockaddr_in a;
+    int l = listener(&a);
+    int c = dial(&a);
+    int s = accept(l, NULL, NULL);
+    close(s);
+    char buf[16];
+    printf("read after peer close: %s\n", res(read(c, buf, sizeof buf)));
+    printf("first write: %s\n", res(write(c, "a", 1)));
+    usleep(200000); /* the peer's reset arrives */
+    printf("second write: %s\n", res(write(c, "b", 1)));
+    close(c);
+    close(l);
+}
+
+static void bulk(void)
+{
+    struct sockaddr_in a;
+    int l = listener(&a);
+    pthread_t t;
+    pthread_create(&t, NULL, echo_server, &l);
+    int c = dial(&a);
+    /* 4 MiB through the echo server, written and read by two threads'
+     * worth of interleaving: write in pieces, read what comes back. */
+    enum { TOTAL = 4 << 20 };
+    static unsigned char out[TOTAL], in[TOTAL];
+    for (long i = 0; i < TOTAL; i++)
+        out[i] = (unsigned char)(i * 131 + (i >> 12));
+    long sent = 0, got = 0;
+    fcntl(c, F_SETFL, O_NONBLOCK);
+    while (got < TOTAL) {
+        struct pollfd p = {.fd = c, .events = POLLIN | (sent < TOTAL ? POLLOUT : 0)};
+        if (poll(&p, 1, 10000) <= 0) {
+            printf("bulk: poll timed out at %ld/%ld\n", sent, got);
+            break;
+        }
+        if ((p.revents & POLLOUT) && sent < TOTAL) {
+            long w = write(c, out + sent, TOTAL - sent < 100000 ? TOTAL - sent : 100000);
+            if (w > 0)
+                sent += w;
+        }
+        if (p.revents & POLLIN) {
+            long r = read(c, in + got, TOTAL - got);
+            if (r > 0)
+                got += r;
+            else if (r == 0)
+                break;
+        }
+    }
+    printf("bulk: %ld bytes echoed, equal %d\n", got, got == TOTAL && !memcmp(in, out, TOTAL));
+    close(c);
+    /* A listener shut down for reading fails the accept waiting in it. */
+    printf("shutdown of the listener: %s\n", res(shutdown(l, SHUT_RDWR)));
+    pthread_join(t, NULL);
+    printf("echo server's accept ended\n");
+    printf("accept after: %s\n", res(accept(l, NULL, NULL)));
+    close(l);
+}
+
+static void ipv6(void)
+{
+    int l = socket(AF_INET6, SOCK_STREAM, 0);
+    if (l < 0) {
+        printf("ipv6: %s\n", errname(errno));
+        return;
+    }
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT};
+    printf("bind [::]:0: %s\n", res(bind(l, (void *)&a, sizeof a)));
+    socklen_t len = sizeof a;
+    getsockname(l, (void *)&a, &len);
+    printf("getsockname len %u family %d\n", len, a.sin6_family);
+    listen(l, 4);
+    /* An IPv4 client reaches the dual-stack listener. */
+    struct sockaddr_in v4 = {.sin_family = AF_INET, .sin_port = a.sin6_port,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int c = dial(&v4);
+    struct sockaddr_in6 peer;
+    socklen_t pl = sizeof peer;
+    int s = accept(l, (void *)&peer, &pl);
+    char text[64];
+    inet_ntop(AF_INET6, &peer.sin6_addr, text, sizeof text);
+    printf("accepted v4 client as %s (len %u)\n", text, pl);
+    close(s);
+    close(c);
+    /* An IPv6 socket dials an IPv4-mapped address. */
+    int c6 = socket(AF_INET6, SOCK_STREAM, 0);
+    struct sockaddr_in6 m = {.sin6_family = AF_INET6, .sin6_port = a.sin6_port};
+    inet_pton(AF_INET6, "::ffff:127.0.0.1", &m.sin6_addr);
+    printf("connect ::ffff:127.0.0.1: %s\n", res(connect(c6, (void *)&m, sizeof m)));
+    s = accept(l, NULL, NULL);
+    struct sockaddr_in6 me;
+    socklen_t ml = sizeof me;
+    getsockname(c6, (void *)&me, &ml);
+    inet_ntop(AF_INET6, &me.sin6_addr, text, sizeof text);
+    printf("its local address: %s\n", text);
+    close(s);
+    close(c6);
+    close(l);
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    /* `sockets N`: the IPv6 part N times (a loop for debugging races). */
+    if (argc > 1) {
+        for (int i = atoi(argv[1]); i > 0; i--)
+            ipv6();
+        return failures != 0;
+    }
+    basics();
+    options();
+    refused();
+    nonblocking();
+    peer_gone();
+    bulk();
+    ipv6();
+    printf("failures: %d\n", failures);
+    return failures != 0;
+}
