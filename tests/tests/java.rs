@@ -640,6 +640,32 @@ mod tests {
         check_partition: nothing,
     };
 
+    /// Sockets (issue 12): blocking and NIO, the HTTP server and both
+    /// HTTP clients, transferTo, a refused connect, an asynchronous close.
+    const NET: Case = Case {
+        name: "net",
+        main: "Net",
+        variants: &[DEFAULT, INT],
+        jvm: none,
+        args: no_args,
+        stdout: |_, _| {
+            Some(
+                "socket: connected true, nodelay true, peer port matches true\n\
+                 echo: ALPHA\necho: GRÜSSE\necho: OMEGA\nafter shutdownOutput: null\n\
+                 selector: 5 clients echoed, all exact\n\
+                 HttpClient: 200 hello, GET n=0\nHttpClient: 200 hello, GET n=1\n\
+                 HttpClient: 200 hello, GET n=2\nHttpURLConnection: 200 hello, GET n=url\n\
+                 missing page: 404\ntransferTo: 3145728 bytes, equal true\n\
+                 refused: ConnectException\nasync close: SocketException: Socket closed\ndone\n"
+                    .into(),
+            )
+        },
+        code: 0,
+        check_host: nothing,
+        partition_stdout: same,
+        check_partition: nothing,
+    };
+
     const EXIT3: Case = Case {
         name: "exit3",
         main: "Exit3",
@@ -654,6 +680,84 @@ mod tests {
     };
 
     // ---- the tests: host halves run now, partition halves wait for issue 5 ----
+
+    #[test]
+    fn net_host() {
+        check(&NET, false);
+    }
+
+    #[test]
+    fn net_partition() {
+        check(&NET, true);
+    }
+
+    /// One GET over a fresh connection; the whole response.
+    fn http_get(port: u16, path: &str) -> std::io::Result<String> {
+        use std::io::Write;
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )?;
+        let mut out = String::new();
+        s.read_to_string(&mut out)?;
+        Ok(out)
+    }
+
+    /// A JVM in a partition serves the host's HTTP clients: its server
+    /// listens on the host's network as a host process's would.
+    #[test]
+    fn net_server_answers_the_host() {
+        let Some(fx) = fixture() else { return };
+        if !kvm_available() {
+            return;
+        }
+        for (jdk_name, jdk) in jdks() {
+            let dir = workdir(fx, &["net-serve", jdk_name]);
+            let port_file = dir.join("port");
+            let mut c = Command::new(astraea());
+            c.args(["run", "--mem", "1G", "--"])
+                .arg(jdk.join("bin/java"))
+                .arg("-cp")
+                .arg(&fx.classes)
+                .args(["Net", "serve"])
+                .arg(&port_file)
+                .current_dir(&dir)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            let child = c.spawn().expect("astraea");
+            let deadline = Instant::now() + PARTITION_TIMEOUT;
+            let port = loop {
+                if let Ok(p) = std::fs::read_to_string(&port_file) {
+                    break p.trim().parse::<u16>().expect("a port");
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "JDK {jdk_name}: the server never started"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            for _ in 0..3 {
+                let r = http_get(port, "/hello").expect("GET /hello");
+                assert!(r.starts_with("HTTP/1.1 200"), "JDK {jdk_name}: {r}");
+                assert!(
+                    r.ends_with("\r\n\r\nhello from the partition\n"),
+                    "JDK {jdk_name}: {r}"
+                );
+            }
+            let r = http_get(port, "/nothing").expect("GET /nothing");
+            assert!(r.starts_with("HTTP/1.1 404"), "JDK {jdk_name}: {r}");
+            let r = http_get(port, "/stop").expect("GET /stop");
+            assert!(r.starts_with("HTTP/1.1 200"), "JDK {jdk_name}: {r}");
+            let run = wait_with_timeout(child, PARTITION_TIMEOUT);
+            assert_eq!(
+                (run.code, run.stdout.as_str()),
+                (0, "served\n"),
+                "JDK {jdk_name}: {run:?}"
+            );
+        }
+    }
 
     #[test]
     fn hello_host() {
