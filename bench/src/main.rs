@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! astraea-bench [boot [RUNS]] [ctxswitch [ROUNDS]] [ninep [N]] [linux [ROUNDS]]
-//!               [jvm [RUNS]] [scimark [SECS]] [threads [SECS]]
+//!               [jvm [RUNS]] [scimark [SECS]] [threads [SECS]] [net]
 //!               (default: all but `threads`, which takes ≈ 8 minutes)
 //! ```
 //!
@@ -13,6 +13,7 @@
 
 mod cache;
 mod javabench;
+mod net;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -37,9 +38,10 @@ fn main() {
             "warm" => cache::warm(n.unwrap_or(5) as usize),
             "scimark" => javabench::scimark(n.unwrap_or(2)),
             "threads" => javabench::threads(n.unwrap_or(1)),
+            "net" => net::net(),
             other => {
                 eprintln!(
-                    "astraea-bench: unknown benchmark {other:?} (boot, ctxswitch, ninep, linux, jvm, fig5, table1, warm, scimark, threads)"
+                    "astraea-bench: unknown benchmark {other:?} (boot, ctxswitch, ninep, linux, jvm, fig5, table1, warm, scimark, threads, net)"
                 );
                 std::process::exit(2);
             }

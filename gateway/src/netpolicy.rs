@@ -116,7 +116,7 @@ impl AllowList {
     fn allows(&self, what: &str, a: SocketAddr) -> bool {
         let ok = self.rules.iter().any(|r| r.matches(a));
         if !ok {
-            tracing::warn!("net: {what} {a} refused by the network policy (--net-allow)");
+            tracing::warn!("net: {what} {a} refused by the network policy (--net, --net-allow)");
         }
         ok
     }

@@ -285,6 +285,18 @@ public class Net {
                 os.write(body);
             }
         });
+        server.createContext("/bulk", ex -> {
+            // /bulk?mb=N: N MiB of bytes (bulk transfer benchmarks).
+            String q = ex.getRequestURI().getQuery();
+            long mib = q != null && q.startsWith("mb=") ? Long.parseLong(q.substring(3)) : 1;
+            byte[] chunk = new byte[1 << 20];
+            ex.sendResponseHeaders(200, mib << 20);
+            try (OutputStream os = ex.getResponseBody()) {
+                for (long i = 0; i < mib; i++) {
+                    os.write(chunk);
+                }
+            }
+        });
         server.createContext("/stop", ex -> {
             ex.sendResponseHeaders(200, -1);
             ex.close();

@@ -396,6 +396,18 @@ static void ipv6(void)
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* `sockets policy PORT`: a connect to 127.0.0.1:PORT and a bind, for
+     * the network policy tests (--net none, --net allow=...). */
+    if (argc > 2 && !strcmp(argv[1], "policy")) {
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[2])),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int c = socket(AF_INET, SOCK_STREAM, 0);
+        printf("connect: %s\n", res(connect(c, (void *)&a, sizeof a)));
+        int l = socket(AF_INET, SOCK_STREAM, 0);
+        a.sin_port = 0;
+        printf("bind: %s\n", res(bind(l, (void *)&a, sizeof a)));
+        return 0;
+    }
     /* `sockets N`: the IPv6 part N times (a loop for debugging races). */
     if (argc > 1) {
         for (int i = atoi(argv[1]); i > 0; i--)

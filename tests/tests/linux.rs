@@ -200,6 +200,70 @@ mod tests {
         }
     }
 
+    /// `sockets policy PORT` in a partition with `astraea run` options
+    /// `net`: what its connect to 127.0.0.1:PORT and its bind answered.
+    fn policy_run(net: &[&str], port: u16) -> Option<String> {
+        if !kvm_available() {
+            return None;
+        }
+        let dir = build("sockets", Build::GlibcDynamic)?;
+        let port = port.to_string();
+        let mut args: Vec<&str> = vec!["run"];
+        args.extend_from_slice(net);
+        args.extend_from_slice(&["--", "./sockets", "policy", &port]);
+        let r = run_with_timeout(
+            Command::new(astraea()).args(&args).current_dir(&dir),
+            TIMEOUT,
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+        assert_eq!(r.code, 0, "{r:?}");
+        Some(r.stdout)
+    }
+
+    /// `--net none`: every connect and listen is refused (EACCES).
+    #[test]
+    fn net_none_refuses_sockets() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        if let Some(out) = policy_run(&["--net", "none"], port) {
+            assert_eq!(out, "connect: errno 13\nbind: errno 13\n");
+        }
+    }
+
+    /// `--net allow=RULE`: connects where a rule allows, nothing else.
+    #[test]
+    fn net_allow_limits_sockets() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let rule = format!("allow=127.0.0.1/32:{port}");
+        if let Some(out) = policy_run(&["--net", &rule], port) {
+            assert_eq!(out, "connect: 0\nbind: errno 13\n");
+        }
+        // The default is the host's network.
+        if let Some(out) = policy_run(&[], port) {
+            assert_eq!(out, "connect: 0\nbind: 0\n");
+        }
+    }
+
+    /// With the streaming layer off every result is the same.
+    #[test]
+    fn sockets_without_streaming() {
+        if !kvm_available() {
+            return;
+        }
+        let Some(dir) = build("sockets", Build::GlibcDynamic) else {
+            return;
+        };
+        let r = run_with_timeout(
+            Command::new(astraea())
+                .args(["run", "--net-stream", "off", "--", "./sockets"])
+                .current_dir(&dir),
+            TIMEOUT,
+        );
+        assert_eq!((r.code, r.stdout.as_str()), (0, expected("sockets").as_str()), "{r:?}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
     fn threads(b: Build) {
         if let Some((dir, _)) = same_as_host("threads", b, &[]) {
             std::fs::remove_dir_all(dir).unwrap();
