@@ -43,12 +43,20 @@ fn wrk_ms(v: &str) -> f64 {
 /// Runs wrk; returns (requests/s, p50 ms, p99 ms).
 fn wrk(port: u16, conns: u32, secs: u32, close: bool) -> (f64, f64, f64) {
     let mut c = Command::new("wrk");
-    c.args(["-t1", &format!("-c{conns}"), &format!("-d{secs}s"), "--latency"]);
+    c.args([
+        "-t1",
+        &format!("-c{conns}"),
+        &format!("-d{secs}s"),
+        "--latency",
+    ]);
     if close {
         c.args(["-H", "Connection: close"]);
     }
     c.arg(format!("http://127.0.0.1:{port}/hello"));
-    let out = c.output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+    let out = c
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
     let mut rps = f64::NAN;
     let (mut p50, mut p99) = (f64::NAN, f64::NAN);
     for line in out.lines() {
@@ -66,7 +74,10 @@ fn wrk(port: u16, conns: u32, secs: u32, close: bool) -> (f64, f64, f64) {
 /// One GET of `path`, the body read to the end; returns the body's size.
 fn get(port: u16, path: &str) -> std::io::Result<u64> {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )?;
     let mut buf = vec![0u8; 1 << 20];
     let mut total = 0u64;
     loop {
@@ -179,8 +190,14 @@ pub fn net() {
     );
     let runs = [
         ("host JVM, 1 CPU", measure(host, &port_file)),
-        ("partition, streaming on", measure(partition("on"), &port_file)),
-        ("partition, streaming off", measure(partition("off"), &port_file)),
+        (
+            "partition, streaming on",
+            measure(partition("on"), &port_file),
+        ),
+        (
+            "partition, streaming off",
+            measure(partition("off"), &port_file),
+        ),
     ];
     println!(
         "{:<26} {:>12} {:>9} {:>9} {:>12} {:>11}",

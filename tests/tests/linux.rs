@@ -260,7 +260,11 @@ mod tests {
                 .current_dir(&dir),
             TIMEOUT,
         );
-        assert_eq!((r.code, r.stdout.as_str()), (0, expected("sockets").as_str()), "{r:?}");
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (0, expected("sockets").as_str()),
+            "{r:?}"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 

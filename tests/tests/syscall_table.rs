@@ -228,26 +228,37 @@ const NOTES: &[(&str, Status, &str)] = &[
     (
         "socket",
         Partial,
-        "no network stack yet: EAFNOSUPPORT for every family (the JDK treats it as \"not \
-         available\")",
+        "TCP (`AF_INET`, dual-stack `AF_INET6`) through the gateway's `/net`; UDP and raw \
+         sockets EPROTONOSUPPORT, `AF_UNIX` and other families EAFNOSUPPORT, and every family \
+         EAFNOSUPPORT when the 9P server has no `/net`",
     ),
     (
         "socketpair",
         Partial,
         "`AF_UNIX` only, one-way (a pipe): enough for the JDK's dispatcher descriptor",
     ),
-    ("accept", Missing, "sockets come with the network stack"),
-    ("bind", Missing, "sockets come with the network stack"),
-    ("connect", Missing, "sockets come with the network stack"),
-    ("listen", Missing, "sockets come with the network stack"),
     (
-        "getsockname",
-        Missing,
-        "sockets come with the network stack",
+        "bind",
+        Partial,
+        "the host socket binds and listens at once (so a port-0 bind knows its port); a later \
+         `connect` gives the bound address up",
     ),
-    ("getsockopt", Missing, "sockets come with the network stack"),
-    ("setsockopt", Missing, "sockets come with the network stack"),
-    ("shutdown", Missing, "sockets come with the network stack"),
+    (
+        "setsockopt",
+        Partial,
+        "options are kept per socket with Linux's sizes and defaults; only `TCP_NODELAY` and \
+         `SO_KEEPALIVE` reach the host socket",
+    ),
+    (
+        "sendto",
+        Partial,
+        "TCP only: the address is ignored, as on a connected stream; `MSG_OOB` EOPNOTSUPP",
+    ),
+    (
+        "recvfrom",
+        Partial,
+        "TCP only: no source address (length 0); `MSG_OOB` EINVAL",
+    ),
     (
         "epoll_wait",
         Partial,
