@@ -93,9 +93,9 @@ pub struct GatewayConfig {
     /// Serve `/dev/cons`.
     pub console: bool,
     /// Serve `/net/tcp`: TCP connections made and accepted by the host for
-    /// the client. Off by default: nothing asks for it yet (the library OS's
-    /// sockets are to come), and a gateway listening on TCP must not turn
-    /// into a proxy for whoever reaches it.
+    /// the client (the library OS's sockets). Off by default: a gateway
+    /// listening on TCP must not turn into a proxy for whoever reaches it;
+    /// `astraea run` turns it on for its partition (`--net`).
     pub net: bool,
     /// Which connects and announces `/net` allows (default: all).
     pub net_policy: Arc<dyn NetPolicy>,
@@ -106,8 +106,10 @@ impl Default for GatewayConfig {
         GatewayConfig {
             exports: Vec::new(),
             max_msize: MAX_MSIZE,
-            max_fids: 4096,
-            max_outstanding: 128,
+            // A socket of the partition holds two fids (ctl, data) and, with
+            // the streaming layer, a read in flight all the time.
+            max_fids: 16384,
+            max_outstanding: 16384,
             env: Vec::new(),
             console: true,
             net: false,

@@ -43,7 +43,7 @@ use crate::{Gateway, MAX_MSIZE, Session};
 /// The mount tag the device announces unless told otherwise.
 pub const VHOST_MOUNT_TAG: &str = "astraea";
 /// Largest queue the device accepts.
-pub const VHOST_QUEUE_SIZE: u16 = 256;
+pub const VHOST_QUEUE_SIZE: u16 = 16384;
 /// Longest mount tag (the guest driver reads at most this many bytes).
 pub const MAX_TAG_LEN: usize = 256;
 

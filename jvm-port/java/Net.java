@@ -40,13 +40,21 @@ import java.util.concurrent.Executors;
  * partition's must be equal (tests/tests/java.rs).
  *
  * With the argument `serve FILE` it runs an HTTP server instead, writes its
- * port to FILE and answers /hello until /stop (tests that reach it from the
- * host's curl).
+ * port to FILE and answers /hello (and /bulk?mb=N) until /stop (tests that
+ * reach it from the host, benchmarks); with `get URL` it prints the status
+ * and body of one GET.
  */
 public class Net {
     public static void main(String[] args) throws Exception {
         if (args.length == 2 && args[0].equals("serve")) {
             serve(Path.of(args[1]));
+            return;
+        }
+        if (args.length == 2 && args[0].equals("get")) {
+            HttpResponse<String> r = HttpClient.newHttpClient().send(
+                    HttpRequest.newBuilder(URI.create(args[1])).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            System.out.print(r.statusCode() + " " + r.body());
             return;
         }
         blocking();

@@ -26,6 +26,7 @@ static const char *errname(int e)
     case ENOTCONN: return "ENOTCONN";
     case ECONNRESET: return "ECONNRESET";
     case EPIPE: return "EPIPE";
+    case EMFILE: return "EMFILE";
     }
     snprintf(buf, sizeof buf, "errno %d", e);
     return buf;

@@ -408,6 +408,59 @@ int main(int argc, char **argv)
         printf("bind: %s\n", res(bind(l, (void *)&a, sizeof a)));
         return 0;
     }
+    /* `sockets many N`: N connections at once, idle, then a byte each way
+     * on every one and a file read: nothing starves. */
+    if (argc > 2 && !strcmp(argv[1], "many")) {
+        int n = atoi(argv[2]);
+        struct sockaddr_in a;
+        int l = listener(&a);
+        int *cs = calloc(n, sizeof *cs), *ss = calloc(n, sizeof *ss);
+        for (int i = 0; i < n; i++) {
+            cs[i] = dial(&a);
+            ss[i] = accept(l, NULL, NULL);
+            if (cs[i] < 0 || ss[i] < 0) {
+                printf("many: connection %d: %s\n", i, errname(errno));
+                return 1;
+            }
+        }
+        int bad = 0;
+        for (int i = n - 1; i >= 0; i--) {
+            char b = (char)i, r = 0;
+            if (write(cs[i], &b, 1) != 1 || read(ss[i], &r, 1) != 1 || r != b)
+                bad++;
+            if (write(ss[i], &b, 1) != 1 || read(cs[i], &r, 1) != 1 || r != b)
+                bad++;
+        }
+        FILE *f = fopen("/proc/self/status", "r");
+        printf("many: %d connections, %d bad exchanges, file read %s\n", n, bad,
+               f && fgetc(f) != EOF ? "ok" : "failed");
+        return bad != 0;
+    }
+    /* `sockets emfile`: connections until the descriptors run out, then
+     * all closed and one more exchange: the failure is clean. */
+    if (argc > 1 && !strcmp(argv[1], "emfile")) {
+        struct sockaddr_in a;
+        int l = listener(&a);
+        int max = 1 << 16, n = 0, err = 0;
+        int *fds = calloc(max, sizeof *fds);
+        while (n + 2 <= max) {
+            int c = socket(AF_INET, SOCK_STREAM, 0);
+            if (c < 0) { err = errno; break; }
+            fds[n++] = c;
+            if (connect(c, (void *)&a, sizeof a) != 0) { err = errno; break; }
+            int s = accept(l, NULL, NULL);
+            if (s < 0) { err = errno; break; }
+            fds[n++] = s;
+        }
+        printf("emfile: stopped by %s\n", errname(err));
+        for (int i = 0; i < n; i++)
+            close(fds[i]);
+        int c = dial(&a), s = accept(l, NULL, NULL);
+        char b = 0;
+        int ok = write(c, "z", 1) == 1 && read(s, &b, 1) == 1 && b == 'z';
+        printf("emfile: after closing them, an exchange %s\n", ok ? "works" : "fails");
+        return !ok;
+    }
     /* `sockets N`: the IPv6 part N times (a loop for debugging races). */
     if (argc > 1) {
         for (int i = atoi(argv[1]); i > 0; i--)

@@ -705,8 +705,9 @@ mod tests {
         Ok(out)
     }
 
-    /// A JVM in a partition serves the host's HTTP clients: its server
-    /// listens on the host's network as a host process's would.
+    /// A JVM in a partition serves the host's HTTP clients (its server
+    /// listens on the host's network as a host process's would) and
+    /// another partition's.
     #[test]
     fn net_server_answers_the_host() {
         let Some(fx) = fixture() else { return };
@@ -748,6 +749,20 @@ mod tests {
             }
             let r = http_get(port, "/nothing").expect("GET /nothing");
             assert!(r.starts_with("HTTP/1.1 404"), "JDK {jdk_name}: {r}");
+            // Another partition reaches it through the host.
+            let mut g = Command::new(astraea());
+            g.args(["run", "--mem", "1G", "--"])
+                .arg(jdk.join("bin/java"))
+                .arg("-cp")
+                .arg(&fx.classes)
+                .args(["Net", "get", &format!("http://127.0.0.1:{port}/hello")])
+                .current_dir(&dir);
+            let got = run_timeout(g, PARTITION_TIMEOUT);
+            assert_eq!(
+                (got.code, got.stdout.as_str()),
+                (0, "200 hello from the partition\n"),
+                "JDK {jdk_name}, partition to partition: {got:?}"
+            );
             let r = http_get(port, "/stop").expect("GET /stop");
             assert!(r.starts_with("HTTP/1.1 200"), "JDK {jdk_name}: {r}");
             let run = wait_with_timeout(child, PARTITION_TIMEOUT);

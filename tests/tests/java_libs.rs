@@ -20,6 +20,8 @@
 //!   system (adding an entry through it only in `zipfs_write_*`), gzip, every
 //!   CRC checked.
 //! * Parallel streams and fork/join (`ParallelStreams`).
+//! * Jetty 12.1 (`JettyHello`): a server in a partition answers the host's
+//!   curl, 100 requests from four threads at once among them.
 //!
 //! The jars come from `./x javalibs` (Maven, into `target/javalibs/`); a test
 //! runs it itself when they are missing. Without mvn or Maven Central, a
@@ -566,5 +568,102 @@ mod tests {
         host_vs_partition("parallel", JDK25, "ParallelStreams", None, 1, &|_| {
             Vec::new()
         });
+    }
+
+    // ---- Jetty ----
+
+    /// `curl -s -w '%{http_code}' URL`: the body and the status.
+    fn curl(url: &str) -> (String, String) {
+        let o = Command::new("curl")
+            .args(["-s", "--max-time", "60", "-w", " %{http_code}", url])
+            .output()
+            .expect("curl");
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        let (body, code) = out.rsplit_once(' ').unwrap_or((&out, ""));
+        (body.to_string(), code.to_string())
+    }
+
+    /// A Jetty 12 server from Maven Central in a partition serves the
+    /// host's curl, and many requests from several host threads at once.
+    fn jetty(jdk: Jdk) {
+        let Some(jars) = ready(jdk, Some("jetty"), true) else {
+            return;
+        };
+        if Command::new("curl").arg("--version").output().is_err() {
+            skip("no curl on this host (apt-get install curl)");
+            return;
+        }
+        let jars = jars.as_deref();
+        let classes = compile(jdk, "JettyHello", jars);
+        let dir = workdir(&["jetty", jdk.name, "partition"]);
+        let port_file = dir.join("port");
+        let args = java_args(
+            &dir,
+            &classes,
+            jars,
+            "JettyHello",
+            &[port_file.display().to_string()],
+        );
+        let child = partition_cmd(jdk, &dir, 1, &args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("astraea");
+        let deadline = Instant::now() + PARTITION_TIMEOUT;
+        let port = loop {
+            if let Ok(p) = std::fs::read_to_string(&port_file) {
+                break p.trim().parse::<u16>().expect("a port");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "JDK {}: Jetty never started",
+                jdk.name
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let base = format!("http://127.0.0.1:{port}");
+        assert_eq!(
+            curl(&format!("{base}/hello?name=curl")),
+            ("hello, curl\n".into(), "200".into())
+        );
+        assert_eq!(curl(&format!("{base}/nothing")).1, "404");
+        // 4 threads × 25 requests, each over its own connection.
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let base = &base;
+                s.spawn(move || {
+                    for i in 0..25 {
+                        let name = format!("t{t}r{i}");
+                        assert_eq!(
+                            curl(&format!("{base}/hello?name={name}")),
+                            (format!("hello, {name}\n"), "200".into())
+                        );
+                    }
+                });
+            }
+        });
+        assert_eq!(
+            curl(&format!("{base}/count")),
+            ("103\n".into(), "200".into())
+        );
+        assert_eq!(curl(&format!("{base}/stop")).0, "stopping\n");
+        let run = wait_with_timeout(child, PARTITION_TIMEOUT);
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (0, "jetty served 104 requests\n"),
+            "JDK {}: {}",
+            jdk.name,
+            tail(&run.stderr)
+        );
+    }
+
+    #[test]
+    fn jetty_jdk17() {
+        jetty(JDK17);
+    }
+
+    #[test]
+    fn jetty_jdk25() {
+        jetty(JDK25);
     }
 }

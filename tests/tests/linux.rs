@@ -89,10 +89,13 @@ mod tests {
             );
             return None;
         }
+        // One directory per build: tests of one program run concurrently.
+        static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let dir = std::env::temp_dir().join(format!(
-            "astraea-linux-{prog}-{}-{}",
+            "astraea-linux-{prog}-{}-{}-{}",
             build.tag(),
-            std::process::id()
+            std::process::id(),
+            BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -242,6 +245,56 @@ mod tests {
         // The default is the host's network.
         if let Some(out) = policy_run(&[], port) {
             assert_eq!(out, "connect: 0\nbind: 0\n");
+        }
+    }
+
+    /// `./sockets ARGS` in a partition (glibc build), with `astraea run`
+    /// options `opts`.
+    fn sockets_run(opts: &[&str], args: &[&str]) -> Option<Run> {
+        if !kvm_available() {
+            return None;
+        }
+        let dir = build("sockets", Build::GlibcDynamic)?;
+        let r = run_with_timeout(
+            Command::new(astraea())
+                .arg("run")
+                .args(opts)
+                .arg("--")
+                .arg("./sockets")
+                .args(args)
+                .current_dir(&dir),
+            TIMEOUT,
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+        Some(r)
+    }
+
+    /// 600 connections at once (1,200 sockets, each with a read posted at
+    /// the gateway): every one still carries its bytes, and files work.
+    #[test]
+    fn sockets_many_connections() {
+        if let Some(r) = sockets_run(&["--mem", "1G"], &["many", "600"]) {
+            assert_eq!(
+                (r.code, r.stdout.as_str()),
+                (0, "many: 600 connections, 0 bad exchanges, file read ok\n"),
+                "{r:?}"
+            );
+        }
+    }
+
+    /// Sockets until the descriptors run out: EMFILE, and after closing
+    /// them everything works again.
+    #[test]
+    fn sockets_until_emfile() {
+        if let Some(r) = sockets_run(&["--mem", "1G"], &["emfile"]) {
+            assert_eq!(
+                (r.code, r.stdout.as_str()),
+                (
+                    0,
+                    "emfile: stopped by EMFILE\nemfile: after closing them, an exchange works\n"
+                ),
+                "{r:?}"
+            );
         }
     }
 

@@ -36,7 +36,7 @@ use crate::ninep::NinePBackend;
 /// Size of the device's register window.
 pub const MMIO_SIZE: u64 = 0x1000;
 /// Descriptors in the request queue.
-const QUEUE_SIZE: u16 = 256;
+const QUEUE_SIZE: u16 = 16384;
 /// The GSI that routes this device's irqfd to its MSI.
 const GSI: u32 = 24;
 /// Available-ring flag: the driver does not want an interrupt per completion.

@@ -17,7 +17,11 @@ use crate::mm;
 use crate::sched::WaitQueue;
 use crate::sync::IrqLock;
 
-const QUEUE_SIZE: u16 = 256;
+const QUEUE_SIZE: u16 = 16384;
+/// Descriptors that requests which may wait indefinitely (the posted reads
+/// and listens of sockets, `sched::Thread::posts`) leave free, so that
+/// files and new connections keep working however many sockets are idle.
+const RESERVED: usize = 64;
 const DESC_F_NEXT: u16 = 1;
 const DESC_F_WRITE: u16 = 2;
 /// How long a waiter polls the used ring before it sleeps: a reply usually
@@ -131,18 +135,27 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
     if rd(base, reg::STATUS) & status::FEATURES_OK == 0 {
         return Err(DeviceError::Features);
     }
-    // Queue 0: descriptors (1 KiB), available ring, used ring: one page each.
+    // Queue 0: descriptors, available ring, used ring, each page-aligned.
     wr(base, reg::QUEUE_SEL, 0);
     let max = rd(base, reg::QUEUE_NUM_MAX) as u16;
     let n = QUEUE_SIZE.min(max);
     if n == 0 {
         return Err(DeviceError::NotFound);
     }
-    let pages = mm::alloc_frames(3, 1).ok_or(DeviceError::NoMemory)?;
+    let pages_of = |bytes: usize| bytes.div_ceil(4096);
+    let (desc_pages, avail_pages, used_pages) = (
+        pages_of(16 * usize::from(n)),
+        pages_of(6 + 2 * usize::from(n)),
+        pages_of(6 + 8 * usize::from(n)),
+    );
+    let total = desc_pages + avail_pages + used_pages;
+    let pages = mm::alloc_frames(total, 1).ok_or(DeviceError::NoMemory)?;
     let va = mm::phys_to_virt(pages);
-    // SAFETY: three fresh frames owned by the driver, in the direct map.
-    unsafe { core::ptr::write_bytes(va as *mut u8, 0, 3 * 4096) };
-    let (desc, avail, used) = (pages, pages + 4096, pages + 8192);
+    // SAFETY: `total` fresh frames owned by the driver, in the direct map.
+    unsafe { core::ptr::write_bytes(va as *mut u8, 0, total * 4096) };
+    let desc = pages;
+    let avail = desc + 4096 * desc_pages as u64;
+    let used = avail + 4096 * avail_pages as u64;
     wr(base, reg::QUEUE_NUM, u32::from(n));
     for (off, addr) in [
         (reg::QUEUE_DESC_LOW, desc),
@@ -320,7 +333,8 @@ impl Virtio9p {
                 id = d.next;
             }
         }
-        self.room.wake_one();
+        // All: a waiter of the other class may be the one that fits now.
+        self.room.wake_all();
         if len == 0 && self.gone.load(Ordering::Acquire) {
             return Err(DeviceError::Gone);
         }
@@ -346,12 +360,18 @@ impl Virtio9p {
     /// descriptors; blocks while the ring has no room for it. Fails once
     /// the server has gone.
     fn submit_chain(&self, parts: &[(u64, u32, bool)]) -> Result<u16, DeviceError> {
+        let need = parts.len()
+            + if crate::sched::current().posts() {
+                RESERVED.min(self.slots.len() / 2)
+            } else {
+                0
+            };
         loop {
             let mut q = self.queue.lock();
             if self.gone.load(Ordering::Acquire) {
                 return Err(DeviceError::Gone);
             }
-            if q.free.len() >= parts.len() {
+            if q.free.len() >= need {
                 let keep = q.free.len() - parts.len();
                 let ids: alloc::vec::Vec<u16> = q.free.drain(keep..).rev().collect();
                 for (i, &(addr, len, write)) in parts.iter().enumerate() {
@@ -385,7 +405,6 @@ impl Virtio9p {
             }
             drop(q);
             let q = &self.queue;
-            let need = parts.len();
             let gone = &self.gone;
             self.room
                 .wait_while(|| q.lock().free.len() < need && !gone.load(Ordering::Acquire));

@@ -741,9 +741,16 @@ fn map_cached(
             va += PAGE;
             continue;
         }
+        // The window around the faulting page is best effort: a page
+        // before it that cannot be had is skipped (the faulting page must
+        // still be mapped or fail on its own), one after it ends the window.
         let got = match page_of(va) {
             Ok(g) => g,
-            Err(_) if va != page => break,
+            Err(_) if va < page => {
+                va = page;
+                continue;
+            }
+            Err(_) if va > page => break,
             Err(Errno::ENOMEM) => return Err(Fault::Oom),
             Err(_) => return Err(Fault::Bus),
         };
@@ -756,11 +763,19 @@ fn map_cached(
             if va == page {
                 return Err(Fault::Bus);
             }
+            if va < page {
+                va = page;
+                continue;
+            }
             break;
         }
         let owned = if copy {
             let Some(new) = alloc_frames(1, 1) else {
                 crate::cache::release_page(pa);
+                if va < page {
+                    va = page;
+                    continue;
+                }
                 return if va == page { Err(Fault::Oom) } else { Ok(()) };
             };
             // SAFETY: `pa` is a pinned cache page and `new` a fresh frame of

@@ -906,6 +906,7 @@ impl FileLike for Socket {
 
 /// The dialer: connects, then reads for the connection.
 fn dialer(sh: Arc<Shared>, msg: String, nodelay: bool, keepalive: bool) {
+    crate::sched::current().set_posts();
     let outcome = (|| {
         let c = client()?;
         let mut conv = Conv::clone_new(c)?;
@@ -949,11 +950,13 @@ fn dialer(sh: Arc<Shared>, msg: String, nodelay: bool, keepalive: bool) {
 /// The reader of a connection: keeps a read of `data` posted while the
 /// receive buffer has room (streaming) or while a reader waits.
 fn reader(sh: Arc<Shared>, conv: Arc<Conv>) {
+    crate::sched::current().set_posts();
     let (Ok(c), Some(fid)) = (client(), conv.data) else {
         return;
     };
     let stream = streaming();
-    let mut buf = vec![0u8; READ_CHUNK];
+    // Small until a read fills it: an idle connection costs little memory.
+    let mut buf = vec![0u8; 4096];
     loop {
         sh.helper.wait_while(|| {
             let st = sh.st.lock();
@@ -964,9 +967,10 @@ fn reader(sh: Arc<Shared>, conv: Arc<Conv>) {
             if st.closing {
                 break;
             }
-            st.ring.space().min(READ_CHUNK)
+            st.ring.space().min(buf.len())
         };
         let r = c.read(fid, 0, &mut buf[..want]);
+        let filled = r == Ok(buf.len());
         let end = {
             let mut st = sh.st.lock();
             st.demand = false;
@@ -989,12 +993,16 @@ fn reader(sh: Arc<Shared>, conv: Arc<Conv>) {
         if end {
             break;
         }
+        if filled && buf.len() < READ_CHUNK {
+            buf = vec![0u8; buf.len() * 4];
+        }
     }
 }
 
 /// The acceptor of a listening socket: keeps a `listen` open posted while
 /// fewer than the backlog's calls wait for `accept`.
 fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, nodelay: bool) {
+    crate::sched::current().set_posts();
     let Ok(c) = client() else {
         return;
     };

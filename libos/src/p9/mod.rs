@@ -60,9 +60,26 @@ pub struct Client {
     next_fid: AtomicU32,
     free_fids: IrqLock<Vec<Fid>>,
     next_tag: AtomicU16,
+    /// Tags in flight, one bit each: a request waiting long (a socket's
+    /// posted read) keeps its tag while the counter laps, and no other
+    /// request may take it.
+    tags: IrqLock<[u64; 1024]>,
     /// Reply buffers (msize bytes each) kept for reuse: allocating and
     /// zeroing one per request cost more than the rest of the client's work.
     buffers: IrqLock<Vec<Vec<u8>>>,
+}
+
+/// A tag in flight; it is free again when dropped (after the reply).
+struct Tag<'a> {
+    client: &'a Client,
+    tag: u16,
+}
+
+impl Drop for Tag<'_> {
+    fn drop(&mut self) {
+        let (word, bit) = (usize::from(self.tag / 64), 1u64 << (self.tag % 64));
+        self.client.tags.lock()[word] &= !bit;
+    }
 }
 
 /// A reply buffer on loan from the client's pool; it goes back when dropped.
@@ -103,6 +120,7 @@ impl Client {
             next_fid: AtomicU32::new(1),
             free_fids: IrqLock::new(Vec::new()),
             next_tag: AtomicU16::new(1),
+            tags: IrqLock::new([0; 1024]),
             buffers: IrqLock::new(Vec::new()),
         };
         let mut buf = Vec::new();
@@ -161,12 +179,25 @@ impl Client {
             .unwrap_or_else(|| self.next_fid.fetch_add(1, Ordering::Relaxed))
     }
 
-    fn rpc<'b>(&self, t: &TMessage<'_>, buf: &'b mut Vec<u8>) -> Result<RMessage<'b>, Errno> {
-        let mut tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
-        if tag == astraea_9p::NOTAG {
-            tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
+    /// A tag no request in flight has (never `NOTAG`).
+    fn alloc_tag(&self) -> Tag<'_> {
+        loop {
+            let tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
+            if tag == astraea_9p::NOTAG {
+                continue;
+            }
+            let (word, bit) = (usize::from(tag / 64), 1u64 << (tag % 64));
+            let mut tags = self.tags.lock();
+            if tags[word] & bit == 0 {
+                tags[word] |= bit;
+                return Tag { client: self, tag };
+            }
         }
-        self.rpc_tag(tag, t, buf)
+    }
+
+    fn rpc<'b>(&self, t: &TMessage<'_>, buf: &'b mut Vec<u8>) -> Result<RMessage<'b>, Errno> {
+        let tag = self.alloc_tag();
+        self.rpc_tag(tag.tag, t, buf)
     }
 
     fn rpc_tag<'b>(
@@ -431,10 +462,8 @@ impl Client {
     fn read_direct(&self, fid: Fid, offset: u64, out: &mut [u8]) -> Result<usize, Errno> {
         use astraea_9p::consts::{MsgType, RREAD_HEADER_LEN};
         let count = (out.len() as u32).min(self.iounit());
-        let mut tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
-        if tag == astraea_9p::NOTAG {
-            tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
-        }
+        let guard = self.alloc_tag();
+        let tag = guard.tag;
         let mut req = Vec::new();
         TMessage::Read { fid, offset, count }
             .encode(tag, &mut req)

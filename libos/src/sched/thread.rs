@@ -44,6 +44,9 @@ pub struct Thread {
     entry: IrqLock<Option<Entry>>,
     done: AtomicBool,
     exited: WaitQueue,
+    /// Its 9P requests may wait for the network indefinitely (a socket's
+    /// posted read or listen): they leave room in the queue for others.
+    posts: AtomicBool,
     /// What a thread of the program has besides its kernel context.
     pub user: UserCtx,
 }
@@ -117,6 +120,7 @@ impl Thread {
             entry: IrqLock::new(entry),
             done: AtomicBool::new(false),
             exited: WaitQueue::new(),
+            posts: AtomicBool::new(false),
             user: UserCtx::new(),
         })
     }
@@ -136,6 +140,16 @@ impl Thread {
         // SAFETY: the thread is not yet visible to the scheduler.
         unsafe { *t.rsp.get() = sp };
         Some(t)
+    }
+
+    /// Marks the thread as one whose 9P requests may wait indefinitely.
+    pub fn set_posts(&self) {
+        self.posts.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether its 9P requests may wait indefinitely.
+    pub fn posts(&self) -> bool {
+        self.posts.load(Ordering::Relaxed)
     }
 
     /// Thread id.

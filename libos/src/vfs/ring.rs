@@ -11,15 +11,19 @@ pub const PIPE_SIZE: usize = 64 * 1024;
 /// Writes up to this size are atomic (`PIPE_BUF`).
 pub const PIPE_BUF: usize = 4096;
 
-/// A fixed-capacity FIFO of bytes.
+/// A bounded FIFO of bytes. Its storage grows with use up to the capacity
+/// (many pipes and sockets carry little), and stays once grown.
 #[derive(Debug)]
 pub struct Ring {
-    /// Allocated on the first write: many pipes carry nothing.
+    /// The storage: empty until the first write, then grown as needed.
     buf: Vec<u8>,
     cap: usize,
     head: usize,
     len: usize,
 }
+
+/// The first allocation of a ring's storage.
+const FIRST_SIZE: usize = 4096;
 
 impl Ring {
     /// An empty ring holding up to `cap` bytes.
@@ -47,14 +51,32 @@ impl Ring {
         self.cap - self.len
     }
 
+    /// Makes the storage hold at least `need` bytes (at most the
+    /// capacity), keeping the bytes in order from its start.
+    fn grow(&mut self, need: usize) {
+        let size = self.buf.len();
+        if need <= size {
+            return;
+        }
+        let new_size = need.max(size * 2).max(FIRST_SIZE).min(self.cap);
+        let mut nb = vec![0; new_size];
+        let first = self.len.min(size - self.head.min(size));
+        nb[..first].copy_from_slice(&self.buf[self.head..self.head + first]);
+        nb[first..self.len].copy_from_slice(&self.buf[..self.len - first]);
+        self.buf = nb;
+        self.head = 0;
+    }
+
     /// Appends as much of `data` as fits; returns how much.
     pub fn push(&mut self, data: &[u8]) -> usize {
-        if self.buf.is_empty() && !data.is_empty() {
-            self.buf = vec![0; self.cap];
-        }
         let n = data.len().min(self.space());
-        let tail = (self.head + self.len) % self.cap.max(1);
-        let first = n.min(self.cap - tail);
+        if n == 0 {
+            return 0;
+        }
+        self.grow(self.len + n);
+        let size = self.buf.len();
+        let tail = (self.head + self.len) % size;
+        let first = n.min(size - tail);
         self.buf[tail..tail + first].copy_from_slice(&data[..first]);
         self.buf[..n - first].copy_from_slice(&data[first..n]);
         self.len += n;
@@ -65,7 +87,10 @@ impl Ring {
     /// (`MSG_PEEK`); returns how many.
     pub fn peek(&self, out: &mut [u8]) -> usize {
         let n = out.len().min(self.len);
-        let first = n.min(self.cap - self.head);
+        if n == 0 {
+            return 0;
+        }
+        let first = n.min(self.buf.len() - self.head);
         out[..first].copy_from_slice(&self.buf[self.head..self.head + first]);
         out[first..n].copy_from_slice(&self.buf[..n - first]);
         n
@@ -73,11 +98,11 @@ impl Ring {
 
     /// Takes up to `out.len()` bytes from the front; returns how many.
     pub fn pop(&mut self, out: &mut [u8]) -> usize {
-        let n = out.len().min(self.len);
-        let first = n.min(self.cap - self.head);
-        out[..first].copy_from_slice(&self.buf[self.head..self.head + first]);
-        out[first..n].copy_from_slice(&self.buf[..n - first]);
-        self.head = (self.head + n) % self.cap;
+        let n = self.peek(out);
+        if n == 0 {
+            return 0;
+        }
+        self.head = (self.head + n) % self.buf.len();
         self.len -= n;
         if self.len == 0 {
             self.head = 0;
@@ -197,6 +222,36 @@ mod tests {
                 assert_eq!(*b, expect);
             }
         }
+    }
+
+    #[test]
+    fn ring_grows_in_order_up_to_its_capacity() {
+        let mut r = Ring::new(100_000);
+        let mut next = 0u32;
+        let mut expect = 0u32;
+        // Push more than is popped so the storage grows while wrapped.
+        for round in 0..400 {
+            let chunk: Vec<u8> = (0..(round * 7 % 900 + 1))
+                .map(|_| {
+                    next += 1;
+                    next as u8
+                })
+                .collect();
+            let n = r.push(&chunk);
+            next -= (chunk.len() - n) as u32;
+            let mut out = vec![0u8; round * 3 % 500];
+            let mut peeked = vec![0u8; out.len()];
+            let p = r.peek(&mut peeked);
+            let m = r.pop(&mut out);
+            assert_eq!(p, m);
+            assert_eq!(peeked[..p], out[..m]);
+            for b in &out[..m] {
+                expect += 1;
+                assert_eq!(*b, expect as u8);
+            }
+            assert!(r.buf.len() <= 100_000);
+        }
+        assert!(r.len() > 0 && r.buf.len() > FIRST_SIZE);
     }
 
     #[test]
