@@ -251,7 +251,7 @@ mod tests {
             }
             assert!(r.buf.len() <= 100_000);
         }
-        assert!(r.len() > 0 && r.buf.len() > FIRST_SIZE);
+        assert!(!r.is_empty() && r.buf.len() > FIRST_SIZE);
     }
 
     #[test]
