@@ -71,7 +71,7 @@ fn wrk(port: u16, conns: u32, secs: u32, close: bool) -> (f64, f64, f64) {
     (rps, p50, p99)
 }
 
-/// One GET of `path`, the body read to the end; returns the body's size.
+/// One GET of `path`, read to the end; returns the body's size.
 fn get(port: u16, path: &str) -> std::io::Result<u64> {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
     write!(
@@ -80,14 +80,23 @@ fn get(port: u16, path: &str) -> std::io::Result<u64> {
     )?;
     let mut buf = vec![0u8; 1 << 20];
     let mut total = 0u64;
+    let mut head: Vec<u8> = Vec::new();
+    let mut header_len = None;
     loop {
         let n = s.read(&mut buf)?;
         if n == 0 {
             break;
         }
+        if header_len.is_none() {
+            head.extend_from_slice(&buf[..n.min(4096)]);
+            header_len = head
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .map(|p| p + 4);
+        }
         total += n as u64;
     }
-    Ok(total)
+    Ok(total - header_len.unwrap_or(0) as u64)
 }
 
 /// Starts `server` (which writes its port to `port_file`), measures it,

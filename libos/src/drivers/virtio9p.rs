@@ -82,9 +82,19 @@ pub struct Virtio9p {
     slots: Vec<Slot>,
     room: WaitQueue,
     tag: Vec<u8>,
-    /// Waiters asleep until an interrupt: while there are none, the device
-    /// is asked not to interrupt.
+    /// Waiters asleep until an interrupt (not those of posted requests):
+    /// while there are none and the CPU is busy, the device is asked not to
+    /// interrupt, and completions are polled (`sched::PolledDevice`).
     sleepers: AtomicU32,
+    /// The CPU is halting: every completion must interrupt.
+    idle: AtomicBool,
+    /// Requests in flight (a tick bounds how long a busy CPU leaves their
+    /// completions unseen).
+    in_flight: AtomicU32,
+    /// The used ring's index as last reaped (read without the lock).
+    seen: core::sync::atomic::AtomicU16,
+    /// The address of the used ring's index word.
+    used_idx: u64,
     /// The server has gone: requests in flight were failed, new ones fail.
     gone: AtomicBool,
 }
@@ -195,6 +205,10 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
         room: WaitQueue::new(),
         tag,
         sleepers: AtomicU32::new(0),
+        idle: AtomicBool::new(false),
+        in_flight: AtomicU32::new(0),
+        seen: core::sync::atomic::AtomicU16::new(0),
+        used_idx: mm::phys_to_virt(used) + 2,
         gone: AtomicBool::new(false),
     };
     dev.set_avail_flags(VIRTQ_AVAIL_F_NO_INTERRUPT);
@@ -203,7 +217,37 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
         reg::STATUS,
         ack | drv | status::FEATURES_OK | status::DRIVER_OK,
     );
-    Ok(DEVICE.call_once(|| dev))
+    let dev = DEVICE.call_once(|| dev);
+    crate::sched::set_polled_device(crate::sched::PolledDevice {
+        idle: |on| {
+            if let Some(d) = DEVICE.get() {
+                d.idle.store(on, Ordering::SeqCst);
+                d.update_flags();
+                if on {
+                    d.reap();
+                }
+            }
+        },
+        poll,
+        pending: || {
+            DEVICE
+                .get()
+                .is_some_and(|d| d.in_flight.load(Ordering::Relaxed) > 0)
+        },
+    });
+    Ok(dev)
+}
+
+/// Collects completions that came, if any (cheap when none did).
+pub fn poll() {
+    if let Some(d) = DEVICE.get() {
+        // SAFETY: the used ring's index word, in frames the driver owns for
+        // the partition's life; the device writes it, so read it volatile.
+        let idx = unsafe { read_volatile(d.used_idx as *const u16) };
+        if idx != d.seen.load(Ordering::Relaxed) {
+            d.reap();
+        }
+    }
 }
 
 /// The device, once probed.
@@ -300,25 +344,41 @@ impl Virtio9p {
         // (another thread would find it taken), even when this one is quick.
         crate::sync::assert_none_held("a 9P request, which may sleep,");
         let slot = &self.slots[usize::from(head)];
-        let deadline = crate::time::monotonic_ns() + POLL_NS;
-        while !slot.done.load(Ordering::Acquire) && crate::time::monotonic_ns() < deadline {
+        // A request that waits for the network (a socket's posted read)
+        // has no reply coming soon: it sleeps at once, leaving the CPU.
+        let poll = if crate::sched::current().posts() {
+            0
+        } else {
+            POLL_NS
+        };
+        let deadline = crate::time::monotonic_ns() + poll;
+        // Spinning only pays while nobody else could use the CPU.
+        while !slot.done.load(Ordering::Acquire)
+            && crate::time::monotonic_ns() < deadline
+            && !crate::sched::others_ready()
+        {
             self.reap();
             core::hint::spin_loop();
         }
         if !slot.done.load(Ordering::Acquire) {
             // Ask for interrupts again, then look once more: a completion
             // that raced with the flag change was added without one.
-            if self.sleepers.fetch_add(1, Ordering::SeqCst) == 0 {
-                self.set_avail_flags(0);
+            // A posted request's waiter does not need the interrupt: its
+            // completion is polled while the CPU is busy, and interrupts
+            // when it goes idle.
+            let counted = poll > 0;
+            if counted && self.sleepers.fetch_add(1, Ordering::SeqCst) == 0 {
+                self.update_flags();
             }
             self.reap();
             slot.wq.wait_while(|| !slot.done.load(Ordering::Acquire));
-            if self.sleepers.fetch_sub(1, Ordering::SeqCst) == 1 {
-                self.set_avail_flags(VIRTQ_AVAIL_F_NO_INTERRUPT);
+            if counted && self.sleepers.fetch_sub(1, Ordering::SeqCst) == 1 {
+                self.update_flags();
             }
         }
         let len = slot.len.load(Ordering::Acquire) as usize;
         slot.done.store(false, Ordering::Relaxed);
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
         {
             let mut q = self.queue.lock();
             let mut id = head;
@@ -346,6 +406,18 @@ impl Virtio9p {
 
     fn set_avail_flags(&self, flags: u16) {
         let q = self.queue.lock();
+        // SAFETY: the available ring's first field is the driver's flags word.
+        unsafe { write_volatile(q.avail, flags) };
+        fence(Ordering::SeqCst);
+    }
+
+    /// Asks for interrupts exactly while someone sleeps on a reply or the
+    /// CPU is idle. Decided under the queue lock, so concurrent updates
+    /// leave the flag matching the last state.
+    fn update_flags(&self) {
+        let q = self.queue.lock();
+        let want = self.sleepers.load(Ordering::SeqCst) > 0 || self.idle.load(Ordering::SeqCst);
+        let flags = if want { 0 } else { VIRTQ_AVAIL_F_NO_INTERRUPT };
         // SAFETY: the available ring's first field is the driver's flags word.
         unsafe { write_volatile(q.avail, flags) };
         fence(Ordering::SeqCst);
@@ -400,6 +472,7 @@ impl Virtio9p {
                 }
                 fence(Ordering::SeqCst);
                 drop(q);
+                self.in_flight.fetch_add(1, Ordering::Relaxed);
                 wr(self.base, reg::QUEUE_NOTIFY, 0);
                 return Ok(h);
             }
@@ -431,6 +504,7 @@ impl Virtio9p {
                 )
             };
             q.last_used = q.last_used.wrapping_add(1);
+            self.seen.store(q.last_used, Ordering::Relaxed);
             if id == vm_abi::USED_ID_SERVER_GONE {
                 // Only the dead server knew which requests it had taken:
                 // fail them all (an empty reply), and every later one.

@@ -97,10 +97,57 @@ pub fn init() {
     c.slice_end_ns = time::monotonic_ns() + SLICE_NS;
 }
 
+/// A device that, while the CPU is busy, is polled instead of
+/// interrupting (the 9P queue's completions): `idle(true)` before the CPU
+/// halts (completions must interrupt now; it also collects those already
+/// there), `idle(false)` once it runs threads again, `poll()` at every
+/// scheduling point and tick, `pending()` while completions are expected.
+pub struct PolledDevice {
+    /// The CPU goes idle (true) or runs threads again (false).
+    pub idle: fn(bool),
+    /// Collects completions that came.
+    pub poll: fn(),
+    /// Whether completions are outstanding (a tick then bounds their wait).
+    pub pending: fn() -> bool,
+}
+
+static POLLED: spin::Once<PolledDevice> = spin::Once::new();
+
+/// Registers the polled device (once).
+pub fn set_polled_device(d: PolledDevice) {
+    POLLED.call_once(|| d);
+}
+
+/// How often a busy CPU looks for completions at the latest.
+const POLL_TICK_NS: u64 = 1_000_000;
+
 fn idle_loop() {
     loop {
+        let irq = cpu::irq_save();
+        if let Some(d) = POLLED.get() {
+            (d.idle)(true);
+        }
+        if !this_cpu().lock().run_queue.is_empty() {
+            // Collecting completions made a thread ready: run it.
+            cpu::irq_restore(irq);
+            yield_now();
+            continue;
+        }
         IDLE_SINCE.store(time::monotonic_ns(), Ordering::Relaxed);
         cpu::enable_and_halt();
+    }
+}
+
+/// Whether another thread is ready to run on this CPU (a waiter then
+/// leaves the CPU to it rather than spin).
+pub fn others_ready() -> bool {
+    !this_cpu().lock().run_queue.is_empty()
+}
+
+/// Polls the polled device (a scheduling point).
+pub fn poll_devices() {
+    if let Some(d) = POLLED.get() {
+        (d.poll)();
     }
 }
 
@@ -276,6 +323,7 @@ pub fn cpu_ns(t: &Thread) -> u64 {
 
 fn schedule() {
     crate::sync::assert_none_held("a thread switch");
+    poll_devices();
     let (save, next_rsp) = {
         let mut c = this_cpu().lock();
         let next = match c.run_queue.pop_front() {
@@ -293,6 +341,9 @@ fn schedule() {
         next.set_state(State::Running);
         account_switch(&prev, &next);
         if c.idle.as_ref().is_some_and(|i| Arc::ptr_eq(i, &prev)) {
+            if let Some(d) = POLLED.get() {
+                (d.idle)(false);
+            }
             let since = IDLE_SINCE.swap(0, Ordering::Relaxed);
             if since != 0 {
                 IDLE_NS.fetch_add(
@@ -351,6 +402,13 @@ fn program_timer(c: &Cpu) {
     if crate::profile::on() {
         next = next.min(time::monotonic_ns() + crate::profile::PERIOD_NS);
     }
+    // Completions are polled while the CPU is busy: a tick bounds how long
+    // one waits when no system call or switch comes sooner.
+    let is_idle =
+        matches!((&c.current, &c.idle), (Some(cur), Some(idle)) if Arc::ptr_eq(cur, idle));
+    if !is_idle && POLLED.get().is_some_and(|d| (d.pending)()) {
+        next = next.min(time::monotonic_ns() + POLL_TICK_NS);
+    }
     if next == u64::MAX {
         return;
     }
@@ -383,6 +441,7 @@ pub(crate) fn device_interrupt_exit() {
 pub(crate) fn timer_interrupt() {
     TIMER_IRQS.fetch_add(1, Ordering::Relaxed);
     ARMED_TSC.store(0, Ordering::Relaxed);
+    poll_devices();
     let now = time::monotonic_ns();
     loop {
         let due = {

@@ -285,6 +285,9 @@ pub fn stats() -> (u64, u64) {
 
 /// Runs the system call in `frame` and stores its result in `frame.rax`.
 pub fn dispatch(frame: &mut SyscallFrame) {
+    // A scheduling point: completions of the 9P queue are polled while the
+    // CPU is busy (see `sched::PolledDevice`).
+    crate::drivers::virtio9p::poll();
     let t0 = crate::time::monotonic_ns();
     dispatch_inner(frame);
     CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
