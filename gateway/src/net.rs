@@ -1,4 +1,5 @@
-//! `/net/tcp`: TCP connections as files, after Plan 9's ip(3).
+//! `/net/tcp` and `/net/udp`: TCP connections and UDP sockets as files,
+//! after Plan 9's ip(3).
 //!
 //! ```text
 //! /net/tcp/clone            open: reserves connection N (the fid becomes N/ctl)
@@ -8,6 +9,9 @@
 //! /net/tcp/N/local          "ADDR!PORT\n"
 //! /net/tcp/N/remote         "ADDR!PORT\n"
 //! /net/tcp/N/status         "Established\n", "Listen\n", ...
+//! /net/udp/...              the same files; ctl `headers` makes every
+//!                           data read and write carry a 52-byte header
+//!                           with the datagram's addresses (see [`UDP_HEADER`])
 //! ```
 //!
 //! Host sockets are non-blocking and registered with one `mio` poll thread
@@ -50,7 +54,7 @@ use std::thread::JoinHandle;
 
 use astraea_9p::{QTDIR, QTFILE, Qid};
 use mio::event::Source;
-use mio::net::{TcpListener, TcpStream};
+use mio::net::{TcpListener, TcpStream, UdpSocket};
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
 use crate::console::{Cancel, lock};
@@ -92,6 +96,38 @@ const WAKE: Token = Token(0);
 /// Qid paths of `/net` files: below the namespace's synthetic range marker.
 const QID_NET: u64 = (0xFFFF << 48) | (4 << 40);
 const QID_CONV: u64 = QID_NET | (1 << 32);
+
+/// The size of the header a UDP connection in `headers` mode puts before
+/// every datagram it reads and expects before every one it writes, as
+/// Plan 9's: remote address (16 bytes, IPv4 as `::ffff:a.b.c.d`), local
+/// address (16), interface address (16, the local one), remote port and
+/// local port (2 each, big-endian).
+pub const UDP_HEADER: usize = 52;
+/// The largest UDP payload.
+const MAX_DATAGRAM: usize = 65_507;
+
+/// A `/net` protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Proto {
+    Tcp,
+    Udp,
+}
+
+impl Proto {
+    fn name(self) -> &'static [u8] {
+        match self {
+            Proto::Tcp => b"tcp",
+            Proto::Udp => b"udp",
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Proto::Tcp => 0,
+            Proto::Udp => 1,
+        }
+    }
+}
 
 /// A file inside a connection directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,24 +172,27 @@ impl ConvFile {
 pub(crate) enum NetNode {
     /// `/net`.
     Root,
-    /// `/net/tcp`.
-    Tcp,
-    /// `/net/tcp/clone`.
-    Clone,
-    /// `/net/tcp/N`.
-    Conv(usize),
-    /// `/net/tcp/N/FILE`.
-    File(usize, ConvFile),
+    /// `/net/tcp`, `/net/udp`.
+    Dir(Proto),
+    /// `/net/PROTO/clone`.
+    Clone(Proto),
+    /// `/net/PROTO/N`.
+    Conv(Proto, usize),
+    /// `/net/PROTO/N/FILE`.
+    File(Proto, usize, ConvFile),
 }
 
 impl NetNode {
     pub(crate) fn qid(self) -> Qid {
+        let p = |proto: Proto| (proto.index() as u64) << 31;
         let (ty, path) = match self {
             NetNode::Root => (QTDIR, QID_NET),
-            NetNode::Tcp => (QTDIR, QID_NET | 1),
-            NetNode::Clone => (QTFILE, QID_NET | 2),
-            NetNode::Conv(n) => (QTDIR, QID_CONV | ((n as u64) << 8)),
-            NetNode::File(n, f) => (QTFILE, QID_CONV | ((n as u64) << 8) | f.index()),
+            NetNode::Dir(proto) => (QTDIR, QID_NET | 1 | (p(proto) >> 20)),
+            NetNode::Clone(proto) => (QTFILE, QID_NET | 2 | (p(proto) >> 20)),
+            NetNode::Conv(proto, n) => (QTDIR, QID_CONV | p(proto) | ((n as u64) << 8)),
+            NetNode::File(proto, n, f) => {
+                (QTFILE, QID_CONV | p(proto) | ((n as u64) << 8) | f.index())
+            }
         };
         Qid {
             ty,
@@ -165,25 +204,25 @@ impl NetNode {
     /// Mode bits and link count for `Rgetattr`.
     pub(crate) fn mode(self) -> (u32, u64) {
         match self {
-            NetNode::Root => (libc::S_IFDIR | 0o555, 3),
-            NetNode::Tcp | NetNode::Conv(_) => (libc::S_IFDIR | 0o555, 2),
-            NetNode::Clone => (libc::S_IFREG | 0o666, 1),
-            NetNode::File(_, f) if f.writable() => (libc::S_IFREG | 0o666, 1),
+            NetNode::Root => (libc::S_IFDIR | 0o555, 4),
+            NetNode::Dir(_) | NetNode::Conv(..) => (libc::S_IFDIR | 0o555, 2),
+            NetNode::Clone(_) => (libc::S_IFREG | 0o666, 1),
+            NetNode::File(_, _, f) if f.writable() => (libc::S_IFREG | 0o666, 1),
             NetNode::File(..) => (libc::S_IFREG | 0o444, 1),
         }
     }
 
     pub(crate) fn is_dir(self) -> bool {
-        matches!(self, NetNode::Root | NetNode::Tcp | NetNode::Conv(_))
+        matches!(self, NetNode::Root | NetNode::Dir(_) | NetNode::Conv(..))
     }
 
     /// The enclosing directory; `None` for `/net` (whose parent is the root).
     pub(crate) fn parent(self) -> Result<Option<NetNode>, Errno> {
         match self {
             NetNode::Root => Ok(None),
-            NetNode::Tcp => Ok(Some(NetNode::Root)),
-            NetNode::Conv(_) => Ok(Some(NetNode::Tcp)),
-            NetNode::Clone | NetNode::File(..) => Err(Errno(libc::ENOTDIR)),
+            NetNode::Dir(_) => Ok(Some(NetNode::Root)),
+            NetNode::Conv(proto, _) => Ok(Some(NetNode::Dir(proto))),
+            NetNode::Clone(_) | NetNode::File(..) => Err(Errno(libc::ENOTDIR)),
         }
     }
 }
@@ -301,6 +340,7 @@ enum Sock {
     None,
     Stream(TcpStream),
     Listener(TcpListener),
+    Udp(UdpSocket),
 }
 
 /// The result of a request, produced once its socket call is done; it
@@ -340,6 +380,8 @@ struct State {
     remote: Option<SocketAddr>,
     nodelay: bool,
     keepalive: bool,
+    /// UDP: reads and writes carry [`UDP_HEADER`] bytes of addresses.
+    headers: bool,
     /// Requests waiting on this connection, oldest first.
     parked: Vec<Parked>,
     next_park: u64,
@@ -348,6 +390,9 @@ struct State {
 /// One connection ("conversation" in ip(3)).
 pub(crate) struct Conv {
     n: usize,
+    proto: Proto,
+    /// Checked for every UDP datagram sent to an address of its header.
+    policy: Arc<dyn NetPolicy>,
     reg: Arc<Registrar>,
     state: Mutex<State>,
 }
@@ -423,9 +468,11 @@ impl Wait {
 }
 
 impl Conv {
-    fn new(n: usize, reg: Arc<Registrar>) -> Conv {
+    fn new(n: usize, proto: Proto, policy: Arc<dyn NetPolicy>, reg: Arc<Registrar>) -> Conv {
         Conv {
             n,
+            proto,
+            policy,
             reg,
             state: Mutex::new(State {
                 sock: Sock::None,
@@ -436,6 +483,7 @@ impl Conv {
                 remote: None,
                 nodelay: false,
                 keepalive: false,
+                headers: false,
                 parked: Vec::new(),
                 next_park: 0,
             }),
@@ -548,6 +596,11 @@ impl Conv {
             Sock::Listener(mut l) => {
                 if let Some(t) = token {
                     self.reg.remove(t, &mut l);
+                }
+            }
+            Sock::Udp(mut u) => {
+                if let Some(t) = token {
+                    self.reg.remove(t, &mut u);
                 }
             }
             Sock::None => {}
@@ -732,6 +785,7 @@ impl Conv {
                 }
                 loop {
                     match (&st.sock, st.status) {
+                        (Sock::Udp(u), _) => return udp_recv(u, st.headers, st.local, max),
                         (Sock::Stream(s), Status::Established) => {
                             if buf.len() != max {
                                 // Zeroed by the allocator, so the pages of a
@@ -768,8 +822,9 @@ impl Conv {
         then: impl FnOnce(&SessionInner, usize) -> Result<Vec<u8>, Errno> + Send + 'static,
     ) -> Wait {
         self.wait_for(
-            move |_, st| loop {
+            move |conv, st| loop {
                 match (&st.sock, st.status) {
+                    (Sock::Udp(u), _) => return udp_send(u, st.headers, &*conv.policy, &data),
                     (Sock::Stream(s), Status::Established) => {
                         let mut s: &TcpStream = s;
                         match s.write(&data) {
@@ -787,6 +842,54 @@ impl Conv {
             |_, _| {},
             then,
         )
+    }
+
+    /// UDP `announce`: binds the host socket to `addr`.
+    fn udp_announce(self: &Arc<Self>, addr: SocketAddr) -> Result<(), Errno> {
+        self.with_state(|st| {
+            if !matches!(st.sock, Sock::None) {
+                return Err(Errno(libc::EISCONN));
+            }
+            self.udp_bind(st, addr)
+        })
+    }
+
+    fn udp_bind(self: &Arc<Self>, st: &mut State, addr: SocketAddr) -> Result<(), Errno> {
+        let mut u = UdpSocket::bind(addr)?;
+        st.local = u.local_addr().ok();
+        st.token = Some(self.reg.add(self, &mut u)?);
+        st.sock = Sock::Udp(u);
+        st.status = Status::Established;
+        st.generation += 1;
+        Ok(())
+    }
+
+    /// UDP `connect`: binds to any address of `addr`'s family if not bound
+    /// yet, then connects the host socket (datagrams come only from
+    /// `addr`; writes without headers go there).
+    fn udp_connect(self: &Arc<Self>, addr: SocketAddr) -> Result<(), Errno> {
+        self.with_state(|st| {
+            if matches!(st.sock, Sock::None) {
+                let any: IpAddr = if addr.is_ipv4() {
+                    Ipv4Addr::UNSPECIFIED.into()
+                } else {
+                    std::net::Ipv6Addr::UNSPECIFIED.into()
+                };
+                self.udp_bind(st, SocketAddr::new(any, 0))?;
+            }
+            let Sock::Udp(u) = &st.sock else {
+                return Err(Errno(libc::EINVAL));
+            };
+            u.connect(addr)?;
+            st.local = u.local_addr().ok();
+            st.remote = Some(addr);
+            st.generation += 1;
+            Ok(())
+        })
+    }
+
+    fn set_headers(&self) {
+        self.lock().headers = true;
     }
 
     /// The text of a read-only file, or of `ctl`.
@@ -812,6 +915,10 @@ impl Conv {
     pub(crate) fn number(&self) -> usize {
         self.n
     }
+
+    pub(crate) fn proto(&self) -> Proto {
+        self.proto
+    }
 }
 
 impl Drop for Conv {
@@ -821,7 +928,96 @@ impl Drop for Conv {
         match (&mut st.sock, token) {
             (Sock::Stream(s), Some(t)) => self.reg.remove(t, s),
             (Sock::Listener(l), Some(t)) => self.reg.remove(t, l),
+            (Sock::Udp(u), Some(t)) => self.reg.remove(t, u),
             _ => {}
+        }
+    }
+}
+
+/// An address as the 16 bytes of a UDP header (IPv4 mapped into IPv6).
+fn header_ip(ip: IpAddr) -> [u8; 16] {
+    match ip {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+        IpAddr::V6(v6) => v6.octets(),
+    }
+}
+
+/// One datagram, at most `max` bytes with its header; `None` if none is
+/// there (the request waits).
+fn udp_recv(
+    u: &UdpSocket,
+    headers: bool,
+    local: Option<SocketAddr>,
+    max: usize,
+) -> Option<Result<Vec<u8>, Errno>> {
+    let skip = if headers { UDP_HEADER } else { 0 };
+    if max < skip {
+        return Some(Err(einval()));
+    }
+    let mut buf = vec![0u8; skip + (max - skip).min(MAX_DATAGRAM)];
+    loop {
+        match u.recv_from(&mut buf[skip..]) {
+            Ok((n, peer)) => {
+                buf.truncate(skip + n);
+                if headers {
+                    let local =
+                        local.unwrap_or_else(|| SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 0));
+                    buf[0..16].copy_from_slice(&header_ip(peer.ip()));
+                    buf[16..32].copy_from_slice(&header_ip(local.ip()));
+                    buf[32..48].copy_from_slice(&header_ip(local.ip()));
+                    buf[48..50].copy_from_slice(&peer.port().to_be_bytes());
+                    buf[50..52].copy_from_slice(&local.port().to_be_bytes());
+                }
+                return Some(Ok(buf));
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Some(Err(e.into())),
+        }
+    }
+}
+
+/// Sends one datagram: to the header's address in `headers` mode (if the
+/// policy allows it), else to the connected peer. The count includes the
+/// header.
+fn udp_send(
+    u: &UdpSocket,
+    headers: bool,
+    policy: &dyn NetPolicy,
+    data: &[u8],
+) -> Option<Result<usize, Errno>> {
+    let (dest, payload) = if headers {
+        let Some((h, payload)) = data.split_at_checked(UDP_HEADER) else {
+            return Some(Err(einval()));
+        };
+        let mut ip = [0u8; 16];
+        ip.copy_from_slice(&h[0..16]);
+        let ip = std::net::Ipv6Addr::from(ip);
+        let ip: IpAddr = ip.to_ipv4_mapped().map_or(IpAddr::V6(ip), IpAddr::V4);
+        let dest = SocketAddr::new(ip, u16::from_be_bytes([h[48], h[49]]));
+        if dest.port() == 0 || ip.is_unspecified() {
+            return Some(Err(einval()));
+        }
+        if !policy.allow_connect(dest) {
+            return Some(Err(Errno(libc::EACCES)));
+        }
+        (Some(dest), payload)
+    } else {
+        (None, data)
+    };
+    if payload.len() > MAX_DATAGRAM {
+        return Some(Err(Errno(libc::EMSGSIZE)));
+    }
+    loop {
+        let r = match dest {
+            Some(d) => u.send_to(payload, d),
+            None => u.send(payload),
+        };
+        match r {
+            Ok(n) => return Some(Ok(n + data.len() - payload.len())),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Some(Err(e.into())),
         }
     }
 }
@@ -844,6 +1040,8 @@ enum Ctl {
     Keepalive,
     /// Half-close: `shutdown rd|wr|rdwr` (the socket API's `shutdown`).
     Shutdown(Shutdown),
+    /// UDP: datagrams carry [`UDP_HEADER`] bytes of addresses.
+    Headers,
 }
 
 fn einval() -> Errno {
@@ -902,6 +1100,7 @@ fn parse_ctl(data: &[u8]) -> Result<Ctl, Errno> {
         ("shutdown", Some("rd")) => Ok(Ctl::Shutdown(Shutdown::Read)),
         ("shutdown", Some("wr")) => Ok(Ctl::Shutdown(Shutdown::Write)),
         ("shutdown", Some("rdwr")) => Ok(Ctl::Shutdown(Shutdown::Both)),
+        ("headers", None) => Ok(Ctl::Headers),
         // ip(3) takes an optional interval in ms; the host's is used.
         ("keepalive", None) => Ok(Ctl::Keepalive),
         ("keepalive", Some(ms)) if ms.parse::<u32>().is_ok() => Ok(Ctl::Keepalive),
@@ -963,7 +1162,8 @@ impl Drop for ConvRef {
 /// The `/net` state of a gateway.
 pub(crate) struct Net {
     policy: Arc<dyn NetPolicy>,
-    table: Arc<Table>,
+    /// The connections of each protocol ([`Proto::index`]), numbered apart.
+    tables: [Arc<Table>; 2],
     reactor: Mutex<Option<Reactor>>,
 }
 
@@ -971,7 +1171,10 @@ impl Net {
     pub(crate) fn new(policy: Arc<dyn NetPolicy>) -> Net {
         Net {
             policy,
-            table: Arc::new(Mutex::new(Vec::new())),
+            tables: [
+                Arc::new(Mutex::new(Vec::new())),
+                Arc::new(Mutex::new(Vec::new())),
+            ],
             reactor: Mutex::new(None),
         }
     }
@@ -993,9 +1196,13 @@ impl Net {
     /// The child `name` of directory `dir`.
     pub(crate) fn lookup(&self, dir: NetNode, name: &[u8]) -> Result<NetNode, Errno> {
         match dir {
-            NetNode::Root if name == b"tcp" => Ok(NetNode::Tcp),
-            NetNode::Tcp if name == b"clone" => Ok(NetNode::Clone),
-            NetNode::Tcp => {
+            NetNode::Root => [Proto::Tcp, Proto::Udp]
+                .into_iter()
+                .find(|p| p.name() == name)
+                .map(NetNode::Dir)
+                .ok_or(Errno(libc::ENOENT)),
+            NetNode::Dir(proto) if name == b"clone" => Ok(NetNode::Clone(proto)),
+            NetNode::Dir(proto) => {
                 let n = std::str::from_utf8(name)
                     .ok()
                     // One spelling per number, so walks and listings agree.
@@ -1006,47 +1213,53 @@ impl Net {
                     })
                     .and_then(|s| s.parse::<usize>().ok())
                     .ok_or(Errno(libc::ENOENT))?;
-                if lock(&self.table).get(n).is_some_and(Option::is_some) {
-                    Ok(NetNode::Conv(n))
+                if lock(&self.tables[proto.index()])
+                    .get(n)
+                    .is_some_and(Option::is_some)
+                {
+                    Ok(NetNode::Conv(proto, n))
                 } else {
                     Err(Errno(libc::ENOENT))
                 }
             }
-            NetNode::Conv(n) => CONV_FILES
+            NetNode::Conv(proto, n) => CONV_FILES
                 .iter()
                 .find(|(f, _)| *f == name)
-                .map(|(_, f)| NetNode::File(n, *f))
+                .map(|(_, f)| NetNode::File(proto, n, *f))
                 .ok_or(Errno(libc::ENOENT)),
-            NetNode::Root => Err(Errno(libc::ENOENT)),
-            NetNode::Clone | NetNode::File(..) => Err(Errno(libc::ENOTDIR)),
+            NetNode::Clone(_) | NetNode::File(..) => Err(Errno(libc::ENOTDIR)),
         }
     }
 
     /// The entries of directory `dir` (without `.` and `..`).
     pub(crate) fn list(&self, dir: NetNode) -> Result<Vec<(Vec<u8>, NetNode)>, Errno> {
         Ok(match dir {
-            NetNode::Root => vec![(b"tcp".to_vec(), NetNode::Tcp)],
-            NetNode::Tcp => {
-                let mut out = vec![(b"clone".to_vec(), NetNode::Clone)];
-                for (n, slot) in lock(&self.table).iter().enumerate() {
+            NetNode::Root => [Proto::Tcp, Proto::Udp]
+                .into_iter()
+                .map(|p| (p.name().to_vec(), NetNode::Dir(p)))
+                .collect(),
+            NetNode::Dir(proto) => {
+                let mut out = vec![(b"clone".to_vec(), NetNode::Clone(proto))];
+                for (n, slot) in lock(&self.tables[proto.index()]).iter().enumerate() {
                     if slot.is_some() {
-                        out.push((n.to_string().into_bytes(), NetNode::Conv(n)));
+                        out.push((n.to_string().into_bytes(), NetNode::Conv(proto, n)));
                     }
                 }
                 out
             }
-            NetNode::Conv(n) => CONV_FILES
+            NetNode::Conv(proto, n) => CONV_FILES
                 .iter()
-                .map(|(name, f)| (name.to_vec(), NetNode::File(n, *f)))
+                .map(|(name, f)| (name.to_vec(), NetNode::File(proto, n, *f)))
                 .collect(),
-            NetNode::Clone | NetNode::File(..) => return Err(Errno(libc::ENOTDIR)),
+            NetNode::Clone(_) | NetNode::File(..) => return Err(Errno(libc::ENOTDIR)),
         })
     }
 
     /// Opens `clone`: a new connection, lowest free number first.
-    pub(crate) fn clone_conv(&self) -> Result<ConvRef, Errno> {
+    pub(crate) fn clone_conv(&self, proto: Proto) -> Result<ConvRef, Errno> {
         let reg = self.registrar()?;
-        let mut table = lock(&self.table);
+        let table_ref = &self.tables[proto.index()];
+        let mut table = lock(table_ref);
         let n = match table.iter().position(Option::is_none) {
             Some(n) => n,
             None if table.len() < MAX_CONVS => {
@@ -1055,28 +1268,29 @@ impl Net {
             }
             None => return Err(Errno(libc::ENFILE)),
         };
-        let conv = Arc::new(Conv::new(n, reg));
+        let conv = Arc::new(Conv::new(n, proto, Arc::clone(&self.policy), reg));
         let slot = table.get_mut(n).ok_or(Errno(libc::EIO))?;
         *slot = Some(Slot {
             conv: Arc::clone(&conv),
             opens: 1,
         });
         Ok(ConvRef {
-            table: Arc::clone(&self.table),
+            table: Arc::clone(table_ref),
             conv,
         })
     }
 
     /// Opens a file of existing connection `n`.
-    pub(crate) fn open(&self, n: usize) -> Result<ConvRef, Errno> {
-        let mut table = lock(&self.table);
+    pub(crate) fn open(&self, proto: Proto, n: usize) -> Result<ConvRef, Errno> {
+        let table_ref = &self.tables[proto.index()];
+        let mut table = lock(table_ref);
         let slot = table
             .get_mut(n)
             .and_then(Option::as_mut)
             .ok_or(Errno(libc::ENOENT))?;
         slot.opens += 1;
         Ok(ConvRef {
-            table: Arc::clone(&self.table),
+            table: Arc::clone(table_ref),
             conv: Arc::clone(&slot.conv),
         })
     }
@@ -1099,7 +1313,7 @@ impl Net {
 
     /// A new connection carrying an accepted call.
     pub(crate) fn answer(&self, call: Call) -> Result<ConvRef, Errno> {
-        let conv = self.clone_conv()?;
+        let conv = self.clone_conv(Proto::Tcp)?;
         conv.conv.adopt(call.0, call.1)?;
         Ok(conv)
     }
@@ -1119,7 +1333,33 @@ impl Net {
                 String::from_utf8_lossy(data)
             );
         })?;
+        if conv.proto == Proto::Udp {
+            return match cmd {
+                Ctl::Connect(addr) => {
+                    if !self.policy.allow_connect(addr) {
+                        return Err(Errno(libc::EACCES));
+                    }
+                    conv.udp_connect(addr).map(|()| None)
+                }
+                Ctl::Announce(addr) => {
+                    if !self.policy.allow_announce(addr) {
+                        return Err(Errno(libc::EACCES));
+                    }
+                    conv.udp_announce(addr).map(|()| None)
+                }
+                Ctl::Headers => {
+                    conv.set_headers();
+                    Ok(None)
+                }
+                Ctl::Hangup => {
+                    conv.hangup();
+                    Ok(None)
+                }
+                Ctl::Nodelay | Ctl::Keepalive | Ctl::Shutdown(_) => Err(einval()),
+            };
+        }
         match cmd {
+            Ctl::Headers => Err(einval()),
             Ctl::Connect(addr) => {
                 if !self.policy.allow_connect(addr) {
                     return Err(Errno(libc::EACCES));

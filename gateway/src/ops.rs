@@ -508,7 +508,11 @@ impl SessionInner {
                         let wait = self.ns().net()?.listen(announced, move |s, call| {
                             let conv = s.ns().net()?.answer(call)?;
                             // The fid is now the call's ctl.
-                            let now = NetNode::File(conv.conv().number(), ConvFile::Ctl);
+                            let now = NetNode::File(
+                                conv.conv().proto(),
+                                conv.conv().number(),
+                                ConvFile::Ctl,
+                            );
                             *lock(&f.node) = Node::Net(now);
                             let opened = Opened::Net {
                                 conv,
@@ -561,17 +565,21 @@ impl SessionInner {
     fn net_open(&self, node: NetNode, write: bool) -> Result<NetOpen, Errno> {
         let net = self.ns().net()?;
         let (conv, file) = match node {
-            NetNode::Clone => (net.clone_conv()?, ConvFile::Ctl),
-            NetNode::File(n, ConvFile::Listen) => return Ok(NetOpen::Listen(net.open(n)?)),
-            NetNode::File(n, file) => {
+            NetNode::Clone(proto) => (net.clone_conv(proto)?, ConvFile::Ctl),
+            NetNode::File(proto, n, ConvFile::Listen) => {
+                return Ok(NetOpen::Listen(net.open(proto, n)?));
+            }
+            NetNode::File(proto, n, file) => {
                 if write && !file.writable() {
                     return Err(errno(libc::EACCES));
                 }
-                (net.open(n)?, file)
+                (net.open(proto, n)?, file)
             }
-            NetNode::Root | NetNode::Tcp | NetNode::Conv(_) => return Err(errno(libc::EISDIR)),
+            NetNode::Root | NetNode::Dir(_) | NetNode::Conv(..) => {
+                return Err(errno(libc::EISDIR));
+            }
         };
-        let now = NetNode::File(conv.conv().number(), file);
+        let now = NetNode::File(conv.conv().proto(), conv.conv().number(), file);
         Ok(NetOpen::Now(Opened::Net { conv, file }, now))
     }
 

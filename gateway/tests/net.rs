@@ -91,8 +91,12 @@ mod tests {
         }
 
         fn file(&self, n: usize, name: &str) -> String {
+            self.file_of("tcp", n, name)
+        }
+
+        fn file_of(&self, proto: &str, n: usize, name: &str) -> String {
             let fid = self
-                .open_with(&format!("net/tcp/{n}/{name}"), P9_DOTL_RDONLY)
+                .open_with(&format!("net/{proto}/{n}/{name}"), P9_DOTL_RDONLY)
                 .unwrap();
             let text = self.read_text(fid);
             self.c.clunk(fid).unwrap();
@@ -213,7 +217,8 @@ mod tests {
         let net = Net::new();
         let root = net.c.ls("/").unwrap();
         assert!(root.contains(&"net".to_string()), "{root:?}");
-        assert_eq!(net.c.ls("net").unwrap(), vec!["tcp"]);
+        assert_eq!(net.c.ls("net").unwrap(), vec!["tcp", "udp"]);
+        assert_eq!(net.c.ls("net/udp").unwrap(), vec!["clone"]);
         assert_eq!(net.c.ls("net/tcp").unwrap(), vec!["clone"]);
         let (ctl, n) = net.clone_conv();
         assert_eq!(n, 0);
@@ -241,6 +246,68 @@ mod tests {
         // A gateway configured without the network (the default) has no /net.
         let off = Net::exactly(GatewayConfig::default());
         assert_eq!(off.c.walk_path(1, "net"), Err(ENOENT));
+    }
+
+    /// One UDP datagram each way through `/net/udp` in `headers` mode: the
+    /// header carries the peer's address; the policy is checked for every
+    /// datagram's destination.
+    #[test]
+    fn udp_datagrams_with_headers() {
+        let host = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        host.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let haddr = host.local_addr().unwrap();
+        let net = Net::new();
+        let ctl = net.open("net/udp/clone").unwrap();
+        let n: usize = net.read_text(ctl).parse().unwrap();
+        assert_eq!(net.ctl(ctl, "nodelay"), Err(libc::EINVAL as u32));
+        net.ctl(ctl, "headers").unwrap();
+        net.ctl(ctl, "announce 127.0.0.1!0").unwrap();
+        let local = net.file_of("udp", n, "local");
+        let port: u16 = local.trim().rsplit_once('!').unwrap().1.parse().unwrap();
+        assert_ne!(port, 0, "{local}");
+        let data = net.open(&format!("net/udp/{n}/data")).unwrap();
+        // Host to partition.
+        host.send_to(b"ping", ("127.0.0.1", port)).unwrap();
+        let got = net.c.read(data, 0, 70_000).unwrap();
+        assert_eq!(got.len(), 52 + 4);
+        assert_eq!(
+            &got[..16],
+            &std::net::Ipv4Addr::LOCALHOST.to_ipv6_mapped().octets()
+        );
+        assert_eq!(u16::from_be_bytes([got[48], got[49]]), haddr.port());
+        assert_eq!(u16::from_be_bytes([got[50], got[51]]), port);
+        assert_eq!(&got[52..], b"ping");
+        // Partition to host: the header names the destination.
+        let mut out = got[..52].to_vec();
+        out.extend_from_slice(b"pong!");
+        assert_eq!(net.c.write(data, 0, &out).unwrap() as usize, out.len());
+        let mut buf = [0u8; 64];
+        let (m, from) = host.recv_from(&mut buf).unwrap();
+        assert_eq!((&buf[..m], from.port()), (&b"pong!"[..], port));
+        // A header too short, and a destination of port 0.
+        assert_eq!(net.c.write(data, 0, b"short"), Err(libc::EINVAL as u32));
+        let mut zero = out.clone();
+        zero[48] = 0;
+        zero[49] = 0;
+        assert_eq!(net.c.write(data, 0, &zero), Err(libc::EINVAL as u32));
+        net.c.clunk(data).unwrap();
+        net.c.clunk(ctl).unwrap();
+
+        // A policy that allows nothing refuses every datagram's destination.
+        let none = Net::with(GatewayConfig {
+            net_policy: Arc::new(astraea_gateway::AllowList::new(Vec::new())),
+            ..GatewayConfig::default()
+        });
+        let ctl = none.open("net/udp/clone").unwrap();
+        assert_eq!(
+            none.ctl(ctl, "announce 127.0.0.1!0"),
+            Err(libc::EACCES as u32)
+        );
+        assert_eq!(
+            none.ctl(ctl, &format!("connect 127.0.0.1!{}", haddr.port())),
+            Err(libc::EACCES as u32)
+        );
     }
 
     #[test]

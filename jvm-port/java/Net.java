@@ -63,6 +63,7 @@ public class Net {
         transfer();
         refused();
         asyncClose();
+        udp();
         System.out.println("done");
     }
 
@@ -280,6 +281,35 @@ public class Net {
             if (client != null) {
                 client.close();
             }
+        }
+    }
+
+    static void udp() throws Exception {
+        try (java.net.DatagramSocket a = new java.net.DatagramSocket(0, InetAddress.getLoopbackAddress());
+                java.net.DatagramSocket b = new java.net.DatagramSocket()) {
+            a.setSoTimeout(10_000);
+            b.setSoTimeout(10_000);
+            byte[] msg = "datagram über UDP".getBytes(StandardCharsets.UTF_8);
+            b.send(new java.net.DatagramPacket(msg, msg.length, a.getLocalSocketAddress()));
+            java.net.DatagramPacket got = new java.net.DatagramPacket(new byte[100], 100);
+            a.receive(got);
+            System.out.println("udp: " + new String(got.getData(), 0, got.getLength(), StandardCharsets.UTF_8)
+                    + ", from b " + (got.getPort() == b.getLocalPort()));
+            byte[] reply = "ack".getBytes(StandardCharsets.UTF_8);
+            a.send(new java.net.DatagramPacket(reply, reply.length, got.getSocketAddress()));
+            java.net.DatagramPacket back = new java.net.DatagramPacket(new byte[10], 10);
+            b.receive(back);
+            System.out.println("udp reply: " + new String(back.getData(), 0, back.getLength(), StandardCharsets.UTF_8));
+        }
+        try (java.nio.channels.DatagramChannel a = java.nio.channels.DatagramChannel.open();
+                java.nio.channels.DatagramChannel b = java.nio.channels.DatagramChannel.open()) {
+            a.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            b.connect(a.getLocalAddress());
+            b.write(ByteBuffer.wrap(new byte[] {1, 2, 3, 4, 5}));
+            ByteBuffer in = ByteBuffer.allocate(16);
+            java.net.SocketAddress from = a.receive(in);
+            System.out.println("DatagramChannel: " + in.position() + " bytes from b "
+                    + from.equals(b.getLocalAddress()) + ", connected " + b.isConnected());
         }
     }
 

@@ -49,6 +49,7 @@ impl Errno {
     pub const ENOLCK: Errno = Errno(37);
     pub const ENOTSOCK: Errno = Errno(88);
     pub const EDESTADDRREQ: Errno = Errno(89);
+    pub const EMSGSIZE: Errno = Errno(90);
     pub const EPROTOTYPE: Errno = Errno(91);
     pub const ENOPROTOOPT: Errno = Errno(92);
     pub const EPROTONOSUPPORT: Errno = Errno(93);
@@ -103,6 +104,7 @@ impl Errno {
             95 => "EOPNOTSUPP",
             88 => "ENOTSOCK",
             89 => "EDESTADDRREQ",
+            90 => "EMSGSIZE",
             91 => "EPROTOTYPE",
             92 => "ENOPROTOOPT",
             93 => "EPROTONOSUPPORT",

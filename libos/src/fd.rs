@@ -14,12 +14,10 @@ use crate::p9::Fid;
 use crate::sync::IrqLock;
 use crate::vfs::dev::Device;
 use crate::vfs::epoll::Epoll;
-use crate::vfs::eventfd::EventFd;
 use crate::vfs::pipe::{ReadEnd, WriteEnd};
 use crate::vfs::poll_bits::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::vfs::route::DevKind;
 use crate::vfs::synthetic::Synthetic;
-use crate::vfs::timerfd::TimerFd;
 
 /// `O_NONBLOCK`.
 pub const O_NONBLOCK: u32 = 0o4000;
@@ -109,6 +107,16 @@ pub trait FileLike: Send + Sync + 'static {
     }
     /// Its `st_mode` (type and permissions) for `fstat`.
     fn mode(&self) -> u32;
+    /// When it becomes ready by itself, without a wake-up (an armed
+    /// timerfd): a wait on it ends then.
+    fn next_expiry(&self) -> Option<u64> {
+        None
+    }
+    /// Whether it has an inode of its own that `fchmod`/`fchown` may change
+    /// (sockets, eventfds); others refuse with `EPERM`.
+    fn own_inode(&self) -> bool {
+        false
+    }
     /// The concrete type, for the calls only one kind has (`bind` on a socket).
     fn as_any(&self) -> &dyn core::any::Any;
 }
@@ -126,15 +134,10 @@ pub enum Object {
     PipeRead(Arc<ReadEnd>),
     /// The write end of a pipe.
     PipeWrite(Arc<WriteEnd>),
-    /// An eventfd.
-    EventFd(Arc<EventFd>),
-    /// A timerfd.
-    TimerFd(Arc<TimerFd>),
-    /// An inotify instance.
-    Inotify(Arc<crate::vfs::inotify::Inotify>),
     /// An epoll instance.
     Epoll(Arc<Epoll>),
-    /// Any other kind, through its [`FileLike`] operations (sockets).
+    /// Any other kind, through its [`FileLike`] operations (eventfds,
+    /// timerfds, inotify instances, sockets).
     Like(Arc<dyn FileLike>),
 }
 
@@ -153,12 +156,6 @@ pub enum WeakObject {
     PipeRead(Weak<ReadEnd>),
     /// See [`Object::PipeWrite`].
     PipeWrite(Weak<WriteEnd>),
-    /// See [`Object::EventFd`].
-    EventFd(Weak<EventFd>),
-    /// See [`Object::TimerFd`].
-    TimerFd(Weak<TimerFd>),
-    /// See [`Object::Inotify`].
-    Inotify(Weak<crate::vfs::inotify::Inotify>),
     /// See [`Object::Epoll`].
     Epoll(Weak<Epoll>),
     /// See [`Object::Like`].
@@ -174,9 +171,6 @@ impl WeakObject {
             WeakObject::Device(w) => w.strong_count() > 0,
             WeakObject::PipeRead(w) => w.strong_count() > 0,
             WeakObject::PipeWrite(w) => w.strong_count() > 0,
-            WeakObject::EventFd(w) => w.strong_count() > 0,
-            WeakObject::TimerFd(w) => w.strong_count() > 0,
-            WeakObject::Inotify(w) => w.strong_count() > 0,
             WeakObject::Epoll(w) => w.strong_count() > 0,
             WeakObject::Like(w) => w.strong_count() > 0,
         }
@@ -190,9 +184,6 @@ impl WeakObject {
             WeakObject::Device(w) => Object::Device(w.upgrade()?),
             WeakObject::PipeRead(w) => Object::PipeRead(w.upgrade()?),
             WeakObject::PipeWrite(w) => Object::PipeWrite(w.upgrade()?),
-            WeakObject::EventFd(w) => Object::EventFd(w.upgrade()?),
-            WeakObject::TimerFd(w) => Object::TimerFd(w.upgrade()?),
-            WeakObject::Inotify(w) => Object::Inotify(w.upgrade()?),
             WeakObject::Epoll(w) => Object::Epoll(w.upgrade()?),
             WeakObject::Like(w) => Object::Like(w.upgrade()?),
         })
@@ -211,9 +202,6 @@ impl Object {
             Object::Device(a) => WeakObject::Device(Arc::downgrade(a)),
             Object::PipeRead(a) => WeakObject::PipeRead(Arc::downgrade(a)),
             Object::PipeWrite(a) => WeakObject::PipeWrite(Arc::downgrade(a)),
-            Object::EventFd(a) => WeakObject::EventFd(Arc::downgrade(a)),
-            Object::TimerFd(a) => WeakObject::TimerFd(Arc::downgrade(a)),
-            Object::Inotify(a) => WeakObject::Inotify(Arc::downgrade(a)),
             Object::Epoll(a) => WeakObject::Epoll(Arc::downgrade(a)),
             Object::Like(a) => WeakObject::Like(Arc::downgrade(a)),
         }
@@ -228,9 +216,6 @@ impl Object {
             Object::Device(a) => Arc::as_ptr(a) as *const u8 as usize,
             Object::PipeRead(a) => Arc::as_ptr(a) as *const u8 as usize,
             Object::PipeWrite(a) => Arc::as_ptr(a) as *const u8 as usize,
-            Object::EventFd(a) => Arc::as_ptr(a) as *const u8 as usize,
-            Object::TimerFd(a) => Arc::as_ptr(a) as *const u8 as usize,
-            Object::Inotify(a) => Arc::as_ptr(a) as *const u8 as usize,
             Object::Epoll(a) => Arc::as_ptr(a) as *const u8 as usize,
             Object::Like(a) => Arc::as_ptr(a) as *const u8 as usize,
         }
@@ -251,9 +236,6 @@ impl Object {
             Object::Synthetic(_) | Object::Device(_) => ALWAYS,
             Object::PipeRead(p) => p.poll(),
             Object::PipeWrite(p) => p.poll(),
-            Object::EventFd(e) => e.poll(),
-            Object::TimerFd(t) => t.poll(),
-            Object::Inotify(i) => i.poll(),
             Object::Epoll(e) => e.poll(depth + 1),
             Object::Like(l) => l.poll(),
         }
@@ -267,9 +249,6 @@ impl Object {
         match self {
             Object::PipeRead(p) => p.wakes(),
             Object::PipeWrite(p) => p.wakes(),
-            Object::EventFd(e) => e.wakes(),
-            Object::TimerFd(t) => t.wakes(),
-            Object::Inotify(i) => i.wakes(),
             Object::Epoll(e) => e.wakes(),
             Object::Like(l) => l.wakes(),
             Object::File(_) | Object::Synthetic(_) | Object::Device(_) => [0; 3],
@@ -293,8 +272,8 @@ impl Object {
     /// readiness queue (an armed timerfd): a wait on it ends then.
     pub fn next_expiry(&self) -> Option<u64> {
         match self {
-            Object::TimerFd(t) => t.next_expiry(),
             Object::Epoll(e) => e.next_expiry(),
+            Object::Like(l) => l.next_expiry(),
             _ => None,
         }
     }
@@ -331,9 +310,6 @@ impl Object {
             Object::Device(d) => d.flags.load(Ordering::Relaxed),
             Object::PipeRead(p) => p.flags.load(Ordering::Relaxed),
             Object::PipeWrite(p) => p.flags.load(Ordering::Relaxed),
-            Object::EventFd(e) => e.flags.load(Ordering::Relaxed),
-            Object::TimerFd(t) => t.flags.load(Ordering::Relaxed),
-            Object::Inotify(i) => i.flags.load(Ordering::Relaxed),
             Object::Epoll(e) => e.flags.load(Ordering::Relaxed),
             Object::Like(l) => l.flags().load(Ordering::Relaxed),
         }
@@ -352,9 +328,6 @@ impl Object {
             Object::Device(d) => &d.flags,
             Object::PipeRead(p) => &p.flags,
             Object::PipeWrite(p) => &p.flags,
-            Object::EventFd(e) => &e.flags,
-            Object::TimerFd(t) => &t.flags,
-            Object::Inotify(i) => &i.flags,
             Object::Epoll(e) => &e.flags,
             Object::Like(l) => l.flags(),
         };
@@ -362,12 +335,22 @@ impl Object {
         cell.store((old & !CHANGEABLE) | (new & CHANGEABLE), Ordering::Relaxed);
     }
 
-    /// The socket behind it, if it is one.
-    pub fn socket(&self) -> Option<&crate::net::Socket> {
+    /// The file of kind `T` behind it, if it is one (a call only one
+    /// kind has: `bind` on a socket, `timerfd_settime`).
+    pub fn like<T: 'static>(&self) -> Option<&T> {
         match self {
             Object::Like(l) => l.as_any().downcast_ref(),
             _ => None,
         }
+    }
+
+    /// The socket behind it, if it is one.
+    pub fn socket(&self) -> Option<crate::net::AnySocket<'_>> {
+        if let Some(s) = self.like::<crate::net::Socket>() {
+            return Some(crate::net::AnySocket::Stream(s));
+        }
+        self.like::<crate::net::Dgram>()
+            .map(crate::net::AnySocket::Dgram)
     }
 
     /// Whether reads and writes fail with `EAGAIN` rather than wait.

@@ -393,6 +393,102 @@ static void ipv6(void)
     close(l);
 }
 
+static void udp(void)
+{
+    struct sockaddr_in lo = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int a = socket(AF_INET, SOCK_DGRAM, 0), b = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    printf("udp bind: %s\n", res(bind(a, (void *)&lo, sizeof lo)));
+    struct sockaddr_in aa, ba, from;
+    socklen_t len = sizeof aa;
+    getsockname(a, (void *)&aa, &len);
+    printf("udp bound to a port: %d\n", aa.sin_port != 0);
+    char buf[64] = {0};
+    printf("recv with nothing (nonblocking): %s\n", res(recv(b, buf, sizeof buf, 0)));
+    printf("send without an address: %s\n", res(send(b, "x", 1, 0)));
+    printf("sendto (autobinds): %s\n", res(sendto(b, "hello", 5, 0, (void *)&aa, sizeof aa)));
+    len = sizeof ba;
+    getsockname(b, (void *)&ba, &len);
+    printf("autobound: %s port set %d\n", inet_ntoa(ba.sin_addr), ba.sin_port != 0);
+    struct pollfd p = {.fd = a, .events = POLLIN};
+    long pr = poll(&p, 1, 5000);
+    printf("poll: %s revents %#x\n", res(pr), p.revents);
+    int avail = -1;
+    ioctl(a, FIONREAD, &avail);
+    printf("FIONREAD: %d\n", avail);
+    socklen_t fl = sizeof from;
+    long r = recvfrom(a, buf, sizeof buf, 0, (void *)&from, &fl);
+    printf("recvfrom: %s '%s' from %s, its port %d, len %u\n", res(r), buf, inet_ntoa(from.sin_addr),
+           from.sin_port == ba.sin_port, fl);
+    printf("reply: %s\n", res(sendto(a, "world!", 6, 0, (void *)&from, fl)));
+    p.fd = b;
+    poll(&p, 1, 5000);
+    memset(buf, 0, sizeof buf);
+    printf("recv: %s '%s'\n", res(recv(b, buf, sizeof buf, 0)), buf);
+    /* Truncation: the rest of a datagram is gone. */
+    sendto(b, "0123456789", 10, 0, (void *)&aa, sizeof aa);
+    sendto(b, "abc", 3, 0, (void *)&aa, sizeof aa);
+    memset(buf, 0, sizeof buf);
+    printf("recv 4 of 10 with MSG_TRUNC: %s '%s'\n", res(recv(a, buf, 4, MSG_TRUNC)), buf);
+    memset(buf, 0, sizeof buf);
+    printf("next datagram: %s '%s'\n", res(recv(a, buf, sizeof buf, 0)), buf);
+    /* connect: default destination, and getpeername. */
+    printf("connect: %s\n", res(connect(b, (void *)&aa, sizeof aa)));
+    struct sockaddr_in peer, now;
+    len = sizeof peer;
+    getpeername(b, (void *)&peer, &len);
+    printf("peer is a: %d\n", peer.sin_port == aa.sin_port);
+    len = sizeof now;
+    getsockname(b, (void *)&now, &len);
+    printf("local after connect: %s, same port %d\n", inet_ntoa(now.sin_addr), now.sin_port == ba.sin_port);
+    struct iovec iov[2] = {{"con", 3}, {"nected", 6}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+    printf("sendmsg: %s\n", res(sendmsg(b, &m, 0)));
+    char x[4] = {0}, y[16] = {0};
+    struct iovec in[2] = {{x, 3}, {y, 15}};
+    struct sockaddr_in src;
+    struct msghdr mi = {.msg_name = &src, .msg_namelen = sizeof src, .msg_iov = in, .msg_iovlen = 2};
+    r = recvmsg(a, &mi, 0);
+    printf("recvmsg: %s '%s' '%s' namelen %u from b %d flags %d\n", res(r), x, y, mi.msg_namelen,
+           src.sin_port == ba.sin_port, mi.msg_flags);
+    int v = 0;
+    len = sizeof v;
+    getsockopt(a, SOL_SOCKET, SO_TYPE, &v, &len);
+    printf("SO_TYPE %d\n", v);
+    len = sizeof v;
+    getsockopt(a, SOL_SOCKET, SO_RCVBUF, &v, &len);
+    printf("SO_RCVBUF %d\n", v);
+    len = sizeof v;
+    printf("TCP_NODELAY on UDP: %s\n", res(getsockopt(a, IPPROTO_TCP, TCP_NODELAY, &v, &len)));
+    printf("listen on UDP: %s\n", res(listen(a, 1)));
+    printf("accept on UDP: %s\n", res(accept(a, NULL, NULL)));
+    printf("bind again: %s\n", res(bind(a, (void *)&lo, sizeof lo)));
+    /* Linux answers ENOTCONN but shuts the socket down all the same. */
+    printf("shutdown unconnected UDP: %s\n", res(shutdown(a, SHUT_RDWR)));
+    printf("  then sendto: %s\n", res(sendto(a, "z", 1, 0, (void *)&ba, sizeof ba)));
+    printf("  then recv: %s\n", res(recv(a, buf, sizeof buf, MSG_DONTWAIT)));
+    close(b);
+    close(a);
+    a = socket(AF_INET, SOCK_DGRAM, 0);
+    /* A dual-stack IPv6 socket hears an IPv4 sender. */
+    int c = socket(AF_INET6, SOCK_DGRAM, 0);
+    struct sockaddr_in6 any6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT};
+    bind(c, (void *)&any6, sizeof any6);
+    len = sizeof any6;
+    getsockname(c, (void *)&any6, &len);
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = any6.sin6_port,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    sendto(a, "v4", 2, 0, (void *)&to, sizeof to);
+    struct sockaddr_in6 f6;
+    socklen_t l6 = sizeof f6;
+    memset(buf, 0, sizeof buf);
+    r = recvfrom(c, buf, sizeof buf, 0, (void *)&f6, &l6);
+    char text[64];
+    inet_ntop(AF_INET6, &f6.sin6_addr, text, sizeof text);
+    printf("IPv6 socket: %s '%s' from %s (len %u)\n", res(r), buf, text, l6);
+    close(c);
+    close(a);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -474,6 +570,7 @@ int main(int argc, char **argv)
     peer_gone();
     bulk();
     ipv6();
+    udp();
     printf("failures: %d\n", failures);
     return failures != 0;
 }

@@ -91,6 +91,8 @@ for m in /mods/*.ko; do
     esac || echo "svm: insmod \$m failed"
 done
 echo "svm: guest up, \$(uname -r), /dev/kvm: \$(ls /dev/kvm 2>&1)"
+# Loopback for the socket programs (their partitions reach the guest's network).
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up || echo "svm: no loopback"
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose host /host \
     || echo "svm: cannot mount the host's files"
 mount -t devtmpfs dev /host/dev

@@ -24,6 +24,8 @@ case_ torture-dynamic "$astraea" run -- ./torture-dynamic 3 12
 case_ files "$astraea" run -- ./files-static "$PWD/files-data"
 case_ mmap "$astraea" run -- ./mmap-static "$PWD/mmap-data"
 case_ kread "$astraea" run -- ./kread-static
+# TCP sockets through the gateway's /net (the emulated machine's loopback).
+case_ sockets "$astraea" run -- ./sockets-static
 for p in sigsegv sigfpe threads timers; do
     case_ "$p" "$astraea" run -- "./$p-static"
 done

@@ -641,7 +641,8 @@ mod tests {
     };
 
     /// Sockets (issue 12): blocking and NIO, the HTTP server and both
-    /// HTTP clients, transferTo, a refused connect, an asynchronous close.
+    /// HTTP clients, transferTo, a refused connect, an asynchronous close,
+    /// UDP with `DatagramSocket` and `DatagramChannel`.
     const NET: Case = Case {
         name: "net",
         main: "Net",
@@ -656,7 +657,9 @@ mod tests {
                  HttpClient: 200 hello, GET n=0\nHttpClient: 200 hello, GET n=1\n\
                  HttpClient: 200 hello, GET n=2\nHttpURLConnection: 200 hello, GET n=url\n\
                  missing page: 404\ntransferTo: 3145728 bytes, equal true\n\
-                 refused: ConnectException\nasync close: SocketException: Socket closed\ndone\n"
+                 refused: ConnectException\nasync close: SocketException: Socket closed\n\
+                 udp: datagram über UDP, from b true\nudp reply: ack\n\
+                 DatagramChannel: 5 bytes from b true, connected true\ndone\n"
                     .into(),
             )
         },

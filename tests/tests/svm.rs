@@ -2,7 +2,7 @@
 //! AMD machine with SVM (QEMU/TCG, Debian's Linux and `kvm_amd`), and
 //! `tests/svm/suite.sh` runs there — on that ordinary, hardware-style KVM —
 //! the test kernel's scenarios, the register torture (static and dynamic),
-//! the file and memory programs, a check that the program cannot touch the
+//! the file, memory and socket programs, a check that the program cannot touch the
 //! library OS's memory, and `java -version` plus a JIT-heavy program on
 //! both JDKs; then the same kernel image under QEMU (KVM, `microvm`) through
 //! its PVH entry, reading a file through QEMU's own 9P server
@@ -82,6 +82,7 @@ mod tests {
             ("sigfpe-static", "sigfpe.c", "musl-gcc", &["-static"][..]),
             ("threads-static", "threads.c", "musl-gcc", &["-static"][..]),
             ("timers-static", "timers.c", "musl-gcc", &["-static"][..]),
+            ("sockets-static", "sockets.c", "musl-gcc", &["-static"][..]),
         ] {
             assert!(
                 compile(&dir, out, src, cc, flags),
@@ -162,7 +163,7 @@ mod tests {
             (0, expected("mmap").as_str()),
             "mmap on SVM: {err}"
         );
-        for prog in ["sigsegv", "sigfpe", "threads", "timers"] {
+        for prog in ["sigsegv", "sigfpe", "threads", "timers", "sockets"] {
             let (rc, out, err) = read(&dir, prog);
             assert_eq!(
                 (rc, out.as_str()),

@@ -10,9 +10,150 @@
 //! program waits for data (a blocking read, `poll` or `epoll` finding none).
 
 pub mod addr;
+pub mod options;
 
+#[cfg(target_os = "none")]
+mod dgram;
 #[cfg(target_os = "none")]
 mod socket;
 
 #[cfg(target_os = "none")]
-pub use socket::{SOCK_STREAM, Socket, available, set_streaming, sigpipe, streaming};
+pub use dgram::Dgram;
+
+#[cfg(target_os = "none")]
+pub use options::{SOCK_DGRAM, SOCK_STREAM};
+#[cfg(target_os = "none")]
+pub use socket::{Socket, available, set_streaming, sigpipe, streaming};
+
+/// What the socket calls need of a socket, whatever its type: a stream
+/// ([`Socket`]) or datagrams ([`Dgram`]). Calls a type lacks answer as
+/// Linux does for it.
+#[cfg(target_os = "none")]
+pub enum AnySocket<'a> {
+    /// A TCP socket.
+    Stream(&'a Socket),
+    /// A UDP socket.
+    Dgram(&'a Dgram),
+}
+
+#[cfg(target_os = "none")]
+mod any {
+    use alloc::vec::Vec;
+    use core::net::SocketAddr;
+
+    use super::{AnySocket, Socket};
+    use crate::errno::Errno;
+
+    impl AnySocket<'_> {
+        /// `AF_INET` or `AF_INET6`.
+        pub fn family(&self) -> u16 {
+            match self {
+                AnySocket::Stream(s) => s.family,
+                AnySocket::Dgram(d) => d.family,
+            }
+        }
+
+        /// `bind`.
+        pub fn bind(&self, at: SocketAddr) -> Result<(), Errno> {
+            match self {
+                AnySocket::Stream(s) => s.bind(at),
+                AnySocket::Dgram(d) => d.bind(at),
+            }
+        }
+
+        /// `listen`.
+        pub fn listen(&self, backlog: i32) -> Result<(), Errno> {
+            match self {
+                AnySocket::Stream(s) => s.listen(backlog),
+                AnySocket::Dgram(_) => Err(Errno::EOPNOTSUPP),
+            }
+        }
+
+        /// `accept`.
+        pub fn accept(&self, flags: u32) -> Result<(Socket, Option<SocketAddr>), Errno> {
+            match self {
+                AnySocket::Stream(s) => s.accept(flags),
+                AnySocket::Dgram(_) => Err(Errno::EOPNOTSUPP),
+            }
+        }
+
+        /// `connect`.
+        pub fn connect(&self, to: SocketAddr) -> Result<(), Errno> {
+            match self {
+                AnySocket::Stream(s) => s.connect(to),
+                AnySocket::Dgram(d) => d.connect(to),
+            }
+        }
+
+        /// `sendto`: a stream ignores the address, as a connected TCP
+        /// socket does.
+        pub fn send_to(
+            &self,
+            data: &[u8],
+            to: Option<SocketAddr>,
+            nonblock: bool,
+        ) -> Result<usize, Errno> {
+            match self {
+                AnySocket::Stream(s) => s.send(data, nonblock),
+                AnySocket::Dgram(d) => d.send_to(data, to),
+            }
+        }
+
+        /// `recvfrom`: (bytes, source, the datagram's whole length).
+        pub fn recv_from(
+            &self,
+            max: usize,
+            nonblock: bool,
+            peek: bool,
+            waitall: bool,
+        ) -> Result<(Vec<u8>, Option<SocketAddr>, usize), Errno> {
+            match self {
+                AnySocket::Stream(s) => s.recv(max, nonblock, peek, waitall).map(|d| {
+                    let n = d.len();
+                    (d, None, n)
+                }),
+                AnySocket::Dgram(d) => d.recv_from(max, nonblock, peek),
+            }
+        }
+
+        /// `shutdown`.
+        pub fn shutdown(&self, how: u64) -> Result<(), Errno> {
+            match self {
+                AnySocket::Stream(s) => s.shutdown(how),
+                AnySocket::Dgram(d) => d.shutdown(how),
+            }
+        }
+
+        /// `getsockname`.
+        pub fn local(&self) -> SocketAddr {
+            match self {
+                AnySocket::Stream(s) => s.local(),
+                AnySocket::Dgram(d) => d.local(),
+            }
+        }
+
+        /// `getpeername`.
+        pub fn remote(&self) -> Result<SocketAddr, Errno> {
+            match self {
+                AnySocket::Stream(s) => s.remote(),
+                AnySocket::Dgram(d) => d.remote(),
+            }
+        }
+
+        /// `setsockopt`.
+        pub fn set_option(&self, level: u32, name: u32, value: &[u8]) -> Result<(), Errno> {
+            match self {
+                AnySocket::Stream(s) => s.set_option(level, name, value),
+                AnySocket::Dgram(d) => d.set_option(level, name, value),
+            }
+        }
+
+        /// `getsockopt`.
+        pub fn get_option(&self, level: u32, name: u32) -> Result<Vec<u8>, Errno> {
+            match self {
+                AnySocket::Stream(s) => s.get_option(level, name),
+                AnySocket::Dgram(d) => d.get_option(level, name),
+            }
+        }
+    }
+}

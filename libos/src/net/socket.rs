@@ -13,7 +13,11 @@ use alloc::vec::Vec;
 use core::net::SocketAddr;
 use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, Ordering};
 
-use super::addr::{self, AF_INET6};
+use super::addr::{self};
+use super::options::{
+    IPPROTO_TCP, Options, SO_ACCEPTCONN, SO_ERROR, SO_KEEPALIVE, SOCK_STREAM, SOL_SOCKET,
+    TCP_NODELAY,
+};
 use crate::errno::Errno;
 use crate::fd::FileLike;
 use crate::p9::{Client, Fid};
@@ -23,8 +27,6 @@ use crate::vfs::poll_bits::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLW
 use crate::vfs::ring::Ring;
 use crate::vfs::{Wakes, readiness_changed};
 
-/// `SOCK_STREAM`.
-pub const SOCK_STREAM: u32 = 1;
 /// `POLLRDHUP`: the peer closed its side.
 const POLLRDHUP: u16 = 0x2000;
 /// The receive buffer the reader fills (bytes the peer sent that the
@@ -34,9 +36,6 @@ const RECV_BUF: usize = 128 * 1024;
 const READ_CHUNK: usize = 64 * 1024;
 /// The reader posts again once this much room is free.
 const MIN_ROOM: usize = 4096;
-/// Linux's default `SO_RCVBUF` and `SO_SNDBUF` (`tcp_rmem`, `tcp_wmem`).
-const DEFAULT_RCVBUF: i32 = 131_072;
-const DEFAULT_SNDBUF: i32 = 16_384;
 /// Linux's `somaxconn`.
 const SOMAXCONN: usize = 4096;
 
@@ -55,26 +54,27 @@ pub fn streaming() -> bool {
     STREAMING.load(Ordering::Relaxed)
 }
 
-fn client() -> Result<&'static Client, Errno> {
+pub(super) fn client() -> Result<&'static Client, Errno> {
     crate::p9::mounted().ok_or(Errno::ENETUNREACH)
 }
 
-/// Whether the gateway serves `/net/tcp` (asked once).
-pub fn available() -> bool {
+/// Whether the gateway serves `/net/PROTO` (`tcp`, `udp`; asked once each).
+pub fn available(proto: &'static str) -> bool {
     // 0: not asked yet, 1: yes, 2: no. Two first callers may both ask.
-    static KNOWN: AtomicU8 = AtomicU8::new(0);
-    match KNOWN.load(Ordering::Relaxed) {
+    static KNOWN: [AtomicU8; 2] = [AtomicU8::new(0), AtomicU8::new(0)];
+    let known = &KNOWN[usize::from(proto == "udp")];
+    match known.load(Ordering::Relaxed) {
         1 => true,
         2 => false,
         _ => {
-            let yes = client().is_ok_and(|c| match c.walk(c.root(), &["net", "tcp"]) {
+            let yes = client().is_ok_and(|c| match c.walk(c.root(), &["net", proto]) {
                 Ok(f) => {
                     c.clunk(f);
                     true
                 }
                 Err(_) => false,
             });
-            KNOWN.store(if yes { 1 } else { 2 }, Ordering::Relaxed);
+            known.store(if yes { 1 } else { 2 }, Ordering::Relaxed);
             yes
         }
     }
@@ -83,22 +83,24 @@ pub fn available() -> bool {
 /// One gateway connection: its number and open `ctl` (and `data`) fids,
 /// clunked when the last holder lets go (the gateway then closes the host
 /// socket).
-struct Conv {
+pub(super) struct Conv {
+    /// `tcp` or `udp`.
+    proto: &'static str,
     n: u32,
     ctl: Fid,
-    data: Option<Fid>,
+    pub(super) data: Option<Fid>,
 }
 
 impl Conv {
     /// Reserves a new connection (`/net/tcp/clone`).
-    fn clone_new(c: &Client) -> Result<Conv, Errno> {
-        let ctl = c.walk(c.root(), &["net", "tcp", "clone"])?;
-        Self::from_ctl(c, ctl)
+    pub(super) fn clone_new(c: &Client, proto: &'static str) -> Result<Conv, Errno> {
+        let ctl = c.walk(c.root(), &["net", proto, "clone"])?;
+        Self::from_ctl(c, ctl, proto)
     }
 
     /// Opens the walked `ctl` (or `clone`, or `listen`) fid and learns the
     /// connection's number from it.
-    fn from_ctl(c: &Client, ctl: Fid) -> Result<Conv, Errno> {
+    fn from_ctl(c: &Client, ctl: Fid, proto: &'static str) -> Result<Conv, Errno> {
         let r = c.open(ctl, O_RDWR).and_then(|_| {
             let mut b = [0u8; 16];
             let n = c.read(ctl, 0, &mut b)?;
@@ -108,7 +110,12 @@ impl Conv {
                 .ok_or(Errno::EPROTO)
         });
         match r {
-            Ok(n) => Ok(Conv { n, ctl, data: None }),
+            Ok(n) => Ok(Conv {
+                proto,
+                n,
+                ctl,
+                data: None,
+            }),
             Err(e) => {
                 c.clunk(ctl);
                 Err(e)
@@ -117,14 +124,14 @@ impl Conv {
     }
 
     fn path<'a>(&self, num: &'a str, file: &'a str) -> [&'a str; 4] {
-        ["net", "tcp", num, file]
+        ["net", self.proto, num, file]
     }
 
-    fn ctl(&self, c: &Client, msg: &str) -> Result<(), Errno> {
+    pub(super) fn ctl(&self, c: &Client, msg: &str) -> Result<(), Errno> {
         c.write(self.ctl, 0, msg.as_bytes()).map(|_| ())
     }
 
-    fn open_data(&mut self, c: &Client) -> Result<(), Errno> {
+    pub(super) fn open_data(&mut self, c: &Client) -> Result<(), Errno> {
         let num = format!("{}", self.n);
         let fid = c.walk(c.root(), &self.path(&num, "data"))?;
         if let Err(e) = c.open(fid, O_RDWR) {
@@ -136,7 +143,7 @@ impl Conv {
     }
 
     /// The address in the connection's `local` or `remote` file.
-    fn address(&self, c: &Client, file: &str) -> Option<SocketAddr> {
+    pub(super) fn address(&self, c: &Client, file: &str) -> Option<SocketAddr> {
         let num = format!("{}", self.n);
         let fid = c.walk(c.root(), &self.path(&num, file)).ok()?;
         let mut b = [0u8; 80];
@@ -184,14 +191,6 @@ enum Phase {
     Failed,
 }
 
-/// An option's value as the program set it (or the default).
-#[derive(Clone)]
-struct Opt {
-    level: u32,
-    name: u32,
-    value: Vec<u8>,
-}
-
 struct St {
     phase: Phase,
     conv: Option<Arc<Conv>>,
@@ -208,7 +207,7 @@ struct St {
     shut_wr: bool,
     local: Option<SocketAddr>,
     remote: Option<SocketAddr>,
-    opts: Vec<Opt>,
+    opts: Options,
     /// The last descriptor went: helpers stop.
     closing: bool,
     /// A reader waits for data (the only time a read is posted with
@@ -278,7 +277,7 @@ impl Socket {
                     shut_wr: false,
                     local,
                     remote,
-                    opts: Vec::new(),
+                    opts: Options::new(SOCK_STREAM, family),
                     closing: false,
                     demand: false,
                     confirmed: phase == Phase::Connected,
@@ -292,12 +291,7 @@ impl Socket {
     }
 
     fn int_opt(&self, level: u32, name: u32) -> Option<i32> {
-        let st = self.sh.st.lock();
-        st.opts
-            .iter()
-            .find(|o| o.level == level && o.name == name)
-            .and_then(|o| o.value.get(..4))
-            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        self.sh.st.lock().opts.int(level, name)
     }
 
     /// `bind`: announces `addr` at the gateway at once, so the host
@@ -307,7 +301,7 @@ impl Socket {
             return Err(Errno::EINVAL);
         }
         let c = client()?;
-        let conv = Conv::clone_new(c)?;
+        let conv = Conv::clone_new(c, "tcp")?;
         conv.ctl(c, &addr::announce_ctl(addr))?;
         let local = conv.address(c, "local");
         let conv = Arc::new(conv);
@@ -658,32 +652,13 @@ impl Socket {
 
     /// `setsockopt`.
     pub fn set_option(&self, level: u32, name: u32, value: &[u8]) -> Result<(), Errno> {
-        if level == IPPROTO_IPV6 && self.family != AF_INET6 {
-            return Err(Errno::EOPNOTSUPP);
-        }
-        let size = option_size(self.family, level, name).ok_or(Errno::ENOPROTOOPT)?;
-        if value.len() < size.min(4) {
-            return Err(Errno::EINVAL);
-        }
-        let mut v = value[..value.len().min(size)].to_vec();
-        v.resize(size, 0);
-        let int = i32::from_le_bytes([v[0], v[1], v[2], v[3]]);
-        if level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_SNDBUF) {
-            // Linux doubles the value for its bookkeeping and reports that.
-            let min = if name == SO_RCVBUF { 2304 } else { 4608 };
-            v = (int.max(0).saturating_mul(2).max(min))
-                .to_le_bytes()
-                .to_vec();
-        }
-        let conv = {
+        let (int, conv) = {
             let mut st = self.sh.st.lock();
-            st.opts.retain(|o| !(o.level == level && o.name == name));
-            st.opts.push(Opt {
-                level,
-                name,
-                value: v,
-            });
-            st.conv.clone().filter(|_| st.phase == Phase::Connected)
+            let int = st.opts.set(level, name, value)?;
+            (
+                int,
+                st.conv.clone().filter(|_| st.phase == Phase::Connected),
+            )
         };
         // The options the host socket carries out itself.
         if let Some(conv) = conv
@@ -702,40 +677,15 @@ impl Socket {
     /// `getsockopt`: the value's bytes (the caller truncates).
     pub fn get_option(&self, level: u32, name: u32) -> Result<Vec<u8>, Errno> {
         let int = |v: i32| Ok(v.to_le_bytes().to_vec());
+        let mut st = self.sh.st.lock();
         match (level, name) {
-            (SOL_SOCKET, SO_TYPE) => return int(SOCK_STREAM as i32),
-            (SOL_SOCKET, SO_DOMAIN) => return int(i32::from(self.family)),
-            (SOL_SOCKET, SO_PROTOCOL) => return int(6),
             (SOL_SOCKET, SO_ERROR) => {
-                let e = self.sh.st.lock().so_error.take();
-                return int(e.map_or(0, |e| e.0 as i32));
+                let e = st.so_error.take();
+                int(e.map_or(0, |e| e.0 as i32))
             }
-            (SOL_SOCKET, SO_ACCEPTCONN) => {
-                return int(i32::from(self.sh.st.lock().phase == Phase::Listening));
-            }
-            _ => {}
+            (SOL_SOCKET, SO_ACCEPTCONN) => int(i32::from(st.phase == Phase::Listening)),
+            _ => st.opts.get(level, name),
         }
-        if level == IPPROTO_IPV6 && self.family != AF_INET6 {
-            return Err(Errno::EOPNOTSUPP);
-        }
-        let size = option_size(self.family, level, name).ok_or(Errno::ENOPROTOOPT)?;
-        let st = self.sh.st.lock();
-        if let Some(o) = st.opts.iter().find(|o| o.level == level && o.name == name) {
-            return Ok(o.value.clone());
-        }
-        let default = match (level, name) {
-            (SOL_SOCKET, SO_RCVBUF) => DEFAULT_RCVBUF,
-            (SOL_SOCKET, SO_SNDBUF) => DEFAULT_SNDBUF,
-            (IPPROTO_IP, IP_TTL) | (IPPROTO_IPV6, IPV6_UNICAST_HOPS) => 64,
-            (IPPROTO_TCP, TCP_KEEPIDLE) => 7200,
-            (IPPROTO_TCP, TCP_KEEPINTVL) => 75,
-            (IPPROTO_TCP, TCP_KEEPCNT) => 9,
-            (IPPROTO_TCP, TCP_MAXSEG) => 536,
-            _ => 0,
-        };
-        let mut v = default.to_le_bytes().to_vec();
-        v.resize(size, 0);
-        Ok(v)
     }
 
     /// Bytes ready to read (`FIONREAD`).
@@ -755,54 +705,6 @@ pub fn sigpipe(e: Errno, nosignal: bool) -> Errno {
         let _ = crate::signal::send(crate::sched::current().id(), crate::signal::nr::SIGPIPE);
     }
     e
-}
-
-/// Option levels and names (Linux's values).
-pub const SOL_SOCKET: u32 = 1;
-/// `IPPROTO_IP`.
-pub const IPPROTO_IP: u32 = 0;
-/// `IPPROTO_TCP`.
-pub const IPPROTO_TCP: u32 = 6;
-/// `IPPROTO_IPV6`.
-pub const IPPROTO_IPV6: u32 = 41;
-const SO_TYPE: u32 = 3;
-const SO_ERROR: u32 = 4;
-const SO_SNDBUF: u32 = 7;
-const SO_RCVBUF: u32 = 8;
-const SO_KEEPALIVE: u32 = 9;
-const SO_LINGER: u32 = 13;
-const SO_RCVTIMEO: u32 = 20;
-const SO_SNDTIMEO: u32 = 21;
-const SO_ACCEPTCONN: u32 = 30;
-const SO_PROTOCOL: u32 = 38;
-const SO_DOMAIN: u32 = 39;
-const IP_TTL: u32 = 2;
-const IPV6_UNICAST_HOPS: u32 = 16;
-const TCP_NODELAY: u32 = 1;
-const TCP_MAXSEG: u32 = 2;
-const TCP_KEEPIDLE: u32 = 4;
-const TCP_KEEPINTVL: u32 = 5;
-const TCP_KEEPCNT: u32 = 6;
-
-/// The size of an option's value, for the options a TCP socket has
-/// (`None`: `ENOPROTOOPT`, as Linux answers for unknown ones).
-fn option_size(family: u16, level: u32, name: u32) -> Option<usize> {
-    match (level, name) {
-        // SO_DEBUG, SO_REUSEADDR, SO_DONTROUTE, SO_BROADCAST, SO_SNDBUF,
-        // SO_RCVBUF, SO_KEEPALIVE, SO_OOBINLINE, SO_REUSEPORT,
-        // SO_RCVLOWAT, SO_SNDLOWAT, SO_TIMESTAMP, SO_BUSY_POLL.
-        (SOL_SOCKET, 1 | 2 | 5 | 6 | 7 | 8 | 9 | 10 | 15 | 18 | 19 | 29 | 46) => Some(4),
-        (SOL_SOCKET, SO_LINGER) => Some(8),
-        (SOL_SOCKET, SO_RCVTIMEO | SO_SNDTIMEO) => Some(16),
-        // IP_TOS, IP_TTL, IP_MULTICAST_*…: integers.
-        (IPPROTO_IP, 1 | 2 | 32 | 33 | 34) => Some(4),
-        // IPV6_UNICAST_HOPS, IPV6_V6ONLY, IPV6_TCLASS, multicast hops/loop.
-        (IPPROTO_IPV6, 16 | 18 | 19 | 26 | 67) if family == AF_INET6 => Some(4),
-        // TCP_NODELAY, TCP_MAXSEG, TCP_KEEPIDLE/INTVL/CNT, TCP_QUICKACK,
-        // TCP_USER_TIMEOUT, TCP_FASTOPEN.
-        (IPPROTO_TCP, 1 | 2 | 4 | 5 | 6 | 12 | 18 | 23) => Some(4),
-        _ => None,
-    }
 }
 
 impl Drop for Socket {
@@ -899,6 +801,10 @@ impl FileLike for Socket {
         0o140_777
     }
 
+    fn own_inode(&self) -> bool {
+        true
+    }
+
     fn as_any(&self) -> &dyn core::any::Any {
         self
     }
@@ -909,7 +815,7 @@ fn dialer(sh: Arc<Shared>, msg: String, nodelay: bool, keepalive: bool) {
     crate::sched::current().set_posts();
     let outcome = (|| {
         let c = client()?;
-        let mut conv = Conv::clone_new(c)?;
+        let mut conv = Conv::clone_new(c, "tcp")?;
         if nodelay {
             conv.ctl(c, "nodelay")?;
         }
@@ -1017,7 +923,7 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, nodelay: bool) {
         }
         let call = (|| {
             let fid = c.walk(c.root(), &["net", "tcp", &num, "listen"])?;
-            let mut new = Conv::from_ctl(c, fid)?;
+            let mut new = Conv::from_ctl(c, fid, "tcp")?;
             new.open_data(c)?;
             if nodelay {
                 let _ = new.ctl(c, "nodelay");

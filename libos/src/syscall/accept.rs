@@ -29,7 +29,7 @@ pub fn accept4(a: &[u64; 6]) -> Result<u64, Errno> {
             0
         };
         let (new, peer) = s.accept(status)?;
-        Ok((new, s.family, peer))
+        Ok((new, s.family(), peer))
     })?;
     let bytes = addr::encode(peer.unwrap_or_else(|| addr::unspecified(family)), family);
     let fd = fd::install_object(Object::Like(Arc::new(s)), flags & SOCK_CLOEXEC != 0)?;

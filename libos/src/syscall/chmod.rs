@@ -101,9 +101,11 @@ pub fn setattr_fd(n: u64, attr: SetAttr) -> Result<u64, Errno> {
             }
             File::Console { .. } => Ok(0),
         },
-        // Pipes and eventfds have an inode of their own that nothing else
-        // sees; generated files belong to nobody who may change them.
-        Object::PipeRead(_) | Object::PipeWrite(_) | Object::EventFd(_) => Ok(0),
+        // Pipes, eventfds and sockets have an inode of their own that
+        // nothing else sees; generated files belong to nobody who may
+        // change them.
+        Object::PipeRead(_) | Object::PipeWrite(_) => Ok(0),
+        Object::Like(l) if l.own_inode() => Ok(0),
         _ => Err(Errno::EPERM),
     }
 }

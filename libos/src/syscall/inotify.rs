@@ -13,7 +13,7 @@ const S_IFDIR: u32 = 0o040000;
 
 /// `inotify_init()`.
 pub fn inotify_init(_: &[u64; 6]) -> Result<u64, Errno> {
-    fd::install_object(Object::Inotify(Inotify::new(0)), false)
+    fd::install_object(Object::Like(Inotify::new(0)), false)
 }
 
 /// `inotify_init1(flags)`.
@@ -23,16 +23,18 @@ pub fn inotify_init1(a: &[u64; 6]) -> Result<u64, Errno> {
         return Err(Errno::EINVAL);
     }
     fd::install_object(
-        Object::Inotify(Inotify::new(flags & O_NONBLOCK)),
+        Object::Like(Inotify::new(flags & O_NONBLOCK)),
         flags & O_CLOEXEC != 0,
     )
 }
 
-fn instance(n: u64) -> Result<alloc::sync::Arc<Inotify>, Errno> {
-    match fd::object(n)? {
-        Object::Inotify(i) => Ok(i),
-        _ => Err(Errno::EINVAL),
+/// The inotify instance open as `n` (`EINVAL` for another kind of file).
+fn instance(n: u64) -> Result<Object, Errno> {
+    let o = fd::object(n)?;
+    if o.like::<Inotify>().is_none() {
+        return Err(Errno::EINVAL);
     }
+    Ok(o)
 }
 
 /// `inotify_add_watch(fd, path, mask)`.
@@ -45,7 +47,8 @@ pub fn inotify_add_watch(a: &[u64; 6]) -> Result<u64, Errno> {
     if mask & IN_MASK_ADD != 0 && mask & IN_MASK_CREATE != 0 {
         return Err(Errno::EINVAL);
     }
-    let i = instance(a[0])?;
+    let o = instance(a[0])?;
+    let i = o.like::<Inotify>().ok_or(Errno::EINVAL)?;
     let path = super::open::abs(&super::open::user_path(a[1])?)?;
     let st = super::stat::path_stat_at(&path, mask & IN_DONT_FOLLOW == 0)?;
     if mask & IN_ONLYDIR != 0 && st.mode & S_IFMT != S_IFDIR {
@@ -57,5 +60,7 @@ pub fn inotify_add_watch(a: &[u64; 6]) -> Result<u64, Errno> {
 
 /// `inotify_rm_watch(fd, wd)`.
 pub fn inotify_rm_watch(a: &[u64; 6]) -> Result<u64, Errno> {
-    instance(a[0])?.rm_watch(a[1] as i32).map(|_| 0)
+    let o = instance(a[0])?;
+    let i = o.like::<Inotify>().ok_or(Errno::EINVAL)?;
+    i.rm_watch(a[1] as i32).map(|_| 0)
 }

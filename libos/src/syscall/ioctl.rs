@@ -69,10 +69,6 @@ pub fn ioctl(a: &[u64; 6]) -> Result<u64, Errno> {
             user::copy_in(a[2], &(p.available() as u32).to_le_bytes())?;
             Ok(0)
         }
-        (FIONREAD, Object::Inotify(i)) => {
-            user::copy_in(a[2], &(i.pending_bytes() as u32).to_le_bytes())?;
-            Ok(0)
-        }
         (_, Object::Like(l)) => l.ioctl(a[1], a[2]),
         (FIONREAD, _) if console => {
             user::copy_in(a[2], &0u32.to_le_bytes())?;

@@ -56,7 +56,7 @@ fn make_eventfd(initval: u64, flags: u32) -> Result<u64, Errno> {
         flags & EFD_SEMAPHORE != 0,
         flags & O_NONBLOCK,
     );
-    fd::install_object(Object::EventFd(Arc::new(e)), flags & O_CLOEXEC != 0)
+    fd::install_object(Object::Like(Arc::new(e)), flags & O_CLOEXEC != 0)
 }
 
 /// `eventfd(initval)`.

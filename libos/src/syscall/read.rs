@@ -136,24 +136,6 @@ pub fn read_object(o: &Object, offset: Option<u64>, addr: u64, len: u64) -> Resu
         Object::PipeWrite(_) => Err(Errno::EBADF),
         // No read operation.
         Object::Epoll(_) => Err(Errno::EINVAL),
-        Object::EventFd(e) => {
-            if len < 8 {
-                return Err(Errno::EINVAL);
-            }
-            positional(&e.read(nonblock)?.to_le_bytes())
-        }
-        Object::Inotify(i) => {
-            if offset.is_some() {
-                return Err(Errno::ESPIPE);
-            }
-            positional(&i.read(len.min(CHUNK) as usize, nonblock)?)
-        }
-        Object::TimerFd(t) => {
-            if len < 8 {
-                return Err(Errno::EINVAL);
-            }
-            positional(&t.read(nonblock)?.to_le_bytes())
-        }
         Object::Like(l) => {
             if offset.is_some() {
                 return Err(Errno::ESPIPE);

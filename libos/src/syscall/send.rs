@@ -1,6 +1,7 @@
 //! `sendto(2)`, `sendmsg(2)`: a TCP socket sends the bytes (a connected
-//! stream ignores the address, as Linux's does); a `sendmsg`'s pieces go
-//! to the gateway as one write.
+//! stream ignores the address, as Linux's does); a UDP socket sends one
+//! datagram to the address given or the connected peer. A `sendmsg`'s
+//! pieces go to the gateway as one write.
 
 use alloc::vec::Vec;
 
@@ -14,27 +15,34 @@ const MSG_NOSIGNAL: u64 = 0x4000;
 /// The most one call gathers (Linux sends in pieces too).
 const MAX_SEND: u64 = 1 << 20;
 
-fn send_bytes(fd: u64, data: &[u8], flags: u64) -> Result<u64, Errno> {
+fn send_bytes(fd: u64, data: &[u8], flags: u64, to: (u64, u64)) -> Result<u64, Errno> {
     if flags & MSG_OOB != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
     let o = super::socket::object(fd)?;
     let s = o.socket().ok_or(Errno::ENOTSOCK)?;
+    let dest = match to {
+        (0, _) => None,
+        (addr, len) => Some(super::socket::get_addr(&s, addr, len)?),
+    };
     let nonblock = o.nonblocking() || flags & MSG_DONTWAIT != 0;
-    s.send(data, nonblock)
+    // Only a stream raises SIGPIPE (Linux's datagram sockets do not).
+    let stream = matches!(s, crate::net::AnySocket::Stream(_));
+    s.send_to(data, dest, nonblock)
         .map(|n| n as u64)
-        .map_err(|e| sigpipe(e, flags & MSG_NOSIGNAL != 0))
+        .map_err(|e| sigpipe(e, flags & MSG_NOSIGNAL != 0 || !stream))
 }
 
 /// `sendto(fd, buf, len, flags, dest_addr, addrlen)`.
 pub fn sendto(a: &[u64; 6]) -> Result<u64, Errno> {
-    send_bytes(a[0], user::slice(a[1], a[2])?, a[3])
+    send_bytes(a[0], user::slice(a[1], a[2])?, a[3], (a[4], a[5]))
 }
 
 /// `sendmsg(fd, msg, flags)`.
 pub fn sendmsg(a: &[u64; 6]) -> Result<u64, Errno> {
     let hdr = user::slice(a[1], 56)?;
     let word = |at: usize| u64::from_le_bytes(hdr[at..at + 8].try_into().unwrap_or([0; 8]));
+    let name_len = u64::from(u32::from_le_bytes(hdr[8..12].try_into().unwrap_or([0; 4])));
     let mut data = Vec::new();
     for (base, len) in super::read::iovecs(word(16), word(24))? {
         let take = len.min(MAX_SEND - data.len() as u64);
@@ -43,5 +51,5 @@ pub fn sendmsg(a: &[u64; 6]) -> Result<u64, Errno> {
             break;
         }
     }
-    send_bytes(a[0], &data, a[2])
+    send_bytes(a[0], &data, a[2], (word(0), name_len))
 }

@@ -1,11 +1,11 @@
 //! `socket(2)` and `socketpair(2)`, and what the other socket calls share
 //! (finding the socket behind a descriptor, writing a `sockaddr` back).
 //!
-//! TCP sockets (`AF_INET`, `AF_INET6` dual stack) go to the gateway's
-//! `/net/tcp` (`net`); without it (another 9P server, `--no-files`)
-//! `socket` answers `EAFNOSUPPORT`, which programs take as "no network"
-//! (the JDK probes IPv6 this way at start-up). UDP and `AF_UNIX` sockets
-//! are not there yet. `socketpair(AF_UNIX)` gives a connected pair built
+//! TCP and UDP sockets (`AF_INET`, `AF_INET6` dual stack) go to the
+//! gateway's `/net/tcp` and `/net/udp` (`net`); without them (another 9P
+//! server, `--no-files`) `socket` answers `EAFNOSUPPORT`, which programs
+//! take as "no network" (the JDK probes IPv6 this way at start-up).
+//! `AF_UNIX` sockets are not there yet. `socketpair(AF_UNIX)` gives a connected pair built
 //! from a pipe: bytes written to the second descriptor are read from the
 //! first, which is what the JDK's file dispatcher uses it for (a
 //! descriptor to `dup2` over closed ones).
@@ -16,7 +16,7 @@ use crate::errno::Errno;
 use crate::fd::{self, O_NONBLOCK, Object};
 use crate::mm::user;
 use crate::net::addr::{AF_INET, AF_INET6, AF_UNIX};
-use crate::net::{SOCK_STREAM, Socket};
+use crate::net::{AnySocket, Dgram, SOCK_DGRAM, SOCK_STREAM, Socket};
 
 const SOCK_TYPE_MASK: u64 = 0xf;
 /// `SOCK_NONBLOCK`.
@@ -24,6 +24,7 @@ pub const SOCK_NONBLOCK: u64 = 0o4000;
 /// `SOCK_CLOEXEC`.
 pub const SOCK_CLOEXEC: u64 = 0o2000000;
 const IPPROTO_TCP: u64 = 6;
+const IPPROTO_UDP: u64 = 17;
 
 /// `socket(domain, type, protocol)`.
 pub fn socket(a: &[u64; 6]) -> Result<u64, Errno> {
@@ -35,23 +36,26 @@ pub fn socket(a: &[u64; 6]) -> Result<u64, Errno> {
         d if d == u64::from(AF_INET) || d == u64::from(AF_INET6) => d as u16,
         _ => return Err(Errno::EAFNOSUPPORT),
     };
-    if !crate::net::available() {
+    if !crate::net::available("tcp") {
         return Err(Errno::EAFNOSUPPORT);
-    }
-    match (ty & SOCK_TYPE_MASK, protocol) {
-        (t, 0 | IPPROTO_TCP) if t == u64::from(SOCK_STREAM) => {}
-        // SOCK_DGRAM (UDP) and SOCK_RAW are not served yet.
-        (2 | 3, _) => return Err(Errno::EPROTONOSUPPORT),
-        (1..=6, _) => return Err(Errno::EPROTONOSUPPORT),
-        _ => return Err(Errno::EINVAL),
     }
     let status = if ty & SOCK_NONBLOCK != 0 {
         O_NONBLOCK
     } else {
         0
     };
-    let s = Socket::new(family, status);
-    fd::install_object(Object::Like(Arc::new(s)), ty & SOCK_CLOEXEC != 0)
+    let cloexec = ty & SOCK_CLOEXEC != 0;
+    match (ty & SOCK_TYPE_MASK, protocol) {
+        (t, 0 | IPPROTO_TCP) if t == u64::from(SOCK_STREAM) => {
+            fd::install_object(Object::Like(Arc::new(Socket::new(family, status))), cloexec)
+        }
+        (t, 0 | IPPROTO_UDP) if t == u64::from(SOCK_DGRAM) && crate::net::available("udp") => {
+            fd::install_object(Object::Like(Arc::new(Dgram::new(family, status))), cloexec)
+        }
+        // SOCK_RAW, SOCK_SEQPACKET, other protocols: not served.
+        (1..=6, _) => Err(Errno::EPROTONOSUPPORT),
+        _ => Err(Errno::EINVAL),
+    }
 }
 
 /// `socketpair(domain, type, protocol, sv)`.
@@ -77,9 +81,9 @@ pub fn object(fd: u64) -> Result<Object, Errno> {
 }
 
 /// Runs `f` on the socket behind `fd`.
-pub fn with<R>(fd: u64, f: impl FnOnce(&Socket) -> Result<R, Errno>) -> Result<R, Errno> {
+pub fn with<R>(fd: u64, f: impl FnOnce(&AnySocket<'_>) -> Result<R, Errno>) -> Result<R, Errno> {
     let o = object(fd)?;
-    f(o.socket().ok_or(Errno::ENOTSOCK)?)
+    f(&o.socket().ok_or(Errno::ENOTSOCK)?)
 }
 
 /// Writes the `sockaddr` `bytes` to the program's `addr` with room given
@@ -100,9 +104,9 @@ pub fn put_addr(addr: u64, len: u64, bytes: &[u8]) -> Result<(), Errno> {
 }
 
 /// The program's `sockaddr` at `addr` (`len` bytes) for socket `s`.
-pub fn get_addr(s: &Socket, addr: u64, len: u64) -> Result<core::net::SocketAddr, Errno> {
+pub fn get_addr(s: &AnySocket<'_>, addr: u64, len: u64) -> Result<core::net::SocketAddr, Errno> {
     if len > 128 {
         return Err(Errno::EINVAL);
     }
-    crate::net::addr::decode(user::slice(addr, len)?, s.family)
+    crate::net::addr::decode(user::slice(addr, len)?, s.family())
 }

@@ -6,7 +6,7 @@ use crate::net::addr;
 /// `getsockname(fd, addr, addrlen)`.
 pub fn getsockname(a: &[u64; 6]) -> Result<u64, Errno> {
     super::socket::with(a[0], |s| {
-        super::socket::put_addr(a[1], a[2], &addr::encode(s.local(), s.family))?;
+        super::socket::put_addr(a[1], a[2], &addr::encode(s.local(), s.family()))?;
         Ok(0)
     })
 }
@@ -15,7 +15,7 @@ pub fn getsockname(a: &[u64; 6]) -> Result<u64, Errno> {
 pub fn getpeername(a: &[u64; 6]) -> Result<u64, Errno> {
     super::socket::with(a[0], |s| {
         let peer = s.remote()?;
-        super::socket::put_addr(a[1], a[2], &addr::encode(peer, s.family))?;
+        super::socket::put_addr(a[1], a[2], &addr::encode(peer, s.family()))?;
         Ok(0)
     })
 }

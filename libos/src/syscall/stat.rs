@@ -66,9 +66,6 @@ fn object_stat(fd: u64) -> Result<Stat, Errno> {
         Object::Device(d) => d.stat(),
         Object::PipeRead(p) => anon_stat(S_IFIFO | 0o600, alloc::sync::Arc::as_ptr(&p) as u64),
         Object::PipeWrite(p) => anon_stat(S_IFIFO | 0o600, alloc::sync::Arc::as_ptr(&p) as u64),
-        Object::EventFd(e) => anon_stat(0o600, alloc::sync::Arc::as_ptr(&e) as u64),
-        Object::TimerFd(t) => anon_stat(0o600, alloc::sync::Arc::as_ptr(&t) as u64),
-        Object::Inotify(i) => anon_stat(0o600, alloc::sync::Arc::as_ptr(&i) as u64),
         Object::Epoll(e) => anon_stat(0o600, alloc::sync::Arc::as_ptr(&e) as u64),
         Object::Like(l) => anon_stat(l.mode(), alloc::sync::Arc::as_ptr(&l) as *const u8 as u64),
     })

@@ -31,14 +31,16 @@ pub fn timerfd_create(a: &[u64; 6]) -> Result<u64, Errno> {
         _ => return Err(Errno::EINVAL),
     };
     let t = TimerFd::new(realtime, flags & O_NONBLOCK);
-    fd::install_object(Object::TimerFd(Arc::new(t)), flags & O_CLOEXEC != 0)
+    fd::install_object(Object::Like(Arc::new(t)), flags & O_CLOEXEC != 0)
 }
 
-fn timer(fd: u64) -> Result<Arc<TimerFd>, Errno> {
-    match fd::object(fd)? {
-        Object::TimerFd(t) => Ok(t),
-        _ => Err(Errno::EINVAL),
+/// The timerfd open as `fd` (`EINVAL` for another kind of file).
+fn timer(fd: u64) -> Result<Object, Errno> {
+    let o = fd::object(fd)?;
+    if o.like::<TimerFd>().is_none() {
+        return Err(Errno::EINVAL);
     }
+    Ok(o)
 }
 
 /// A `struct timespec` in nanoseconds; `EINVAL` if not normalized.
@@ -67,7 +69,8 @@ pub fn timerfd_settime(a: &[u64; 6]) -> Result<u64, Errno> {
     if flags & !(TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET) != 0 {
         return Err(Errno::EINVAL);
     }
-    let t = timer(a[0])?;
+    let o = timer(a[0])?;
+    let t = o.like::<TimerFd>().ok_or(Errno::EINVAL)?;
     let b = user::slice(a[2], 32)?;
     let interval = timespec(&b[..16])?;
     let value = timespec(&b[16..])?;
@@ -80,7 +83,8 @@ pub fn timerfd_settime(a: &[u64; 6]) -> Result<u64, Errno> {
 
 /// `timerfd_gettime(fd, curr_value)`.
 pub fn timerfd_gettime(a: &[u64; 6]) -> Result<u64, Errno> {
-    let t = timer(a[0])?;
+    let o = timer(a[0])?;
+    let t = o.like::<TimerFd>().ok_or(Errno::EINVAL)?;
     put_itimerspec(a[1], t.get())?;
     Ok(0)
 }

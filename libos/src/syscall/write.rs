@@ -84,21 +84,13 @@ pub fn write_bytes(o: &Object, at: Option<u64>, bytes: &[u8]) -> Result<u64, Err
     match o {
         Object::File(f) => write_file(f, at, bytes),
         Object::Synthetic(_) | Object::PipeRead(_) => Err(Errno::EBADF),
-        Object::TimerFd(_) | Object::Inotify(_) | Object::Epoll(_) => Err(Errno::EINVAL),
+        Object::Epoll(_) => Err(Errno::EINVAL),
         Object::Device(d) => d.write(len),
         Object::PipeWrite(p) => {
             if at.is_some() {
                 return Err(Errno::ESPIPE);
             }
             p.write(bytes, o.nonblocking()).map(|n| n as u64)
-        }
-        Object::EventFd(e) => {
-            if len < 8 {
-                return Err(Errno::EINVAL);
-            }
-            let v = u64::from_le_bytes(bytes[..8].try_into().map_err(|_| Errno::EFAULT)?);
-            e.write(v, o.nonblocking())?;
-            Ok(8)
         }
         Object::Like(l) => {
             if at.is_some() {

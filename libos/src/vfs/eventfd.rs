@@ -92,3 +92,45 @@ impl EventFd {
         ev
     }
 }
+
+impl crate::fd::FileLike for EventFd {
+    fn read(&self, max: usize, nonblock: bool) -> Result<alloc::vec::Vec<u8>, Errno> {
+        if max < 8 {
+            return Err(Errno::EINVAL);
+        }
+        Ok(EventFd::read(self, nonblock)?.to_le_bytes().to_vec())
+    }
+
+    fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        let v: [u8; 8] = data
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .ok_or(Errno::EINVAL)?;
+        EventFd::write(self, u64::from_le_bytes(v), nonblock)?;
+        Ok(8)
+    }
+
+    fn poll(&self) -> u16 {
+        EventFd::poll(self)
+    }
+
+    fn wakes(&self) -> [u64; 3] {
+        EventFd::wakes(self)
+    }
+
+    fn flags(&self) -> &AtomicU32 {
+        &self.flags
+    }
+
+    fn mode(&self) -> u32 {
+        0o600
+    }
+
+    fn own_inode(&self) -> bool {
+        true
+    }
+
+    fn as_any(&self) -> &dyn core::any::Any {
+        self
+    }
+}

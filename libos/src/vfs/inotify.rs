@@ -469,3 +469,38 @@ pub fn removed(path: &str, dir: bool) {
         a | b | c
     });
 }
+
+impl crate::fd::FileLike for Inotify {
+    fn read(&self, max: usize, nonblock: bool) -> Result<Vec<u8>, Errno> {
+        Inotify::read(self, max, nonblock)
+    }
+
+    fn poll(&self) -> u16 {
+        Inotify::poll(self)
+    }
+
+    fn wakes(&self) -> [u64; 3] {
+        Inotify::wakes(self)
+    }
+
+    fn flags(&self) -> &AtomicU32 {
+        &self.flags
+    }
+
+    fn ioctl(&self, request: u64, arg: u64) -> Result<u64, Errno> {
+        const FIONREAD: u64 = 0x541b;
+        if request != FIONREAD {
+            return Err(Errno::ENOTTY);
+        }
+        crate::mm::user::copy_in(arg, &(self.pending_bytes() as u32).to_le_bytes())?;
+        Ok(0)
+    }
+
+    fn mode(&self) -> u32 {
+        0o600
+    }
+
+    fn as_any(&self) -> &dyn core::any::Any {
+        self
+    }
+}

@@ -194,6 +194,39 @@ mod imp {
             self.timer.lock().next != 0
         }
     }
+
+    impl crate::fd::FileLike for TimerFd {
+        fn read(&self, max: usize, nonblock: bool) -> Result<alloc::vec::Vec<u8>, Errno> {
+            if max < 8 {
+                return Err(Errno::EINVAL);
+            }
+            Ok(TimerFd::read(self, nonblock)?.to_le_bytes().to_vec())
+        }
+
+        fn poll(&self) -> u16 {
+            TimerFd::poll(self)
+        }
+
+        fn wakes(&self) -> [u64; 3] {
+            TimerFd::wakes(self)
+        }
+
+        fn flags(&self) -> &AtomicU32 {
+            &self.flags
+        }
+
+        fn mode(&self) -> u32 {
+            0o600
+        }
+
+        fn next_expiry(&self) -> Option<u64> {
+            TimerFd::next_expiry(self)
+        }
+
+        fn as_any(&self) -> &dyn core::any::Any {
+            self
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,398 @@
+//! A UDP socket over one `/net/udp` connection in `headers` mode: every
+//! datagram read from `data` starts with the 52-byte header naming its
+//! source, every one written with one naming its destination. The socket
+//! is bound at the gateway on `bind`, `connect` or the first send (Linux's
+//! autobind); from then on its helper thread keeps a read posted and queues
+//! what arrives, up to the receive buffer (more is dropped, as Linux drops
+//! it).
+
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::net::{IpAddr, Ipv6Addr, SocketAddr};
+use core::sync::atomic::AtomicU32;
+
+use super::addr;
+use super::options::{Options, SO_ACCEPTCONN, SO_ERROR, SOCK_DGRAM, SOL_SOCKET};
+use super::socket::{Conv, client};
+use crate::errno::Errno;
+use crate::fd::FileLike;
+use crate::sched::WaitQueue;
+use crate::sync::IrqLock;
+use crate::vfs::poll_bits::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::vfs::{Wakes, readiness_changed};
+
+/// The gateway's header before each datagram.
+const HEADER: usize = 52;
+/// The largest UDP payload.
+const MAX_DATAGRAM: usize = 65_507;
+/// Bytes queued before more datagrams are dropped (Linux's default
+/// `SO_RCVBUF`, 212,992, counts its overhead too).
+const RECV_BUF: usize = 212_992;
+
+struct St {
+    conv: Option<Arc<Conv>>,
+    queue: VecDeque<(SocketAddr, Vec<u8>)>,
+    queued: usize,
+    local: Option<SocketAddr>,
+    remote: Option<SocketAddr>,
+    opts: Options,
+    shut_rd: bool,
+    shut_wr: bool,
+    closing: bool,
+}
+
+struct Shared {
+    st: IrqLock<St>,
+    readable: WaitQueue,
+    wakes: Wakes,
+}
+
+/// A UDP socket (one open file description).
+pub struct Dgram {
+    /// `AF_INET` or `AF_INET6`.
+    pub family: u16,
+    flags: AtomicU32,
+    sh: Arc<Shared>,
+}
+
+fn header_ip(ip: IpAddr) -> [u8; 16] {
+    match ip {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+        IpAddr::V6(v6) => v6.octets(),
+    }
+}
+
+/// The source address and payload of a datagram read with its header; as
+/// the socket's family shows it (IPv4 for an IPv4 socket).
+fn parse(family: u16, bytes: &[u8]) -> Option<(SocketAddr, &[u8])> {
+    let (h, payload) = bytes.split_at_checked(HEADER)?;
+    let mut ip = [0u8; 16];
+    ip.copy_from_slice(&h[..16]);
+    let ip = Ipv6Addr::from(ip);
+    let ip = match (family, ip.to_ipv4_mapped()) {
+        (addr::AF_INET6, _) => IpAddr::V6(ip),
+        (_, Some(v4)) => IpAddr::V4(v4),
+        (_, None) => IpAddr::V6(ip),
+    };
+    Some((
+        SocketAddr::new(ip, u16::from_be_bytes([h[48], h[49]])),
+        payload,
+    ))
+}
+
+impl Dgram {
+    /// A new, unbound socket with `O_*` status flags `flags`.
+    pub fn new(family: u16, flags: u32) -> Dgram {
+        Dgram {
+            family,
+            flags: AtomicU32::new(flags | 2),
+            sh: Arc::new(Shared {
+                st: IrqLock::new(St {
+                    conv: None,
+                    queue: VecDeque::new(),
+                    queued: 0,
+                    local: None,
+                    remote: None,
+                    opts: Options::new(SOCK_DGRAM, family),
+                    shut_rd: false,
+                    shut_wr: false,
+                    closing: false,
+                }),
+                readable: WaitQueue::new(),
+                wakes: Wakes::new(),
+            }),
+        }
+    }
+
+    /// The socket's connection, bound to `at` (or any address) first if it
+    /// has none; `EINVAL` if `at` is asked of a bound one.
+    fn bound(&self, at: Option<SocketAddr>) -> Result<Arc<Conv>, Errno> {
+        if let Some(conv) = self.sh.st.lock().conv.clone() {
+            return match at {
+                Some(_) => Err(Errno::EINVAL),
+                None => Ok(conv),
+            };
+        }
+        let c = client()?;
+        let mut conv = Conv::clone_new(c, "udp")?;
+        conv.ctl(c, "headers")?;
+        conv.ctl(
+            c,
+            &addr::announce_ctl(at.unwrap_or_else(|| addr::unspecified(self.family))),
+        )?;
+        conv.open_data(c)?;
+        let local = conv.address(c, "local");
+        let conv = Arc::new(conv);
+        {
+            let mut st = self.sh.st.lock();
+            if let Some(other) = st.conv.clone() {
+                // Another thread bound it meanwhile: that binding stands.
+                drop(st);
+                let _ = conv.ctl(c, "hangup");
+                return match at {
+                    Some(_) => Err(Errno::EINVAL),
+                    None => Ok(other),
+                };
+            }
+            st.conv = Some(conv.clone());
+            st.local = local;
+        }
+        let sh = self.sh.clone();
+        let family = self.family;
+        let reader = conv.clone();
+        crate::sched::spawn("udp-reader", move || receive(sh, reader, family))
+            .ok_or(Errno::ENOMEM)?;
+        Ok(conv)
+    }
+
+    /// `bind`.
+    pub fn bind(&self, at: SocketAddr) -> Result<(), Errno> {
+        self.bound(Some(at)).map(|_| ())
+    }
+
+    /// `connect`: datagrams then go to `to` by default and come only from
+    /// it.
+    pub fn connect(&self, to: SocketAddr) -> Result<(), Errno> {
+        if to.port() == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let conv = self.bound(None)?;
+        let c = client()?;
+        let msg = addr::connect_ctl(to)?;
+        conv.ctl(c, &msg)?;
+        let local = conv.address(c, "local");
+        let mut st = self.sh.st.lock();
+        st.remote = Some(to);
+        if local.is_some() {
+            st.local = local;
+        }
+        Ok(())
+    }
+
+    /// Sends one datagram to `to` (or the connected peer).
+    pub fn send_to(&self, data: &[u8], to: Option<SocketAddr>) -> Result<usize, Errno> {
+        let dest = {
+            let st = self.sh.st.lock();
+            if st.shut_wr {
+                return Err(Errno::EPIPE);
+            }
+            match to {
+                Some(t) => t,
+                None => st.remote.ok_or(Errno::EDESTADDRREQ)?,
+            }
+        };
+        if data.len() > MAX_DATAGRAM {
+            return Err(Errno::EMSGSIZE);
+        }
+        if dest.port() == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let conv = self.bound(None)?;
+        let fid = conv.data.ok_or(Errno::EIO)?;
+        let dest_ip = match dest.ip() {
+            IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(core::net::Ipv4Addr::LOCALHOST),
+            IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ip => ip,
+        };
+        let mut msg = vec![0u8; HEADER];
+        msg[..16].copy_from_slice(&header_ip(dest_ip));
+        msg[48..50].copy_from_slice(&dest.port().to_be_bytes());
+        msg.extend_from_slice(data);
+        let n = client()?.write(fid, 0, &msg)?;
+        Ok(n.saturating_sub(HEADER))
+    }
+
+    /// Receives one datagram: (up to `max` of its bytes, its source, its
+    /// whole length).
+    pub fn recv_from(
+        &self,
+        max: usize,
+        nonblock: bool,
+        peek: bool,
+    ) -> Result<(Vec<u8>, Option<SocketAddr>, usize), Errno> {
+        let sh = &*self.sh;
+        loop {
+            {
+                let mut st = sh.st.lock();
+                if let Some((from, data)) = st.queue.front() {
+                    let (from, len) = (*from, data.len());
+                    let out = data[..len.min(max)].to_vec();
+                    if !peek {
+                        st.queue.pop_front();
+                        st.queued -= len;
+                    }
+                    return Ok((out, Some(from), len));
+                }
+                // Linux: a non-blocking call finds nothing even when shut
+                // down; a blocking one returns 0 instead of waiting.
+                if nonblock {
+                    return Err(Errno::EAGAIN);
+                }
+                if st.shut_rd {
+                    return Ok((Vec::new(), None, 0));
+                }
+            }
+            sh.readable.wait_while_interruptible(|| {
+                let st = sh.st.lock();
+                st.queue.is_empty() && !st.shut_rd && !st.closing
+            })?;
+        }
+    }
+
+    /// `shutdown`: reading then ends, sending fails with `EPIPE`. As on
+    /// Linux an unconnected socket answers `ENOTCONN` but is shut down all
+    /// the same.
+    pub fn shutdown(&self, how: u64) -> Result<(), Errno> {
+        if how > 2 {
+            return Err(Errno::EINVAL);
+        }
+        let connected = {
+            let mut st = self.sh.st.lock();
+            if how != 1 {
+                st.shut_rd = true;
+            }
+            if how != 0 {
+                st.shut_wr = true;
+            }
+            st.remote.is_some()
+        };
+        self.sh.readable.wake_all();
+        readiness_changed();
+        if connected {
+            Ok(())
+        } else {
+            Err(Errno::ENOTCONN)
+        }
+    }
+
+    /// The local address (`getsockname`).
+    pub fn local(&self) -> SocketAddr {
+        self.sh
+            .st
+            .lock()
+            .local
+            .unwrap_or_else(|| addr::unspecified(self.family))
+    }
+
+    /// The connected peer (`getpeername`).
+    pub fn remote(&self) -> Result<SocketAddr, Errno> {
+        self.sh.st.lock().remote.ok_or(Errno::ENOTCONN)
+    }
+
+    /// `setsockopt`.
+    pub fn set_option(&self, level: u32, name: u32, value: &[u8]) -> Result<(), Errno> {
+        self.sh.st.lock().opts.set(level, name, value).map(|_| ())
+    }
+
+    /// `getsockopt`.
+    pub fn get_option(&self, level: u32, name: u32) -> Result<Vec<u8>, Errno> {
+        match (level, name) {
+            (SOL_SOCKET, SO_ERROR | SO_ACCEPTCONN) => Ok(0i32.to_le_bytes().to_vec()),
+            _ => self.sh.st.lock().opts.get(level, name),
+        }
+    }
+}
+
+impl Drop for Dgram {
+    fn drop(&mut self) {
+        let conv = {
+            let mut st = self.sh.st.lock();
+            st.closing = true;
+            st.conv.clone()
+        };
+        // Ends the reader's posted read; the fids go with its last holder.
+        if let (Some(conv), Ok(c)) = (conv, client()) {
+            let _ = conv.ctl(c, "hangup");
+        }
+        self.sh.readable.wake_all();
+        readiness_changed();
+    }
+}
+
+impl FileLike for Dgram {
+    fn read(&self, max: usize, nonblock: bool) -> Result<Vec<u8>, Errno> {
+        self.recv_from(max, nonblock, false).map(|(d, _, _)| d)
+    }
+
+    fn write(&self, data: &[u8], _nonblock: bool) -> Result<usize, Errno> {
+        self.send_to(data, None)
+    }
+
+    fn poll(&self) -> u16 {
+        let st = self.sh.st.lock();
+        let mut ev = POLLOUT | POLLWRNORM;
+        if !st.queue.is_empty() || st.shut_rd {
+            ev |= POLLIN | POLLRDNORM;
+        }
+        ev
+    }
+
+    fn wakes(&self) -> [u64; 3] {
+        self.sh.wakes.get()
+    }
+
+    fn flags(&self) -> &AtomicU32 {
+        &self.flags
+    }
+
+    fn ioctl(&self, request: u64, arg: u64) -> Result<u64, Errno> {
+        const FIONREAD: u64 = 0x541b;
+        const SIOCOUTQ: u64 = 0x5411;
+        let n = match request {
+            // The size of the next datagram, as Linux answers for UDP.
+            FIONREAD => self.sh.st.lock().queue.front().map_or(0, |(_, d)| d.len()) as u32,
+            SIOCOUTQ => 0,
+            _ => return Err(Errno::ENOTTY),
+        };
+        crate::mm::user::copy_in(arg, &n.to_le_bytes())?;
+        Ok(0)
+    }
+
+    fn mode(&self) -> u32 {
+        0o140_777
+    }
+
+    fn own_inode(&self) -> bool {
+        true
+    }
+
+    fn as_any(&self) -> &dyn core::any::Any {
+        self
+    }
+}
+
+/// The reader: a read of `data` always posted; each datagram queued.
+fn receive(sh: Arc<Shared>, conv: Arc<Conv>, family: u16) {
+    crate::sched::current().set_posts();
+    let (Ok(c), Some(fid)) = (client(), conv.data) else {
+        return;
+    };
+    let mut buf = vec![0u8; HEADER + MAX_DATAGRAM];
+    loop {
+        if sh.st.lock().closing {
+            break;
+        }
+        let n = match c.read(fid, 0, &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let Some((from, payload)) = parse(family, &buf[..n]) else {
+            continue;
+        };
+        let datagram = payload.to_vec();
+        {
+            let mut st = sh.st.lock();
+            if st.queued + datagram.len() > RECV_BUF {
+                // A full receive buffer drops the datagram, as Linux does.
+                continue;
+            }
+            st.queued += datagram.len();
+            st.queue.push_back((from, datagram));
+        }
+        sh.wakes.input();
+        sh.readable.wake_all();
+        readiness_changed();
+    }
+}
