@@ -68,6 +68,8 @@ public class Net {
     }
 
     static void blocking() throws Exception {
+        // Names resolve as on the host (glibc reads /etc/hosts through the gateway).
+        System.out.println("localhost is loopback: " + InetAddress.getByName("localhost").isLoopbackAddress());
         try (ServerSocket ss = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
             Thread t = new Thread(() -> {
                 try (Socket s = ss.accept();

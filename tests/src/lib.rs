@@ -192,6 +192,22 @@ pub fn run_with_timeout(cmd: &mut Command, timeout: std::time::Duration) -> Run 
     wait_with_timeout(child, timeout)
 }
 
+/// The port a server wrote to `file` (written whole, then renamed), waiting
+/// up to `timeout` for it to appear; panics, saying `what`, if it does not.
+pub fn wait_for_port(file: &std::path::Path, timeout: std::time::Duration, what: &str) -> u16 {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if let Ok(p) = std::fs::read_to_string(file) {
+            return p.trim().parse::<u16>().expect("a port");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: the server never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// Collects the output of a running `child` (stdout and stderr piped),
 /// killing it after `timeout`, as [`run_with_timeout`] does.
 pub fn wait_with_timeout(mut child: std::process::Child, timeout: std::time::Duration) -> Run {

@@ -651,7 +651,8 @@ mod tests {
         args: no_args,
         stdout: |_, _| {
             Some(
-                "socket: connected true, nodelay true, peer port matches true\n\
+                "localhost is loopback: true\n\
+                 socket: connected true, nodelay true, peer port matches true\n\
                  echo: ALPHA\necho: GRÜSSE\necho: OMEGA\nafter shutdownOutput: null\n\
                  selector: 5 clients echoed, all exact\n\
                  HttpClient: 200 hello, GET n=0\nHttpClient: 200 hello, GET n=1\n\
@@ -731,17 +732,7 @@ mod tests {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
             let child = c.spawn().expect("astraea");
-            let deadline = Instant::now() + PARTITION_TIMEOUT;
-            let port = loop {
-                if let Ok(p) = std::fs::read_to_string(&port_file) {
-                    break p.trim().parse::<u16>().expect("a port");
-                }
-                assert!(
-                    Instant::now() < deadline,
-                    "JDK {jdk_name}: the server never started"
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            };
+            let port = wait_for_port(&port_file, PARTITION_TIMEOUT, &format!("JDK {jdk_name}"));
             for _ in 0..3 {
                 let r = http_get(port, "/hello").expect("GET /hello");
                 assert!(r.starts_with("HTTP/1.1 200"), "JDK {jdk_name}: {r}");

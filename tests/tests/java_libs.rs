@@ -609,18 +609,11 @@ mod tests {
             .stderr(Stdio::piped())
             .spawn()
             .expect("astraea");
-        let deadline = Instant::now() + PARTITION_TIMEOUT;
-        let port = loop {
-            if let Ok(p) = std::fs::read_to_string(&port_file) {
-                break p.trim().parse::<u16>().expect("a port");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "JDK {}: Jetty never started",
-                jdk.name
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let port = wait_for_port(
+            &port_file,
+            PARTITION_TIMEOUT,
+            &format!("Jetty on JDK {}", jdk.name),
+        );
         let base = format!("http://127.0.0.1:{port}");
         assert_eq!(
             curl(&format!("{base}/hello?name=curl")),

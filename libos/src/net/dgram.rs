@@ -338,16 +338,9 @@ impl FileLike for Dgram {
     }
 
     fn ioctl(&self, request: u64, arg: u64) -> Result<u64, Errno> {
-        const FIONREAD: u64 = 0x541b;
-        const SIOCOUTQ: u64 = 0x5411;
-        let n = match request {
-            // The size of the next datagram, as Linux answers for UDP.
-            FIONREAD => self.sh.st.lock().queue.front().map_or(0, |(_, d)| d.len()) as u32,
-            SIOCOUTQ => 0,
-            _ => return Err(Errno::ENOTTY),
-        };
-        crate::mm::user::copy_in(arg, &n.to_le_bytes())?;
-        Ok(0)
+        // FIONREAD: the size of the next datagram, as Linux answers for UDP.
+        let next = self.sh.st.lock().queue.front().map_or(0, |(_, d)| d.len());
+        super::ioctl(request, arg, next)
     }
 
     fn mode(&self) -> u32 {

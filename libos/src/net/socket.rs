@@ -786,15 +786,7 @@ impl FileLike for Socket {
     }
 
     fn ioctl(&self, request: u64, arg: u64) -> Result<u64, Errno> {
-        const FIONREAD: u64 = 0x541b;
-        const SIOCOUTQ: u64 = 0x5411;
-        let n = match request {
-            FIONREAD => self.available() as u32,
-            SIOCOUTQ => 0,
-            _ => return Err(Errno::ENOTTY),
-        };
-        crate::mm::user::copy_in(arg, &n.to_le_bytes())?;
-        Ok(0)
+        super::ioctl(request, arg, self.available())
     }
 
     fn mode(&self) -> u32 {
