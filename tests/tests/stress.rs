@@ -1,5 +1,7 @@
 //! Many partitions at once on a small machine: the register torture program
-//! (`tests/progs/torture.c`) and a JIT-heavy Java program, each run in
+//! (`tests/progs/torture.c`), the socket program (`tests/progs/sockets.c`,
+//! every partition's sockets through its own gateway to the one host
+//! network) and a JIT-heavy Java program, each run in
 //! several partitions side by side, every output compared exactly with the
 //! host's. CI runs a bounded round; `./x stress` runs many
 //! (`ASTRAEA_STRESS_ROUNDS`, `ASTRAEA_STRESS_PARALLEL`).
@@ -131,6 +133,38 @@ mod tests {
             knob("ASTRAEA_STRESS_ROUNDS", 1),
         );
         eprintln!("stress: torture: {runs} partition runs, all registers intact");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// `tests/progs/sockets.c` in 8 partitions at once: TCP and UDP on the
+    /// host's loopback from all of them, every result the host's.
+    #[test]
+    fn sockets_in_many_partitions() {
+        if !kvm_available() {
+            return;
+        }
+        let dir = scratch("sockets");
+        let o = Command::new("gcc")
+            .args(["-O2", "-pthread", "-o"])
+            .arg(dir.join("sockets"))
+            .arg(workspace().join("tests/progs/sockets.c"))
+            .output();
+        if !o.is_ok_and(|o| o.status.success()) {
+            eprintln!(
+                "\n*** SKIPPED: gcc cannot build tests/progs/sockets.c; this test did not run. ***\n"
+            );
+            return;
+        }
+        let want = std::fs::read_to_string(workspace().join("tests/progs/sockets.stdout")).unwrap();
+        let runs = many(
+            &dir,
+            &["--mem", "256M"],
+            &["./sockets"],
+            &want,
+            knob("ASTRAEA_STRESS_PARALLEL", 8),
+            knob("ASTRAEA_STRESS_ROUNDS", 1),
+        );
+        eprintln!("stress: sockets: {runs} partition runs, every result the host's");
         let _ = std::fs::remove_dir_all(dir);
     }
 
