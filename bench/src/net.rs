@@ -151,6 +151,41 @@ fn measure(mut server: Command, port_file: &Path) -> Result<Figures, String> {
     })
 }
 
+/// Downloads `bytes` into `client` (a `Net sink PORT` command, the port
+/// appended): MB/s from the accept to the client's close.
+fn download(mut client: Command, bytes: u64) -> Result<f64, String> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let port = l.local_addr().map_err(|e| e.to_string())?.port();
+    let mut child = client
+        .arg(port.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start the client: {e}"))?;
+    let (mut s, _) = l.accept().map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    let chunk = vec![7u8; 1 << 20];
+    let mut sent = 0;
+    while sent < bytes {
+        s.write_all(&chunk).map_err(|e| e.to_string())?;
+        sent += chunk.len() as u64;
+    }
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    // The client closes once it has read everything.
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    let secs = t.elapsed().as_secs_f64();
+    let mut out = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        let _ = o.read_to_string(&mut out);
+    }
+    let _ = child.wait();
+    if out.trim() != bytes.to_string() {
+        return Err(format!("the client read {:?} bytes", out.trim()));
+    }
+    Ok(bytes as f64 / 1e6 / secs)
+}
+
 /// The benchmark.
 pub fn net() {
     let java_home = PathBuf::from("/usr/lib/jvm/java-17-openjdk-amd64");
@@ -235,6 +270,41 @@ pub fn net() {
                     f.bulk_mb_s / h.bulk_mb_s
                 );
             }
+        }
+    }
+    // Bulk into the JVM: blocking 64 KiB reads of 1 GiB from a host server,
+    // where the streaming layer's posted read matters most.
+    let sink = |c: &mut Command| {
+        c.arg(java_home.join("bin/java"))
+            .arg("-cp")
+            .arg(&dir)
+            .args(["Net", "sink"])
+            .current_dir(&dir);
+    };
+    let mut host = Command::new("taskset");
+    host.args(["-c", "0"]);
+    sink(&mut host);
+    let into = |stream: &str| {
+        let mut c = Command::new(astraea());
+        c.args(["run", "--mem", "1G", "--net-stream", stream, "--kernel"])
+            .arg(kernel("astraea-kernel"))
+            .arg("--");
+        sink(&mut c);
+        c
+    };
+    let gib = 1u64 << 30;
+    let down = [
+        ("host JVM, 1 CPU", download(host, gib)),
+        ("partition, streaming on", download(into("on"), gib)),
+        ("partition, streaming off", download(into("off"), gib)),
+    ];
+    println!("download of 1 GiB by the JVM (blocking 64 KiB reads from a host server), MB/s");
+    let base = down[0].1.as_ref().ok().copied();
+    for (name, r) in &down {
+        match (r, base) {
+            (Ok(v), Some(b)) => println!("{name:<26} {v:>9.0}  {:>6.2}x", v / b),
+            (Ok(v), None) => println!("{name:<26} {v:>9.0}"),
+            (Err(e), _) => println!("{name:<26} failed: {e}"),
         }
     }
     println!();

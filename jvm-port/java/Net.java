@@ -42,12 +42,27 @@ import java.util.concurrent.Executors;
  * With the argument `serve FILE` it runs an HTTP server instead, writes its
  * port to FILE and answers /hello (and /bulk?mb=N) until /stop (tests that
  * reach it from the host, benchmarks); with `get URL` it prints the status
- * and body of one GET.
+ * and body of one GET; with `sink PORT` it reads all that 127.0.0.1:PORT
+ * sends and prints how much.
  */
 public class Net {
     public static void main(String[] args) throws Exception {
         if (args.length == 2 && args[0].equals("serve")) {
             serve(Path.of(args[1]));
+            return;
+        }
+        if (args.length == 2 && args[0].equals("sink")) {
+            // Reads everything 127.0.0.1:PORT sends, with blocking 64 KiB
+            // reads (the bulk download benchmark).
+            try (Socket s = new Socket(InetAddress.getLoopbackAddress(), Integer.parseInt(args[1]))) {
+                InputStream in = s.getInputStream();
+                byte[] buf = new byte[64 << 10];
+                long total = 0;
+                for (int n; (n = in.read(buf)) > 0; ) {
+                    total += n;
+                }
+                System.out.println(total);
+            }
             return;
         }
         if (args.length == 2 && args[0].equals("get")) {

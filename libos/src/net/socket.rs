@@ -31,9 +31,9 @@ use crate::vfs::{Wakes, readiness_changed};
 const POLLRDHUP: u16 = 0x2000;
 /// The receive buffer the reader fills (bytes the peer sent that the
 /// program has not read yet).
-const RECV_BUF: usize = 128 * 1024;
+const RECV_BUF: usize = 1024 * 1024;
 /// The most one posted read asks for.
-const READ_CHUNK: usize = 64 * 1024;
+const READ_CHUNK: usize = 256 * 1024;
 /// The reader posts again once this much room is free.
 const MIN_ROOM: usize = 4096;
 /// Linux's `somaxconn`.
