@@ -1,5 +1,5 @@
 //! `astraea-gateway`: serve host directories, `/dev/cons`, `/env` and, if
-//! asked, `/net/tcp` over 9P2000.L on a TCP or unix-domain socket.
+//! asked, `/net/tcp` and `/net/udp` over 9P2000.L on a TCP or unix-domain socket.
 
 use std::net::TcpListener;
 use std::os::unix::fs::FileTypeExt;
@@ -36,11 +36,11 @@ SECURITY MODEL:
   refuses every change with EROFS. There is no authentication: anyone who can
   connect to the socket gets these rights, so listen on loopback or on a unix
   socket with suitable permissions. With --net, clients also open TCP
-  connections from this host and listen on its ports, as a process of yours
-  would (docs/net.md); --net-allow limits where, and the gateway checks every
-  connect and listen against it.
+  connections and UDP sockets from this host and listen on its ports, as a
+  process of yours would (docs/net.md); --net-allow limits where, and the
+  gateway checks every connect, listen and datagram against it.
   astraea-gateway --net-allow 127.0.0.1/32:8080 --net-allow 10.0.0.0/8:443
-      Serve /net/tcp, allowing only localhost port 8080 and port 443 of 10/8.";
+      Serve /net, allowing only localhost port 8080 and port 443 of 10/8.";
 
 /// 9P2000.L file server for Astraea partitions.
 #[derive(Debug, Parser)]
@@ -77,8 +77,8 @@ struct Args {
     /// Do not serve /dev/cons (the gateway's stdin and stdout).
     #[arg(long)]
     no_console: bool,
-    /// Serve /net/tcp (Plan 9-style TCP connections, docs/net.md): clients
-    /// may connect from this host and listen on its ports.
+    /// Serve /net/tcp and /net/udp (Plan 9-style connections, docs/net.md):
+    /// clients may connect from this host and listen on its ports.
     #[arg(long)]
     net: bool,
     /// Allow /net only these addresses and ports, for connecting and for
