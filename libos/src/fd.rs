@@ -349,8 +349,11 @@ impl Object {
         if let Some(s) = self.like::<crate::net::Socket>() {
             return Some(crate::net::AnySocket::Stream(s));
         }
-        self.like::<crate::net::Dgram>()
-            .map(crate::net::AnySocket::Dgram)
+        if let Some(d) = self.like::<crate::net::Dgram>() {
+            return Some(crate::net::AnySocket::Dgram(d));
+        }
+        self.like::<crate::net::UnixStream>()
+            .map(crate::net::AnySocket::Unix)
     }
 
     /// Whether reads and writes fail with `EAGAIN` rather than wait.

@@ -489,6 +489,46 @@ static void udp(void)
     close(a);
 }
 
+static void pair(void)
+{
+    int sv[2];
+    printf("socketpair: %s\n", res(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)));
+    char buf[16] = {0};
+    write(sv[0], "ab", 2);
+    printf("one way: %s '%s'\n", res(read(sv[1], buf, sizeof buf)), buf);
+    write(sv[1], "xyz", 3);
+    int avail = -1;
+    ioctl(sv[0], FIONREAD, &avail);
+    memset(buf, 0, sizeof buf);
+    printf("other way: FIONREAD %d, %s '%s'\n", avail, res(read(sv[0], buf, sizeof buf)), buf);
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    getsockname(sv[0], (void *)&ss, &len);
+    printf("getsockname: family %d len %u\n", ss.ss_family, len);
+    int v = 0;
+    len = sizeof v;
+    getsockopt(sv[0], SOL_SOCKET, SO_TYPE, &v, &len);
+    printf("SO_TYPE %d\n", v);
+    printf("shutdown WR: %s\n", res(shutdown(sv[0], SHUT_WR)));
+    printf("peer reads the end: %s\n", res(read(sv[1], buf, sizeof buf)));
+    struct pollfd p = {.fd = sv[1], .events = POLLIN | POLLOUT | POLLRDHUP};
+    poll(&p, 1, 0);
+    printf("peer's poll: %#x\n", p.revents);
+    printf("write after shutdown: %s\n", res(send(sv[0], "q", 1, MSG_NOSIGNAL)));
+    printf("peer writes back: %s\n", res(write(sv[1], "back", 4)));
+    memset(buf, 0, sizeof buf);
+    printf("read it: %s '%s'\n", res(read(sv[0], buf, sizeof buf)), buf);
+    close(sv[1]);
+    p.fd = sv[0];
+    poll(&p, 1, 0);
+    printf("after the peer closed, poll: %#x\n", p.revents);
+    printf("read: %s\n", res(read(sv[0], buf, sizeof buf)));
+    close(sv[0]);
+    printf("socketpair(AF_UNIX, SOCK_DGRAM): %s\n", res(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv)));
+    close(sv[0]);
+    close(sv[1]);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -571,6 +611,7 @@ int main(int argc, char **argv)
     bulk();
     ipv6();
     udp();
+    pair();
     printf("failures: %d\n", failures);
     return failures != 0;
 }

@@ -228,14 +228,14 @@ const NOTES: &[(&str, Status, &str)] = &[
     (
         "socket",
         Partial,
-        "TCP (`AF_INET`, dual-stack `AF_INET6`) through the gateway's `/net`; UDP and raw \
-         sockets EPROTONOSUPPORT, `AF_UNIX` and other families EAFNOSUPPORT, and every family \
-         EAFNOSUPPORT when the 9P server has no `/net`",
+        "TCP and UDP (`AF_INET`, dual-stack `AF_INET6`) through the gateway's `/net`; raw \
+         sockets EPROTONOSUPPORT, named `AF_UNIX` sockets and other families EAFNOSUPPORT, and \
+         every family EAFNOSUPPORT when the 9P server has no `/net`",
     ),
     (
         "socketpair",
         Partial,
-        "`AF_UNIX` only, one-way (a pipe): enough for the JDK's dispatcher descriptor",
+        "`AF_UNIX` only; `SOCK_STREAM` pairs are full duplex, other types one-way (a pipe)",
     ),
     (
         "bind",
@@ -252,12 +252,12 @@ const NOTES: &[(&str, Status, &str)] = &[
     (
         "sendto",
         Partial,
-        "TCP only: the address is ignored, as on a connected stream; `MSG_OOB` EOPNOTSUPP",
+        "a TCP socket ignores the address, as a connected stream does; `MSG_OOB` EOPNOTSUPP",
     ),
     (
         "recvfrom",
         Partial,
-        "TCP only: no source address (length 0); `MSG_OOB` EINVAL",
+        "a TCP socket reports no source address (length 0); `MSG_OOB` EINVAL",
     ),
     (
         "epoll_wait",

@@ -16,9 +16,13 @@ pub mod options;
 mod dgram;
 #[cfg(target_os = "none")]
 mod socket;
+#[cfg(target_os = "none")]
+mod unix;
 
 #[cfg(target_os = "none")]
 pub use dgram::Dgram;
+#[cfg(target_os = "none")]
+pub use unix::{UnixStream, pair as unix_pair};
 
 #[cfg(target_os = "none")]
 pub use options::{SOCK_DGRAM, SOCK_STREAM};
@@ -49,6 +53,8 @@ pub enum AnySocket<'a> {
     Stream(&'a Socket),
     /// A UDP socket.
     Dgram(&'a Dgram),
+    /// One end of a `socketpair(AF_UNIX, SOCK_STREAM)`.
+    Unix(&'a UnixStream),
 }
 
 #[cfg(target_os = "none")]
@@ -65,6 +71,7 @@ mod any {
             match self {
                 AnySocket::Stream(s) => s.family,
                 AnySocket::Dgram(d) => d.family,
+                AnySocket::Unix(_) => super::addr::AF_UNIX,
             }
         }
 
@@ -73,6 +80,7 @@ mod any {
             match self {
                 AnySocket::Stream(s) => s.bind(at),
                 AnySocket::Dgram(d) => d.bind(at),
+                AnySocket::Unix(_) => Err(Errno::EOPNOTSUPP),
             }
         }
 
@@ -80,7 +88,7 @@ mod any {
         pub fn listen(&self, backlog: i32) -> Result<(), Errno> {
             match self {
                 AnySocket::Stream(s) => s.listen(backlog),
-                AnySocket::Dgram(_) => Err(Errno::EOPNOTSUPP),
+                AnySocket::Dgram(_) | AnySocket::Unix(_) => Err(Errno::EOPNOTSUPP),
             }
         }
 
@@ -88,7 +96,7 @@ mod any {
         pub fn accept(&self, flags: u32) -> Result<(Socket, Option<SocketAddr>), Errno> {
             match self {
                 AnySocket::Stream(s) => s.accept(flags),
-                AnySocket::Dgram(_) => Err(Errno::EOPNOTSUPP),
+                AnySocket::Dgram(_) | AnySocket::Unix(_) => Err(Errno::EOPNOTSUPP),
             }
         }
 
@@ -97,6 +105,8 @@ mod any {
             match self {
                 AnySocket::Stream(s) => s.connect(to),
                 AnySocket::Dgram(d) => d.connect(to),
+                // A pair is connected from the start.
+                AnySocket::Unix(_) => Err(Errno::EISCONN),
             }
         }
 
@@ -111,6 +121,8 @@ mod any {
             match self {
                 AnySocket::Stream(s) => s.send(data, nonblock),
                 AnySocket::Dgram(d) => d.send_to(data, to),
+                AnySocket::Unix(_) if to.is_some() => Err(Errno::EISCONN),
+                AnySocket::Unix(u) => u.send(data, nonblock),
             }
         }
 
@@ -128,6 +140,11 @@ mod any {
                     (d, None, n)
                 }),
                 AnySocket::Dgram(d) => d.recv_from(max, nonblock, peek),
+                AnySocket::Unix(_) if peek || waitall => Err(Errno::EOPNOTSUPP),
+                AnySocket::Unix(u) => u.recv(max, nonblock).map(|d| {
+                    let n = d.len();
+                    (d, None, n)
+                }),
             }
         }
 
@@ -136,6 +153,7 @@ mod any {
             match self {
                 AnySocket::Stream(s) => s.shutdown(how),
                 AnySocket::Dgram(d) => d.shutdown(how),
+                AnySocket::Unix(u) => u.shutdown(how),
             }
         }
 
@@ -144,6 +162,7 @@ mod any {
             match self {
                 AnySocket::Stream(s) => s.local(),
                 AnySocket::Dgram(d) => d.local(),
+                AnySocket::Unix(_) => super::addr::unspecified(super::addr::AF_INET),
             }
         }
 
@@ -152,6 +171,7 @@ mod any {
             match self {
                 AnySocket::Stream(s) => s.remote(),
                 AnySocket::Dgram(d) => d.remote(),
+                AnySocket::Unix(_) => Ok(super::addr::unspecified(super::addr::AF_INET)),
             }
         }
 
@@ -160,6 +180,7 @@ mod any {
             match self {
                 AnySocket::Stream(s) => s.set_option(level, name, value),
                 AnySocket::Dgram(d) => d.set_option(level, name, value),
+                AnySocket::Unix(u) => u.set_option(level, name, value),
             }
         }
 
@@ -168,6 +189,7 @@ mod any {
             match self {
                 AnySocket::Stream(s) => s.get_option(level, name),
                 AnySocket::Dgram(d) => d.get_option(level, name),
+                AnySocket::Unix(u) => u.get_option(level, name),
             }
         }
     }

@@ -5,10 +5,9 @@
 //! gateway's `/net/tcp` and `/net/udp` (`net`); without them (another 9P
 //! server, `--no-files`) `socket` answers `EAFNOSUPPORT`, which programs
 //! take as "no network" (the JDK probes IPv6 this way at start-up).
-//! `AF_UNIX` sockets are not there yet. `socketpair(AF_UNIX)` gives a connected pair built
-//! from a pipe: bytes written to the second descriptor are read from the
-//! first, which is what the JDK's file dispatcher uses it for (a
-//! descriptor to `dup2` over closed ones).
+//! `socketpair(AF_UNIX, SOCK_STREAM)` gives a connected full-duplex pair
+//! (`net::UnixStream`); other types a one-way pair built from a pipe.
+//! Named `AF_UNIX` sockets are not there yet.
 
 use alloc::sync::Arc;
 
@@ -67,7 +66,36 @@ pub fn socketpair(a: &[u64; 6]) -> Result<u64, Errno> {
         return Err(Errno::EINVAL);
     }
     let flags = a[1] & (SOCK_NONBLOCK | SOCK_CLOEXEC);
-    super::pipe::pipe2(&[a[3], flags, 0, 0, 0, 0])
+    if a[1] & SOCK_TYPE_MASK != u64::from(SOCK_STREAM) {
+        // Datagram and seqpacket pairs: one way, a pipe (enough for a
+        // descriptor to dup2 over closed ones).
+        return super::pipe::pipe2(&[a[3], flags, 0, 0, 0, 0]);
+    }
+    user::check_range(a[3], 8)?;
+    let status = if flags & SOCK_NONBLOCK != 0 {
+        O_NONBLOCK
+    } else {
+        0
+    };
+    let cloexec = flags & SOCK_CLOEXEC != 0;
+    let (x, y) = crate::net::unix_pair(status);
+    let first = fd::install_object(Object::Like(Arc::new(x)), cloexec)?;
+    let second = match fd::install_object(Object::Like(Arc::new(y)), cloexec) {
+        Ok(n) => n,
+        Err(e) => {
+            let _ = fd::close(first);
+            return Err(e);
+        }
+    };
+    let mut out = [0u8; 8];
+    out[..4].copy_from_slice(&(first as u32).to_le_bytes());
+    out[4..].copy_from_slice(&(second as u32).to_le_bytes());
+    if let Err(e) = user::copy_in(a[3], &out) {
+        let _ = fd::close(first);
+        let _ = fd::close(second);
+        return Err(e);
+    }
+    Ok(0)
 }
 
 /// The open file description behind `fd`, which must be a socket

@@ -1,0 +1,154 @@
+//! `socketpair(AF_UNIX, SOCK_STREAM)`: two connected, full-duplex
+//! endpoints inside the partition, built from two pipes (one each way).
+//! Reads, writes, `shutdown`, `poll` and close behave as Linux's Unix stream
+//! sockets; Unix sockets bound to names (`bind`, `listen`, `connect`) are
+//! not there yet.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use super::options::Options;
+use crate::errno::Errno;
+use crate::fd::FileLike;
+use crate::sync::IrqLock;
+use crate::vfs::pipe::{self, ReadEnd, WriteEnd};
+use crate::vfs::poll_bits::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::vfs::readiness_changed;
+
+const POLLWRBAND: u16 = 0x200;
+const POLLRDHUP: u16 = 0x2000;
+
+/// One end of a connected pair.
+pub struct UnixStream {
+    flags: AtomicU32,
+    /// What the peer writes.
+    rd: Arc<ReadEnd>,
+    /// Where this end writes; `None` once shut down for writing (the peer
+    /// then reads the end).
+    wr: IrqLock<Option<Arc<WriteEnd>>>,
+    shut_rd: AtomicBool,
+    opts: IrqLock<Options>,
+}
+
+/// A connected pair; both ends get the status flags `flags`.
+pub fn pair(flags: u32) -> (UnixStream, UnixStream) {
+    let (r1, w1) = pipe::new(0);
+    let (r2, w2) = pipe::new(0);
+    let end = |rd: ReadEnd, wr: WriteEnd| UnixStream {
+        flags: AtomicU32::new(flags | 2),
+        rd: Arc::new(rd),
+        wr: IrqLock::new(Some(Arc::new(wr))),
+        shut_rd: AtomicBool::new(false),
+        opts: IrqLock::new(Options::new(super::SOCK_STREAM, super::addr::AF_UNIX)),
+    };
+    (end(r1, w2), end(r2, w1))
+}
+
+impl UnixStream {
+    /// `shutdown(how)`: 0 reading, 1 writing (the peer reads the end), 2 both.
+    pub fn shutdown(&self, how: u64) -> Result<(), Errno> {
+        if how > 2 {
+            return Err(Errno::EINVAL);
+        }
+        if how != 1 {
+            self.shut_rd.store(true, Ordering::SeqCst);
+        }
+        if how != 0 {
+            let wr = self.wr.lock().take();
+            drop(wr);
+        }
+        readiness_changed();
+        Ok(())
+    }
+
+    /// Receives up to `max` bytes (`peek` is not supported on a pair).
+    pub fn recv(&self, max: usize, nonblock: bool) -> Result<Vec<u8>, Errno> {
+        if self.shut_rd.load(Ordering::SeqCst) && self.rd.available() == 0 {
+            return Ok(Vec::new());
+        }
+        self.rd.read(max, nonblock)
+    }
+
+    /// Sends `data`; `EPIPE` once this end or the peer is shut down.
+    pub fn send(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        let wr = self.wr.lock().clone().ok_or(Errno::EPIPE)?;
+        wr.write(data, nonblock)
+    }
+
+    /// `setsockopt`.
+    pub fn set_option(&self, level: u32, name: u32, value: &[u8]) -> Result<(), Errno> {
+        self.opts.lock().set(level, name, value).map(|_| ())
+    }
+
+    /// `getsockopt`.
+    pub fn get_option(&self, level: u32, name: u32) -> Result<Vec<u8>, Errno> {
+        use super::options::{SO_ACCEPTCONN, SO_ERROR, SOL_SOCKET};
+        match (level, name) {
+            (SOL_SOCKET, SO_ERROR | SO_ACCEPTCONN) => Ok(0i32.to_le_bytes().to_vec()),
+            _ => self.opts.lock().get(level, name),
+        }
+    }
+}
+
+impl FileLike for UnixStream {
+    fn read(&self, max: usize, nonblock: bool) -> Result<Vec<u8>, Errno> {
+        self.recv(max, nonblock)
+    }
+
+    fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        self.send(data, nonblock)
+            .map_err(|e| super::sigpipe(e, false))
+    }
+
+    fn poll(&self) -> u16 {
+        // Linux's unix_poll: the receive side shut (by us, or by the peer's
+        // write shutdown or close) reads the end; both sides shut is a
+        // hang-up; writable while there is room.
+        let r = self.rd.poll();
+        let wr = self.wr.lock().clone();
+        let w = wr.as_ref().map_or(0, |w| w.poll());
+        let rcv_shut = self.shut_rd.load(Ordering::SeqCst) || r & POLLHUP != 0;
+        let snd_shut = wr.is_none() || w & POLLERR != 0;
+        let mut ev = 0;
+        if r & POLLIN != 0 {
+            ev |= POLLIN | POLLRDNORM;
+        }
+        if rcv_shut {
+            ev |= POLLRDHUP | POLLIN | POLLRDNORM;
+        }
+        if rcv_shut && snd_shut {
+            ev |= POLLHUP;
+        }
+        if wr.is_none() || w & POLLOUT != 0 {
+            ev |= POLLOUT | POLLWRNORM | POLLWRBAND;
+        }
+        ev
+    }
+
+    fn wakes(&self) -> [u64; 3] {
+        let r = self.rd.wakes();
+        let w = self.wr.lock().as_ref().map_or([0; 3], |w| w.wakes());
+        [r[0] + w[0], r[1] + w[1], r[2] + w[2]]
+    }
+
+    fn flags(&self) -> &AtomicU32 {
+        &self.flags
+    }
+
+    fn ioctl(&self, request: u64, arg: u64) -> Result<u64, Errno> {
+        super::ioctl(request, arg, self.rd.available())
+    }
+
+    fn mode(&self) -> u32 {
+        0o140_777
+    }
+
+    fn own_inode(&self) -> bool {
+        true
+    }
+
+    fn as_any(&self) -> &dyn core::any::Any {
+        self
+    }
+}
