@@ -132,8 +132,8 @@ struct RunArgs {
     /// The network the program's sockets reach, through the built-in
     /// gateway's /net: `host` (default: the host's network, as a host
     /// process sees it; a server listening on 8080 in the partition is
-    /// localhost:8080 on the host), `none` (every connect and listen is
-    /// refused with EACCES and logged), or `allow=ADDR/PREFIX[:PORTS]`
+    /// localhost:8080 on the host), `none` (every connect, listen and
+    /// datagram is refused with EACCES and logged), or `allow=ADDR/PREFIX[:PORTS]`
     /// (repeatable: only there, e.g. allow=127.0.0.1/32:8080,
     /// allow=0.0.0.0/0:1024-65535). The gateway enforces it.
     #[arg(long = "net", value_name = "host|none|allow=RULE")]
