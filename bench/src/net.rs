@@ -281,9 +281,6 @@ pub fn net() {
             .args(["Net", "sink"])
             .current_dir(&dir);
     };
-    let mut host = Command::new("taskset");
-    host.args(["-c", "0"]);
-    sink(&mut host);
     let into = |stream: &str| {
         let mut c = Command::new(astraea());
         c.args(["run", "--mem", "1G", "--net-stream", stream, "--kernel"])
@@ -292,20 +289,56 @@ pub fn net() {
         sink(&mut c);
         c
     };
+    // Five rounds, the three interleaved, medians: this shared machine's
+    // speed drifts by 2x within minutes.
     let gib = 1u64 << 30;
-    let down = [
-        ("host JVM, 1 CPU", download(host, gib)),
-        ("partition, streaming on", download(into("on"), gib)),
-        ("partition, streaming off", download(into("off"), gib)),
-    ];
-    println!("download of 1 GiB by the JVM (blocking 64 KiB reads from a host server), MB/s");
-    let base = down[0].1.as_ref().ok().copied();
-    for (name, r) in &down {
-        match (r, base) {
-            (Ok(v), Some(b)) => println!("{name:<26} {v:>9.0}  {:>6.2}x", v / b),
-            (Ok(v), None) => println!("{name:<26} {v:>9.0}"),
-            (Err(e), _) => println!("{name:<26} failed: {e}"),
+    let names = ["host JVM, 1 CPU", "partition, streaming on", "partition, streaming off"];
+    let mut got: [Vec<f64>; 3] = Default::default();
+    let mut errors = Vec::new();
+    for _ in 0..5 {
+        for (i, got) in got.iter_mut().enumerate() {
+            let cmd = match i {
+                0 => {
+                    let mut h = Command::new("taskset");
+                    h.args(["-c", "0"]);
+                    sink(&mut h);
+                    h
+                }
+                1 => into("on"),
+                _ => into("off"),
+            };
+            match download(cmd, gib) {
+                Ok(v) => got.push(v),
+                Err(e) => errors.push(format!("{}: {e}", names[i])),
+            }
         }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    println!(
+        "download of 1 GiB by the JVM (blocking 64 KiB reads from a host server), MB/s, \
+         median of 5 interleaved rounds (min..max)"
+    );
+    let medians: Vec<Option<f64>> = got.iter_mut().map(median).collect();
+    for (i, name) in names.iter().enumerate() {
+        match (medians[i], medians[0]) {
+            (Some(v), Some(b)) => println!(
+                "{name:<26} {v:>9.0}  {:>6.2}x   ({:.0}..{:.0})",
+                v / b,
+                got[i].first().copied().unwrap_or(f64::NAN),
+                got[i].last().copied().unwrap_or(f64::NAN)
+            ),
+            (Some(v), None) => println!("{name:<26} {v:>9.0}"),
+            (None, _) => println!("{name:<26} failed"),
+        }
+    }
+    if let (Some(on), Some(off)) = (medians[1], medians[2]) {
+        println!("streaming on / off: {:.2}x", on / off);
+    }
+    for e in errors {
+        println!("  error: {e}");
     }
     println!();
     let _ = std::fs::remove_dir_all(&dir);

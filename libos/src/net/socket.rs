@@ -344,7 +344,10 @@ impl Socket {
         };
         let sh = self.sh.clone();
         let nodelay = self.int_opt(IPPROTO_TCP, TCP_NODELAY).unwrap_or(0) != 0;
-        crate::sched::spawn("acceptor", move || acceptor(sh, conv, nodelay))
+        // A listener on one address gives its calls that local address: no
+        // need to ask the gateway for each (a wildcard one must).
+        let local = self.sh.st.lock().local.filter(|a| !a.ip().is_unspecified());
+        crate::sched::spawn("acceptor", move || acceptor(sh, conv, nodelay, local))
             .ok_or(Errno::ENOMEM)?;
         Ok(())
     }
@@ -899,7 +902,7 @@ fn reader(sh: Arc<Shared>, conv: Arc<Conv>) {
 
 /// The acceptor of a listening socket: keeps a `listen` open posted while
 /// fewer than the backlog's calls wait for `accept`.
-fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, nodelay: bool) {
+fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, nodelay: bool, local: Option<SocketAddr>) {
     crate::sched::current().set_posts();
     let Ok(c) = client() else {
         return;
@@ -920,7 +923,7 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, nodelay: bool) {
             if nodelay {
                 let _ = new.ctl(c, "nodelay");
             }
-            let local = new.address(c, "local");
+            let local = local.or_else(|| new.address(c, "local"));
             let remote = new.address(c, "remote");
             Ok::<_, Errno>(Accepted {
                 conv: new,
