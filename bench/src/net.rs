@@ -292,7 +292,11 @@ pub fn net() {
     // Five rounds, the three interleaved, medians: this shared machine's
     // speed drifts by 2x within minutes.
     let gib = 1u64 << 30;
-    let names = ["host JVM, 1 CPU", "partition, streaming on", "partition, streaming off"];
+    let names = [
+        "host JVM, 1 CPU",
+        "partition, streaming on",
+        "partition, streaming off",
+    ];
     let mut got: [Vec<f64>; 3] = Default::default();
     let mut errors = Vec::new();
     for _ in 0..5 {

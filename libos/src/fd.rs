@@ -437,6 +437,30 @@ pub fn install_object(object: Object, cloexec: bool) -> Result<u64, Errno> {
     install_from(object, cloexec, 0)
 }
 
+/// Installs the two ends of a pipe or socket pair at the lowest free
+/// descriptors and writes their numbers to the program's `int[2]` at
+/// `out`; on any failure neither stays open.
+pub fn install_pair(a: Object, b: Object, cloexec: bool, out: u64) -> Result<u64, Errno> {
+    crate::mm::user::check_range(out, 8)?;
+    let first = install_object(a, cloexec)?;
+    let second = match install_object(b, cloexec) {
+        Ok(n) => n,
+        Err(e) => {
+            let _ = close(first);
+            return Err(e);
+        }
+    };
+    let mut fds = [0u8; 8];
+    fds[..4].copy_from_slice(&(first as u32).to_le_bytes());
+    fds[4..].copy_from_slice(&(second as u32).to_le_bytes());
+    if let Err(e) = crate::mm::user::copy_in(out, &fds) {
+        let _ = close(first);
+        let _ = close(second);
+        return Err(e);
+    }
+    Ok(0)
+}
+
 /// Installs a console or 9P file at the lowest free descriptor.
 pub fn install(f: File) -> Result<u64, Errno> {
     install_object(Object::File(Arc::new(f)), false)

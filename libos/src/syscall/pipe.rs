@@ -16,24 +16,12 @@ fn make_pipe(addr: u64, flags: u32) -> Result<u64, Errno> {
     }
     user::check_range(addr, 8)?;
     let (r, w) = crate::vfs::pipe::new(flags & O_NONBLOCK);
-    let cloexec = flags & O_CLOEXEC != 0;
-    let rfd = fd::install_object(Object::PipeRead(Arc::new(r)), cloexec)?;
-    let wfd = match fd::install_object(Object::PipeWrite(Arc::new(w)), cloexec) {
-        Ok(w) => w,
-        Err(e) => {
-            let _ = fd::close(rfd);
-            return Err(e);
-        }
-    };
-    let mut out = [0u8; 8];
-    out[..4].copy_from_slice(&(rfd as u32).to_le_bytes());
-    out[4..].copy_from_slice(&(wfd as u32).to_le_bytes());
-    if let Err(e) = user::copy_in(addr, &out) {
-        let _ = fd::close(rfd);
-        let _ = fd::close(wfd);
-        return Err(e);
-    }
-    Ok(0)
+    fd::install_pair(
+        Object::PipeRead(Arc::new(r)),
+        Object::PipeWrite(Arc::new(w)),
+        flags & O_CLOEXEC != 0,
+        addr,
+    )
 }
 
 /// `pipe(fds)`.

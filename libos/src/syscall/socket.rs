@@ -71,31 +71,18 @@ pub fn socketpair(a: &[u64; 6]) -> Result<u64, Errno> {
         // descriptor to dup2 over closed ones).
         return super::pipe::pipe2(&[a[3], flags, 0, 0, 0, 0]);
     }
-    user::check_range(a[3], 8)?;
     let status = if flags & SOCK_NONBLOCK != 0 {
         O_NONBLOCK
     } else {
         0
     };
-    let cloexec = flags & SOCK_CLOEXEC != 0;
     let (x, y) = crate::net::unix_pair(status);
-    let first = fd::install_object(Object::Like(Arc::new(x)), cloexec)?;
-    let second = match fd::install_object(Object::Like(Arc::new(y)), cloexec) {
-        Ok(n) => n,
-        Err(e) => {
-            let _ = fd::close(first);
-            return Err(e);
-        }
-    };
-    let mut out = [0u8; 8];
-    out[..4].copy_from_slice(&(first as u32).to_le_bytes());
-    out[4..].copy_from_slice(&(second as u32).to_le_bytes());
-    if let Err(e) = user::copy_in(a[3], &out) {
-        let _ = fd::close(first);
-        let _ = fd::close(second);
-        return Err(e);
-    }
-    Ok(0)
+    fd::install_pair(
+        Object::Like(Arc::new(x)),
+        Object::Like(Arc::new(y)),
+        flags & SOCK_CLOEXEC != 0,
+        a[3],
+    )
 }
 
 /// The open file description behind `fd`, which must be a socket
