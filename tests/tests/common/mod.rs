@@ -49,35 +49,59 @@ impl PeerExport {
         let dir = std::env::temp_dir().join(format!("astraea-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
-        let mut cmd = Command::new(bin);
-        match peer {
-            Peer::Diod => {
-                cmd.args(["-f", "-n", "-S", "-U", "root", "-e"])
-                    .arg(&dir)
-                    .arg("-l")
-                    .arg(format!("127.0.0.1:{port}"));
+        // A port found free may be taken again before the peer binds it
+        // (by another test's connection); then the peer exits, and a probe
+        // could even reach someone else's listener. So the peer must still
+        // be running once its port answers, else it starts again elsewhere.
+        let mut attempt = 0;
+        let (child, port) = loop {
+            attempt += 1;
+            let port = {
+                let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                l.local_addr().unwrap().port()
+            };
+            let mut cmd = Command::new(&bin);
+            match peer {
+                Peer::Diod => {
+                    cmd.args(["-f", "-n", "-S", "-U", "root", "-e"])
+                        .arg(&dir)
+                        .arg("-l")
+                        .arg(format!("127.0.0.1:{port}"));
+                }
+                Peer::Unpfs => {
+                    cmd.arg(format!("tcp!127.0.0.1!{port}")).arg(&dir);
+                }
             }
-            Peer::Unpfs => {
-                cmd.arg(format!("tcp!127.0.0.1!{port}")).arg(&dir);
+            let mut child = cmd
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("cannot start the 9P peer");
+            let t0 = Instant::now();
+            let mut exited = false;
+            while TcpStream::connect(("127.0.0.1", port)).is_err() {
+                if child.try_wait().ok().flatten().is_some() {
+                    exited = true;
+                    break;
+                }
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "{peer:?} did not start listening"
+                );
+                std::thread::sleep(Duration::from_millis(50));
             }
-        }
-        let child = cmd
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("cannot start the 9P peer");
-        let t0 = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            std::thread::sleep(Duration::from_millis(100));
+            if !exited && child.try_wait().ok().flatten().is_none() {
+                break (child, port);
+            }
+            let _ = child.kill();
+            let _ = child.wait();
             assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "{peer:?} did not start listening"
+                attempt < 5,
+                "{peer:?} exited at start five times (ports taken?)"
             );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            eprintln!("{peer:?} exited at start (port {port} taken?); starting it again");
+        };
         Some(Self {
             child,
             dir,
