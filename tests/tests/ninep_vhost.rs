@@ -251,4 +251,35 @@ mod tests {
         assert!(started.elapsed() < TIMEOUT, "took {:?}", started.elapsed());
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// Sockets through a separate gateway process: `astraea-gateway
+    /// --vhost-user SOCK --net` serves the partition's `/net`, and the
+    /// socket program prints what it prints on the host.
+    #[test]
+    fn sockets_through_a_vhost_user_gateway() {
+        if !kvm_available() {
+            return;
+        }
+        let dir = temp_dir("vhost-net");
+        let prog = dir.join("sockets");
+        let built = Command::new("gcc")
+            .args(["-O2", "-pthread", "-o"])
+            .arg(&prog)
+            .arg(workspace().join("tests/progs/sockets.c"))
+            .output();
+        if !built.is_ok_and(|o| o.status.success()) {
+            eprintln!(
+                "\n*** SKIPPED: gcc cannot build tests/progs/sockets.c; this test did not run. ***\n"
+            );
+            return;
+        }
+        let sock = dir.join("gw.sock");
+        let _gw = VhostGateway::start(&sock, Path::new("/"), &["--net"]);
+        let gw = format!("vhost-user:{}", sock.display());
+        let r = astraea_cmd(&["run", "--gateway", &gw, "--", prog.to_str().unwrap()]);
+        let want = std::fs::read_to_string(workspace().join("tests/progs/sockets.stdout")).unwrap();
+        assert_eq!((r.code, r.stdout.as_str()), (0, want.as_str()), "{r:?}");
+        drop(_gw);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
