@@ -524,6 +524,22 @@ static void pair(void)
     printf("after the peer closed, poll: %#x\n", p.revents);
     printf("read: %s\n", res(read(sv[0], buf, sizeof buf)));
     close(sv[0]);
+    /* readv takes what is there (a second piece must not wait), writev
+     * sends the pieces as one write: on a pipe and on a pair. */
+    for (int kind = 0; kind < 2; kind++) {
+        int fds[2];
+        if (kind == 0)
+            pipe(fds);
+        else
+            socketpair(AF_UNIX, SOCK_STREAM, 0, fds);
+        struct iovec out[3] = {{"ab", 2}, {NULL, 0}, {"cd", 2}};
+        printf("%s writev: %s\n", kind ? "pair" : "pipe", res(writev(fds[1], out, 3)));
+        char a[4] = {0}, b[8] = {0};
+        struct iovec in[2] = {{a, 4}, {b, 8}};
+        printf("%s readv: %s '%s' '%s'\n", kind ? "pair" : "pipe", res(readv(fds[0], in, 2)), a, b);
+        close(fds[0]);
+        close(fds[1]);
+    }
     printf("socketpair(AF_UNIX, SOCK_DGRAM): %s\n", res(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv)));
     close(sv[0]);
     close(sv[1]);

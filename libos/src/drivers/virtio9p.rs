@@ -59,6 +59,9 @@ struct Desc {
 struct Slot {
     done: AtomicBool,
     len: AtomicU32,
+    /// Made by a thread whose requests wait indefinitely
+    /// (`sched::Thread::posts`), noted once at submission.
+    posted: AtomicBool,
     wq: WaitQueue,
 }
 
@@ -199,6 +202,7 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
             .map(|_| Slot {
                 done: AtomicBool::new(false),
                 len: AtomicU32::new(0),
+                posted: AtomicBool::new(false),
                 wq: WaitQueue::new(),
             })
             .collect(),
@@ -346,7 +350,7 @@ impl Virtio9p {
         let slot = &self.slots[usize::from(head)];
         // A request that waits for the network (a socket's posted read)
         // has no reply coming soon: it sleeps at once, leaving the CPU.
-        let poll = if crate::sched::current().posts() {
+        let poll = if slot.posted.load(Ordering::Relaxed) {
             0
         } else {
             POLL_NS
@@ -432,8 +436,9 @@ impl Virtio9p {
     /// descriptors; blocks while the ring has no room for it. Fails once
     /// the server has gone.
     fn submit_chain(&self, parts: &[(u64, u32, bool)]) -> Result<u16, DeviceError> {
+        let posted = crate::sched::current().posts();
         let need = parts.len()
-            + if crate::sched::current().posts() {
+            + if posted {
                 RESERVED.min(self.slots.len() / 2)
             } else {
                 0
@@ -460,6 +465,9 @@ impl Virtio9p {
                     unsafe { write_volatile(q.desc.add(usize::from(ids[i])), d) };
                 }
                 let h = ids[0];
+                self.slots[usize::from(h)]
+                    .posted
+                    .store(posted, Ordering::Relaxed);
                 let n = self.slots.len();
                 // SAFETY: the available ring is ours; the device reads it
                 // only after the index update below.

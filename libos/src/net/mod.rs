@@ -157,21 +157,21 @@ mod any {
             }
         }
 
-        /// `getsockname`.
-        pub fn local(&self) -> SocketAddr {
+        /// `getsockname`: `None` for an unnamed Unix socket.
+        pub fn local(&self) -> Option<SocketAddr> {
             match self {
-                AnySocket::Stream(s) => s.local(),
-                AnySocket::Dgram(d) => d.local(),
-                AnySocket::Unix(_) => super::addr::unspecified(super::addr::AF_INET),
+                AnySocket::Stream(s) => Some(s.local()),
+                AnySocket::Dgram(d) => Some(d.local()),
+                AnySocket::Unix(_) => None,
             }
         }
 
-        /// `getpeername`.
-        pub fn remote(&self) -> Result<SocketAddr, Errno> {
+        /// `getpeername`: `None` for an unnamed Unix peer.
+        pub fn remote(&self) -> Result<Option<SocketAddr>, Errno> {
             match self {
-                AnySocket::Stream(s) => s.remote(),
-                AnySocket::Dgram(d) => d.remote(),
-                AnySocket::Unix(_) => Ok(super::addr::unspecified(super::addr::AF_INET)),
+                AnySocket::Stream(s) => s.remote().map(Some),
+                AnySocket::Dgram(d) => d.remote().map(Some),
+                AnySocket::Unix(_) => Ok(None),
             }
         }
 

@@ -564,8 +564,8 @@ impl Socket {
                             .wait_while_interruptible(|| sh.st.lock().phase == Phase::Connecting)?;
                     }
                     Phase::Failed => {
-                        drop(st);
-                        return Err(self.sh.st.lock().so_error.take().unwrap_or(Errno::EPIPE));
+                        let mut st = st;
+                        return Err(st.so_error.take().unwrap_or(Errno::EPIPE));
                     }
                     _ => return Err(Errno::EPIPE),
                 }
@@ -580,10 +580,8 @@ impl Socket {
             match c.write(fid, 0, &data[done..end]) {
                 Ok(0) => break,
                 Ok(n) => done += n,
-                Err(e) if done > 0 => {
-                    let _ = e;
-                    break;
-                }
+                // What went counts; the error shows on the next call.
+                Err(_) if done > 0 => break,
                 Err(e) => return Err(e),
             }
         }

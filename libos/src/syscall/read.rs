@@ -173,18 +173,33 @@ pub fn iovecs(addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
         .collect()
 }
 
+/// Reads a stream (a pipe, a socket, an eventfd…) once, into a kernel
+/// buffer; `None` for a file with a position. Nothing is read before the
+/// caller's checks pass: the bytes would be lost.
+fn stream_reader(o: &Object) -> Option<impl FnOnce(usize) -> Result<Vec<u8>, Errno> + '_> {
+    let nonblock = o.nonblocking();
+    match o {
+        Object::Like(_) | Object::PipeRead(_) => Some(move |max: usize| match o {
+            Object::Like(l) => l.read(max, nonblock),
+            Object::PipeRead(p) => p.read(max, nonblock),
+            _ => Err(Errno::EINVAL),
+        }),
+        _ => None,
+    }
+}
+
 fn readv_at(o: &Object, mut offset: Option<u64>, iov: &[(u64, u64)]) -> Result<u64, Errno> {
-    if let Object::Like(l) = o {
-        // A stream is read once and scattered: a second read could wait
-        // for bytes the first did not find.
+    // A stream is read once and scattered, as Linux does: a second read
+    // would wait for bytes the first did not find.
+    if let Some(read) = stream_reader(o) {
         if offset.is_some() {
             return Err(Errno::ESPIPE);
         }
-        let want: u64 = iov.iter().map(|&(_, n)| n).fold(0, u64::saturating_add);
         for &(base, len) in iov {
             user::check_range(base, len)?;
         }
-        let data = l.read(want.min(CHUNK) as usize, o.nonblocking())?;
+        let want: u64 = iov.iter().map(|&(_, n)| n).fold(0, u64::saturating_add);
+        let data = read(want.min(CHUNK) as usize)?;
         let mut at = 0usize;
         for &(base, len) in iov {
             let n = (len as usize).min(data.len() - at);

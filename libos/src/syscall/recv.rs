@@ -67,10 +67,7 @@ pub fn recvfrom(a: &[u64; 6]) -> Result<u64, Errno> {
 
 /// `recvmsg(fd, msg, flags)`.
 pub fn recvmsg(a: &[u64; 6]) -> Result<u64, Errno> {
-    let hdr = user::slice(a[1], 56)?;
-    let word = |at: usize| u64::from_le_bytes(hdr[at..at + 8].try_into().unwrap_or([0; 8]));
-    let name = word(0);
-    let iov = super::read::iovecs(word(16), word(24))?;
+    let super::socket::MsgHdr { name, iov, .. } = super::socket::MsgHdr::read(a[1])?;
     let total: u64 = iov.iter().map(|&(_, l)| l).fold(0, u64::saturating_add);
     for &(base, len) in &iov {
         user::check_range(base, len)?;

@@ -40,16 +40,14 @@ pub fn sendto(a: &[u64; 6]) -> Result<u64, Errno> {
 
 /// `sendmsg(fd, msg, flags)`.
 pub fn sendmsg(a: &[u64; 6]) -> Result<u64, Errno> {
-    let hdr = user::slice(a[1], 56)?;
-    let word = |at: usize| u64::from_le_bytes(hdr[at..at + 8].try_into().unwrap_or([0; 8]));
-    let name_len = u64::from(u32::from_le_bytes(hdr[8..12].try_into().unwrap_or([0; 4])));
+    let m = super::socket::MsgHdr::read(a[1])?;
     let mut data = Vec::new();
-    for (base, len) in super::read::iovecs(word(16), word(24))? {
+    for (base, len) in m.iov {
         let take = len.min(MAX_SEND - data.len() as u64);
         data.extend_from_slice(user::slice(base, take)?);
         if data.len() as u64 >= MAX_SEND {
             break;
         }
     }
-    send_bytes(a[0], &data, a[2], (word(0), name_len))
+    send_bytes(a[0], &data, a[2], (m.name, m.name_len))
 }

@@ -125,3 +125,26 @@ pub fn get_addr(s: &AnySocket<'_>, addr: u64, len: u64) -> Result<core::net::Soc
     }
     crate::net::addr::decode(user::slice(addr, len)?, s.family())
 }
+
+/// The fields of a program's `struct msghdr` that `sendmsg`/`recvmsg` use.
+pub struct MsgHdr {
+    /// `msg_name` (0: none).
+    pub name: u64,
+    /// `msg_namelen`.
+    pub name_len: u64,
+    /// `msg_iov` as (base, length) pairs.
+    pub iov: alloc::vec::Vec<(u64, u64)>,
+}
+
+impl MsgHdr {
+    /// Reads the `msghdr` at `addr`.
+    pub fn read(addr: u64) -> Result<MsgHdr, Errno> {
+        let hdr = user::slice(addr, 56)?;
+        let word = |at: usize| u64::from_le_bytes(hdr[at..at + 8].try_into().unwrap_or([0; 8]));
+        Ok(MsgHdr {
+            name: word(0),
+            name_len: word(8) & 0xffff_ffff,
+            iov: super::read::iovecs(word(16), word(24))?,
+        })
+    }
+}

@@ -1,19 +1,23 @@
 //! `getsockname(2)`, `getpeername(2)`.
 
+use core::net::SocketAddr;
+
 use crate::errno::Errno;
 use crate::net::addr;
 
-/// An unnamed Unix socket's address: the family alone.
-const UNNAMED: [u8; 2] = [1, 0];
+/// `addr` as a socket of `family` reports it; an unnamed Unix socket's
+/// address is the family alone.
+fn encoded(addr: Option<SocketAddr>, family: u16) -> alloc::vec::Vec<u8> {
+    match addr {
+        Some(a) => addr::encode(a, family),
+        None => family.to_le_bytes().to_vec(),
+    }
+}
 
 /// `getsockname(fd, addr, addrlen)`.
 pub fn getsockname(a: &[u64; 6]) -> Result<u64, Errno> {
     super::socket::with(a[0], |s| {
-        if let crate::net::AnySocket::Unix(_) = s {
-            super::socket::put_addr(a[1], a[2], &UNNAMED)?;
-            return Ok(0);
-        }
-        super::socket::put_addr(a[1], a[2], &addr::encode(s.local(), s.family()))?;
+        super::socket::put_addr(a[1], a[2], &encoded(s.local(), s.family()))?;
         Ok(0)
     })
 }
@@ -21,12 +25,8 @@ pub fn getsockname(a: &[u64; 6]) -> Result<u64, Errno> {
 /// `getpeername(fd, addr, addrlen)`.
 pub fn getpeername(a: &[u64; 6]) -> Result<u64, Errno> {
     super::socket::with(a[0], |s| {
-        if let crate::net::AnySocket::Unix(_) = s {
-            super::socket::put_addr(a[1], a[2], &UNNAMED)?;
-            return Ok(0);
-        }
         let peer = s.remote()?;
-        super::socket::put_addr(a[1], a[2], &addr::encode(peer, s.family()))?;
+        super::socket::put_addr(a[1], a[2], &encoded(peer, s.family()))?;
         Ok(0)
     })
 }

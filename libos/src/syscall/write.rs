@@ -115,17 +115,40 @@ pub fn pwrite64(a: &[u64; 6]) -> Result<u64, Errno> {
 }
 
 fn writev_at(o: &Object, mut at: Option<u64>, iov: u64, count: u64) -> Result<u64, Errno> {
-    if let Object::Like(_) = o {
-        // A stream gets the pieces as one write (one message to the
-        // gateway, and no interleaving with other writers).
-        let mut data = alloc::vec::Vec::new();
-        for (base, len) in super::read::iovecs(iov, count)? {
-            data.extend_from_slice(user::slice(base, len.min(1 << 20))?);
-            if data.len() >= 1 << 20 {
+    if matches!(o, Object::Like(_) | Object::PipeWrite(_)) {
+        // A stream gets the pieces gathered, as Linux does: a pipe write of
+        // at most PIPE_BUF bytes stays atomic across them, a socket sends
+        // one message to the gateway. Gathered 1 MiB at a time.
+        const GATHER: usize = 1 << 20;
+        let mut total = 0u64;
+        let mut chunk = alloc::vec::Vec::new();
+        let pieces = super::read::iovecs(iov, count)?;
+        // The next byte to gather: piece `i`, `off` bytes into it.
+        let (mut i, mut off) = (0usize, 0u64);
+        while i < pieces.len() {
+            chunk.clear();
+            while chunk.len() < GATHER && i < pieces.len() {
+                let (base, len) = pieces[i];
+                let take = (len - off).min((GATHER - chunk.len()) as u64);
+                if take > 0 {
+                    chunk.extend_from_slice(user::slice(base + off, take)?);
+                }
+                off += take;
+                if off == len {
+                    (i, off) = (i + 1, 0);
+                }
+            }
+            let n = match write_bytes(o, at, &chunk) {
+                Ok(n) => n,
+                Err(_) if total > 0 => break,
+                Err(e) => return Err(e),
+            };
+            total += n;
+            if (n as usize) < chunk.len() {
                 break;
             }
         }
-        return write_bytes(o, at, &data);
+        return Ok(total);
     }
     let mut total = 0u64;
     for (base, len) in super::read::iovecs(iov, count)? {
