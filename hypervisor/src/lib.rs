@@ -7,6 +7,7 @@ pub mod boot;
 pub mod control;
 pub mod devices;
 pub mod error;
+pub mod host_signals;
 mod hostcheck;
 pub mod jdk;
 pub mod jvm_opts;

@@ -413,6 +413,8 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         "kernel loaded"
     );
 
+    // From here a SIGTERM or Ctrl-C to this process is the program's.
+    let _signals = crate::host_signals::attach(vm.clone());
     let mut timings = Timings {
         vm_created,
         loaded,
@@ -513,6 +515,8 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
             Ok(VcpuExit::IoIn(p, data)) => {
                 if Com1::covers(p) {
                     serial.read(p, data);
+                } else if p == port::HOST_SIGNALS && data.len() == 4 {
+                    data.copy_from_slice(&crate::host_signals::take().to_le_bytes());
                 } else {
                     data.fill(0xff);
                 }

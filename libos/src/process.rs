@@ -240,6 +240,10 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
         .store(true, core::sync::atomic::Ordering::Release);
     crate::arch::fpu::claim(&me);
     drop(me);
+    // A SIGTERM that reached the VMM while the partition booted is the
+    // program's now (pending until it starts, as for a process signalled
+    // right after fork).
+    crate::signal::deliver_early_host_signals();
     // SAFETY: the segments and the stack were just mapped as user memory.
     unsafe { crate::arch::user::enter_user(start, stack.sp) }
 }

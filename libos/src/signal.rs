@@ -6,7 +6,7 @@
 //! #UD) are delivered at once, or end the partition if the program neither
 //! catches them nor can (blocked or ignored), as Linux does.
 
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::arch::user::UserRegs;
 use crate::errno::Errno;
@@ -212,6 +212,40 @@ pub fn send(tid: u64, sig: u32) -> Result<(), Errno> {
     Ok(())
 }
 
+/// Signals the VMM forwarded before the program had a thread to take
+/// them (bit `n - 1` for signal `n`); the first program thread gets them.
+static FROM_HOST_EARLY: AtomicU64 = AtomicU64::new(0);
+
+/// Signals sent to the VMM process for the program (`kill` of `astraea
+/// run`, Ctrl-C on its terminal; bit `n - 1` for signal `n`): each goes to
+/// the process as Linux directs a process signal — to a thread that does not
+/// block it, else the main thread, where it waits until unblocked. Called
+/// from the interrupt handler (only irq-safe locks are taken).
+pub fn from_host(bits: u32) {
+    let mut bits = u64::from(bits) | FROM_HOST_EARLY.swap(0, Ordering::AcqRel);
+    while bits != 0 {
+        let sig = bits.trailing_zeros() + 1;
+        bits &= bits - 1;
+        let target = crate::process::thread_not_blocking(sig)
+            .or_else(|| crate::process::thread(crate::process::pid()).map(|t| t.id()));
+        match target {
+            Some(tid) => {
+                let _ = send(tid, sig);
+            }
+            None => {
+                FROM_HOST_EARLY.fetch_or(bit(sig), Ordering::AcqRel);
+            }
+        }
+    }
+}
+
+/// Hands the signals that came before the first program thread to it.
+pub fn deliver_early_host_signals() {
+    if FROM_HOST_EARLY.load(Ordering::Acquire) != 0 {
+        from_host(0);
+    }
+}
+
 /// What a signal carries into its handler.
 #[derive(Debug, Clone, Copy)]
 pub struct Info {
@@ -242,6 +276,16 @@ impl Info {
 
 /// Ends the partition as Linux ends a process killed by `info.signo`.
 pub fn die(info: &Info, regs: &UserRegs) -> ! {
+    if info.code <= 0 && info.trap.0 == 0 {
+        // Sent (kill, the host's SIGTERM), not a fault: where the program
+        // was says nothing.
+        crate::eprintln!(
+            "astraea: the program was killed by signal {} ({})",
+            info.signo,
+            name(info.signo)
+        );
+        crate::boot::exit(128 + info.signo as i32)
+    }
     crate::eprintln!(
         "astraea: the program was killed by signal {} ({}) at rip={:#x}, address {:#x}{}",
         info.signo,

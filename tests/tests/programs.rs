@@ -446,4 +446,92 @@ mod tests {
         assert!(r.stderr.contains("not a Linux x86-64 executable"), "{r:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
+    /// SIGHUP and SIGTERM sent to `astraea run` reach the program as they
+    /// reach the same program on the host: its handlers run (pause returns),
+    /// its exit status is its own; a program that does not handle SIGTERM
+    /// ends with 143, as on the host.
+    #[test]
+    fn signals_sent_to_the_vmm_reach_the_program_as_on_the_host() {
+        use std::io::{BufRead, BufReader};
+        use std::process::Stdio;
+        if !kvm_available() {
+            return;
+        }
+        let src = r#"
+            #include <signal.h>
+            #include <stdio.h>
+            #include <string.h>
+            #include <unistd.h>
+            static void on(int s) {
+                char b[32];
+                int n = snprintf(b, sizeof b, "signal %d\n", s);
+                write(1, b, n);
+                if (s == SIGTERM) _exit(7);
+            }
+            int main(int argc, char **argv) {
+                if (argc > 1) { puts("ready"); fflush(stdout); for (;;) pause(); }
+                struct sigaction sa;
+                memset(&sa, 0, sizeof sa);
+                sa.sa_handler = on;
+                sigaction(SIGHUP, &sa, 0);
+                sigaction(SIGTERM, &sa, 0);
+                puts("ready");
+                fflush(stdout);
+                for (;;) pause();
+            }
+        "#;
+        let Some(dir) = compile("hostsig", src, &["-O1"]) else {
+            return;
+        };
+        let prog = dir.join("hostsig");
+        let prog = prog.to_str().unwrap();
+        // (handled?, signals to send) → (stdout, exit status)
+        let session = |mut cmd: Command, default: bool| -> (String, Option<i32>) {
+            let mut child = cmd
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .unwrap();
+            let pid = child.id().to_string();
+            let mut out = BufReader::new(child.stdout.take().unwrap());
+            let mut text = String::new();
+            let mut line = String::new();
+            out.read_line(&mut line).unwrap();
+            assert_eq!(line, "ready\n", "the program did not start");
+            text += &line;
+            let send = |s: &str| {
+                let st = Command::new("kill").args([s, &pid]).status().unwrap();
+                assert!(st.success(), "kill {s} {pid}");
+            };
+            if !default {
+                send("-HUP");
+                line.clear();
+                out.read_line(&mut line).unwrap();
+                text += &line;
+            }
+            send("-TERM");
+            let mut rest = String::new();
+            std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+            text += &rest;
+            let st = child.wait().unwrap();
+            use std::os::unix::process::ExitStatusExt;
+            (text, st.code().or(st.signal().map(|s| 128 + s)))
+        };
+        for default in [false, true] {
+            let args: &[&str] = if default { &["x"] } else { &[] };
+            let mut host = Command::new(prog);
+            host.args(args);
+            let mut part = Command::new(astraea());
+            part.arg("run").arg("--").arg(prog).args(args);
+            let want = session(host, default);
+            let got = session(part, default);
+            assert_eq!(got, want, "handled={}", !default);
+        }
+        assert_eq!(
+            session(Command::new(prog), false),
+            ("ready\nsignal 1\nsignal 15\n".to_string(), Some(7))
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -62,6 +62,10 @@ pub mod port {
     /// `out` a 32-bit status (0, or a Linux errno): the dump that
     /// [`CACHE_DUMP_BEGIN`] started is complete.
     pub const CACHE_DUMP_END: u16 = 0x605;
+    /// `in` 32 bits: the signals sent to the VMM process for the program
+    /// since the last read (bit `n - 1` for signal `n`), cleared by the
+    /// read. Read after an interrupt on [`super::host_signal::VECTOR`].
+    pub const HOST_SIGNALS: u16 = 0x606;
     /// The legacy 16550 UART (COM1), for anything that expects one.
     pub const COM1: u16 = 0x3f8;
 }
@@ -134,6 +138,14 @@ pub mod cache_dump {
     /// The interrupt vector (an MSI to the boot CPU) by which the VMM asks a
     /// running partition to dump its file cache.
     pub const VECTOR: u8 = 0x41;
+}
+
+/// Signals sent to `astraea run` (a supervisor's SIGTERM, a terminal's
+/// Ctrl-C) that the VMM forwards to the partition's program.
+pub mod host_signal {
+    /// The interrupt vector (an MSI to the boot CPU) by which the VMM says
+    /// that [`super::port::HOST_SIGNALS`] has signals to read.
+    pub const VECTOR: u8 = 0x42;
 }
 
 /// The virtio-mmio 9P device: its register window and interrupt vector.

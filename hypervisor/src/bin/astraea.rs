@@ -23,7 +23,11 @@ Exit status: the guest's own status (0-255); 127 if the program, or a JDK for \
 (the message says why), or if a JVM's heap (-Xmx, -Xms, -XX:MaxRAM…) plus 128 MiB \
 for the rest of the JVM does not fit --mem, or a JVM option needs the host \
 (JDWP over dt_socket, JMX remote, ZGC); 134 if the partition's kernel panicked; 139 if the partition \
-crashed (triple fault or an unexpected VM exit; a register dump is printed)."
+crashed (triple fault or an unexpected VM exit; a register dump is printed).\n\n\
+Signals: SIGTERM, SIGINT (Ctrl-C), SIGHUP and SIGQUIT sent to this process go to \
+the partition's program, as if it were the process: a JVM runs its shutdown hooks \
+and exits 143 on SIGTERM, prints a thread dump on SIGQUIT. The third SIGTERM, \
+SIGINT or SIGHUP stops the partition without waiting for the program."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -262,6 +266,11 @@ fn cache_dump(id: u32, file: &std::path::Path) -> ExitCode {
 
 fn run(args: RunArgs) -> ExitCode {
     let t0 = Instant::now();
+    // Before any thread starts: SIGTERM, SIGINT, SIGHUP and SIGQUIT are the
+    // program's (host_signals.rs).
+    if let Err(e) = astraea_hypervisor::host_signals::install() {
+        eprintln!("astraea: cannot forward signals to the partition ({e}); they stop it at once");
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         // hermit-entry warns about every non-Hermit kernel; that is expected here.

@@ -35,6 +35,15 @@ pub fn inb(port: u16) -> u8 {
     v
 }
 
+/// Reads a 32-bit value from an I/O port (a hypercall in a partition).
+#[inline]
+pub fn inl(port: u16) -> u32 {
+    let v: u32;
+    // SAFETY: as for `outl`: port input changes no memory Rust sees.
+    unsafe { asm!("in eax, dx", in("dx") port, out("eax") v, options(nostack, preserves_flags)) };
+    v
+}
+
 /// Reads the time-stamp counter.
 #[inline]
 pub fn rdtsc() -> u64 {

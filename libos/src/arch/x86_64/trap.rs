@@ -13,6 +13,7 @@ use super::gdt::{IST_DOUBLE_FAULT, IST_IRQ, IST_NMI, KERNEL_CS};
 pub const VECTOR_TIMER: u8 = 0x30;
 // The stub table names the dump-request vector by its number.
 const _: () = assert!(astraea_abi::cache_dump::VECTOR == 0x41);
+const _: () = assert!(astraea_abi::host_signal::VECTOR == 0x42);
 /// The APIC's spurious-interrupt vector.
 pub const VECTOR_SPURIOUS: u8 = 0xff;
 
@@ -152,6 +153,7 @@ stubs! {
     trap_timer = 0x30 irq,
     trap_virtio9p = 0x40 irq,
     trap_cache_dump = 0x41 irq,
+    trap_host_signal = 0x42 irq,
     trap_spurious = 0xff irq,
 }
 
@@ -333,6 +335,11 @@ fn dispatch(frame: &mut TrapFrame) {
         v if v == u64::from(astraea_abi::cache_dump::VECTOR) => {
             super::apic::eoi();
             crate::boot::cache_dump_requested();
+            crate::sched::device_interrupt_exit();
+        }
+        v if v == u64::from(astraea_abi::host_signal::VECTOR) => {
+            super::apic::eoi();
+            crate::signal::from_host(super::cpu::inl(astraea_abi::port::HOST_SIGNALS));
             crate::sched::device_interrupt_exit();
         }
         v if v < 32 && frame.cs & 3 == 3 => user_fault(frame),
