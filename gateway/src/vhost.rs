@@ -447,6 +447,13 @@ impl VhostUserServer {
     /// disconnects. Each connection is a new 9P session; when it ends, the
     /// requests still in flight get a short grace period and are cancelled.
     pub fn serve_one(&mut self) -> Result<(), VhostError> {
+        self.accept()?.serve()
+    }
+
+    /// Waits for one frontend (a VMM) and returns its connection, which
+    /// [`VhostConnection::serve`] serves (on another thread, if this one is
+    /// to accept the next VMM meanwhile).
+    pub fn accept(&mut self) -> Result<VhostConnection, VhostError> {
         let session = Arc::new(self.gw.session());
         let mem: Mem = GuestMemoryAtomic::new(GuestMemoryMmap::new());
         let mut config = (self.tag.len() as u16).to_le_bytes().to_vec();
@@ -467,15 +474,44 @@ impl VhostUserServer {
                 reason: e.to_string(),
             })?;
         tracing::info!("VMM connected");
-        let result = daemon.wait();
+        Ok(VhostConnection {
+            daemon,
+            session,
+            path: self.path.clone(),
+            stats: Arc::clone(&self.stats),
+        })
+    }
+}
+
+/// One VMM connected to a [`VhostUserServer`].
+pub struct VhostConnection {
+    daemon: VhostUserDaemon<Arc<RwLock<NinePDevice>>>,
+    session: Arc<Session>,
+    path: PathBuf,
+    stats: Arc<VhostStats>,
+}
+
+impl std::fmt::Debug for VhostConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VhostConnection")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl VhostConnection {
+    /// Serves the VMM's device until it disconnects; the requests still in
+    /// flight then get a short grace period and are cancelled.
+    pub fn serve(mut self) -> Result<(), VhostError> {
+        let result = self.daemon.wait();
         // Stop the vring thread (the daemon's Drop joins it).
-        for handler in daemon.get_epoll_handlers() {
+        for handler in self.daemon.get_epoll_handlers() {
             handler.send_exit_event();
         }
-        if !session.shutdown(SHUTDOWN_WAIT) {
+        if !self.session.shutdown(SHUTDOWN_WAIT) {
             tracing::warn!("some 9P requests were still running when the VMM left");
         }
-        drop(daemon);
+        drop(self.daemon);
         let s = &self.stats;
         tracing::info!(
             requests = s.requests.load(Ordering::Relaxed),
@@ -489,7 +525,7 @@ impl VhostUserServer {
                 VhostUserError::Disconnected | VhostUserError::PartialMessage,
             )) => Ok(()),
             Err(e) => Err(VhostError::Protocol {
-                path: self.path.clone(),
+                path: self.path,
                 reason: e.to_string(),
             }),
         }

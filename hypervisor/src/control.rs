@@ -9,7 +9,8 @@
 //!
 //! The protocol is one request line and one answer line per connection:
 //!
-//! - `info` → `ok ID UPTIME_SECS MEM_BYTES CACHE PROGRAM ARGS…`
+//! - `info` → `ok ID UPTIME_SECS MEM_BYTES CACHE NAME PROGRAM ARGS…` (NAME
+//!   is `-` for a partition without one)
 //! - `dump /ABSOLUTE/FILE` → `ok BYTES` once FILE holds the image, or
 //!   `err MESSAGE`.
 //!
@@ -138,6 +139,8 @@ pub struct Info {
     pub cache: String,
     /// The program and its arguments.
     pub args: Vec<String>,
+    /// The partition's name, if it was given one.
+    pub name: Option<String>,
     /// Why this partition cannot dump its cache, if it cannot.
     pub no_dump: Option<String>,
 }
@@ -230,11 +233,12 @@ fn request(
     let (cmd, arg) = line.split_once(' ').unwrap_or((line, ""));
     match cmd {
         "info" => format!(
-            "ok {} {} {} {} {}",
+            "ok {} {} {} {} {} {}",
             std::process::id(),
             t0.elapsed().as_secs(),
             info.mem,
             info.cache,
+            info.name.as_deref().unwrap_or("-"),
             info.args.join(" ")
         ),
         "dump" => match dump(Path::new(arg), info, vm, jobs) {
@@ -314,8 +318,25 @@ pub struct Listed {
     pub mem: u64,
     /// Its file-cache policy.
     pub cache: String,
+    /// Its name (`-` without one).
+    pub name: String,
+    /// Host memory it holds: the resident set of its VMM process, bytes
+    /// (guest pages touched, the gateway, the VMM).
+    pub rss: u64,
     /// Its program and arguments.
     pub command: String,
+}
+
+/// The resident set of process `pid` in bytes (0 if it cannot be read).
+pub fn rss_of(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
 }
 
 /// The partitions that answer on their control sockets, by ID; sockets of
@@ -337,7 +358,7 @@ pub fn list() -> Vec<Listed> {
         };
         match ask_at(&p, "info", Duration::from_secs(2)) {
             Ok(a) => {
-                let mut w = a.splitn(6, ' ');
+                let mut w = a.splitn(7, ' ');
                 if w.next() != Some("ok") {
                     continue;
                 }
@@ -348,6 +369,8 @@ pub fn list() -> Vec<Listed> {
                     uptime_secs: num(w.next()),
                     mem: num(w.next()),
                     cache: w.next().unwrap_or("").to_string(),
+                    name: w.next().unwrap_or("-").to_string(),
+                    rss: rss_of(id),
                     command: w.next().unwrap_or("").to_string(),
                 });
             }

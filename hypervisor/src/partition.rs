@@ -61,6 +61,8 @@ pub struct PartitionConfig {
     pub cache_image: Option<PathBuf>,
     /// The socket streaming layer (a read kept posted per connection).
     pub net_stream: bool,
+    /// The partition's name (a deployment's role), shown by `astraea ps`.
+    pub name: Option<String>,
     /// Listen on a control socket (see [`crate::control`]) for `astraea ps`
     /// and `astraea cache dump --partition` while the partition runs.
     pub control: bool,
@@ -141,6 +143,13 @@ pub fn cache_spec(cfg: &PartitionConfig) -> Result<String, VmmError> {
                 "none"
             };
             spec.push_str(&format!(" {}={mark}", e.guest));
+        }
+    }
+    // An external gateway's read-only exports are known only from the user
+    // (`--cache-ro GUEST`).
+    if let NinePTarget::VhostUser(_) = &cfg.ninep {
+        for (m, _) in cfg.cache_mounts.iter().filter(|(_, c)| *c) {
+            spec.push_str(&format!(" {m}=ro"));
         }
     }
     Ok(spec)
@@ -353,8 +362,10 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     // Declared before the dump jobs' receiver, so dropped after it: a
     // requester whose dump the exit cut short is answered first.
     let control = if cfg.control {
-        let no_dump = if !matches!(cfg.ninep, NinePTarget::Gateway(_)) {
-            Some("the partition has no file cache: only files of the built-in gateway are cached (it was started with --9p, --gateway or --no-files)".to_string())
+        let cached_vhost = matches!(cfg.ninep, NinePTarget::VhostUser(_))
+            && cfg.cache_mounts.iter().any(|(_, c)| *c);
+        let no_dump = if !matches!(cfg.ninep, NinePTarget::Gateway(_)) && !cached_vhost {
+            Some("the partition has no file cache: only files of the built-in gateway, or of --cache-ro paths of a --gateway, are cached (it was started with --9p, --no-files, or --gateway without --cache-ro)".to_string())
         } else if cache.starts_with("none") {
             Some("the partition has no file cache: it was started with --cache none".to_string())
         } else {
@@ -364,6 +375,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
             mem: cfg.mem,
             cache: cache.split(' ').next().unwrap_or("none").to_string(),
             args: cfg.args.clone(),
+            name: cfg.name.clone(),
             no_dump,
         };
         match crate::control::Server::start(info, vm.clone()) {

@@ -25,7 +25,8 @@ EXAMPLES:
   astraea run --gateway vhost-user:/tmp/astraea-9p.sock -- ARGS
       Serve a partition's 9P device from this process over vhost-user: the
       guest's requests reach the gateway through shared memory and eventfds,
-      without passing through the VMM. One VMM per run (see --keep-listening).
+      without passing through the VMM. One VMM per run, or with
+      --keep-listening every partition of a deployment at once.
 
 SECURITY MODEL:
   The gateway runs with your user's rights and never changes them. Every path
@@ -55,8 +56,9 @@ struct Args {
     /// disconnects, unless --keep-listening is given.
     #[arg(long, value_name = "SOCK", conflicts_with = "listen")]
     vhost_user: Option<PathBuf>,
-    /// With --vhost-user: after a VMM disconnects, wait for the next one
-    /// (each gets a fresh 9P session) instead of exiting.
+    /// With --vhost-user: serve any number of VMMs, at the same time or one
+    /// after another (each gets its own 9P session over the same exports),
+    /// instead of exiting when the first disconnects.
     #[arg(long, requires = "vhost_user")]
     keep_listening: bool,
     /// With --vhost-user: the mount tag the device announces.
@@ -223,8 +225,9 @@ fn run(args: Args) -> Result<(), String> {
     Ok(())
 }
 
-/// Serves the vhost-user socket: one VMM, or one after another with
-/// `keep_listening`.
+/// Serves the vhost-user socket: one VMM, or with `keep_listening` any
+/// number of them at once (a deployment's partitions), each on its own thread
+/// with its own 9P session over the one set of exports.
 fn serve_vhost_user(
     gw: &Arc<Gateway>,
     sock: &Path,
@@ -234,15 +237,28 @@ fn serve_vhost_user(
     let mut server = VhostUserServer::bind(gw, sock).map_err(|e| e.to_string())?;
     server.set_tag(tag).map_err(|e| e.to_string())?;
     tracing::info!("vhost-user 9P device on {}", sock.display());
+    if !keep_listening {
+        return server.serve_one().map_err(|e| e.to_string());
+    }
     loop {
-        match server.serve_one() {
-            Ok(()) => {}
-            // A VMM that misbehaves loses its connection, not the others'.
-            Err(e) if keep_listening => tracing::warn!("{e}"),
-            Err(e) => return Err(e.to_string()),
-        }
-        if !keep_listening {
-            return Ok(());
+        match server.accept() {
+            Ok(conn) => {
+                let spawned = std::thread::Builder::new()
+                    .name("vhost-user-vmm".into())
+                    .spawn(move || {
+                        // A VMM that misbehaves loses its connection, not the others'.
+                        if let Err(e) = conn.serve() {
+                            tracing::warn!("{e}");
+                        }
+                    });
+                if let Err(e) = spawned {
+                    tracing::warn!("cannot serve a VMM: {e}");
+                }
+            }
+            Err(e) => {
+                tracing::warn!("{e}");
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
         }
     }
 }

@@ -38,8 +38,10 @@ struct Cli {
 enum Command {
     /// Boot a partition and run it until it exits.
     Run(Box<RunArgs>),
-    /// List the running partitions of this user (their IDs are the
-    /// `astraea run` process IDs).
+    /// List the running partitions of this user: ID (the `astraea run`
+    /// process ID), name (--name: a deployment's role), uptime, partition
+    /// memory (--mem), host memory held (RSS of the VMM process), cache
+    /// policy and program.
     Ps,
     /// Act on the file cache of a running partition.
     #[command(subcommand)]
@@ -108,6 +110,19 @@ struct RunArgs {
     /// to the gateway through shared memory, never through this process.
     #[arg(long, value_name = "vhost-user:SOCK", conflicts_with_all = ["mounts", "ninep"])]
     gateway: Option<String>,
+    /// With --gateway: a guest path that the gateway exports read-only,
+    /// whose files the file cache may keep (repeatable). The built-in
+    /// gateway's read-only mounts are cached without it.
+    #[arg(long = "cache-ro", value_name = "GUEST", requires = "gateway")]
+    cache_ro: Vec<String>,
+    /// The program's working directory in the partition (default: the
+    /// current directory, unless --mount or --9p is given: then `/`).
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<String>,
+    /// A name for the partition (a deployment's role, e.g. shard-0), shown
+    /// by `astraea ps`.
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
     /// Print every system call of the program, with its arguments and
     /// result, to stderr.
     #[arg(long)]
@@ -179,15 +194,17 @@ fn main() -> ExitCode {
 fn ps() -> ExitCode {
     let all = astraea_hypervisor::control::list();
     println!(
-        "{:>8}  {:>8}  {:>7}  {:<14}  COMMAND",
-        "ID", "UPTIME", "MEM", "CACHE"
+        "{:>8}  {:<12}  {:>8}  {:>7}  {:>7}  {:<14}  COMMAND",
+        "ID", "NAME", "UPTIME", "MEM", "RSS", "CACHE"
     );
     for p in all {
         println!(
-            "{:>8}  {:>7}s  {:>6}M  {:<14}  {}",
+            "{:>8}  {:<12}  {:>7}s  {:>6}M  {:>6}M  {:<14}  {}",
             p.id,
+            p.name,
             p.uptime_secs,
             p.mem >> 20,
+            p.rss >> 20,
             p.cache,
             p.command
         );
@@ -355,14 +372,21 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
         ninep,
         ninep_aname: args.ninep_aname.clone().unwrap_or_default(),
         // With the default exports the current directory is at its own path.
-        cwd: (args.mounts.is_empty() && args.ninep.is_none())
-            .then(|| std::env::current_dir().ok())
-            .flatten()
-            .map(|d| d.to_string_lossy().into_owned()),
+        cwd: args.cwd.clone().or_else(|| {
+            (args.mounts.is_empty() && args.ninep.is_none())
+                .then(|| std::env::current_dir().ok())
+                .flatten()
+                .map(|d| d.to_string_lossy().into_owned())
+        }),
         strace: args.strace,
         profile: args.profile,
         cache: args.cache.clone(),
-        cache_mounts: mount_cache_choices(&args.mounts)?,
+        cache_mounts: {
+            let mut m = mount_cache_choices(&args.mounts)?;
+            m.extend(args.cache_ro.iter().map(|g| (g.clone(), true)));
+            m
+        },
+        name: args.name.clone(),
         cache_dump: args.cache_dump.clone(),
         cache_image: args.cache_image.clone(),
         net_stream: args.net_stream == "on",
