@@ -34,6 +34,14 @@ static TARGET: Mutex<Option<Arc<VmFd>>> = Mutex::new(None);
 /// Blocks [`FORWARDED`] in the calling thread and starts the thread that
 /// forwards them. Call it first in `main`, before any thread is started.
 pub fn install() -> std::io::Result<()> {
+    let mut terminating = 0;
+    install_with(move |sig| forward(sig, &mut terminating))
+}
+
+/// Blocks [`FORWARDED`] in the calling thread and starts a thread that calls
+/// `on` with each one that arrives (`astraea deploy` stops its deployment).
+/// Call it first in `main`, before any thread is started.
+pub fn install_with(mut on: impl FnMut(libc::c_int) + Send + 'static) -> std::io::Result<()> {
     let set = signal_set();
     // SAFETY: `set` is an initialised sigset_t; pthread_sigmask only reads it.
     let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
@@ -42,7 +50,16 @@ pub fn install() -> std::io::Result<()> {
     }
     std::thread::Builder::new()
         .name("astraea-signals".into())
-        .spawn(move || forward(set))?;
+        .spawn(move || {
+            loop {
+                let mut sig: libc::c_int = 0;
+                // SAFETY: `set` is initialised and blocked in every thread;
+                // `sig` is a valid place for the result.
+                if unsafe { libc::sigwait(&set, &mut sig) } == 0 {
+                    on(sig);
+                }
+            }
+        })?;
     Ok(())
 }
 
@@ -79,42 +96,35 @@ fn signal_set() -> libc::sigset_t {
     }
 }
 
-fn forward(set: libc::sigset_t) {
-    let mut terminating = 0;
-    loop {
-        let mut sig: libc::c_int = 0;
-        // SAFETY: `set` is initialised and blocked in every thread; `sig` is
-        // a valid place for the result.
-        if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
-            continue;
-        }
-        let ends = sig != libc::SIGQUIT;
-        let target = TARGET.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let Some(vm) = target else {
-            if ends {
-                // No program to take it: the default action.
-                std::process::exit(128 + sig);
-            }
-            continue;
-        };
+/// Forwards `sig` to the attached partition; `terminating` counts the
+/// terminating signals forwarded so far.
+fn forward(sig: libc::c_int, terminating: &mut u32) {
+    let ends = sig != libc::SIGQUIT;
+    let target = TARGET.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let Some(vm) = target else {
         if ends {
-            terminating += 1;
-            if terminating >= FORCE_AFTER {
-                eprintln!(
-                    "astraea: signal {sig} received {terminating} times: stopping the partition without waiting for its program"
-                );
-                std::process::exit(128 + sig);
-            }
+            // No program to take it: the default action.
+            std::process::exit(128 + sig);
         }
-        tracing::info!("signal {sig}: forwarded to the partition's program");
-        PENDING.fetch_or(1 << (sig - 1), Ordering::AcqRel);
-        let msi = kvm_bindings::kvm_msi {
-            address_lo: 0xfee0_0000, // boot CPU, physical destination
-            data: u32::from(astraea_abi::host_signal::VECTOR),
-            ..Default::default()
-        };
-        if let Err(e) = vm.signal_msi(msi) {
-            tracing::warn!("cannot interrupt the partition for signal {sig}: {e}");
+        return;
+    };
+    if ends {
+        *terminating += 1;
+        if *terminating >= FORCE_AFTER {
+            eprintln!(
+                "astraea: signal {sig} received {terminating} times: stopping the partition without waiting for its program"
+            );
+            std::process::exit(128 + sig);
         }
+    }
+    tracing::info!("signal {sig}: forwarded to the partition's program");
+    PENDING.fetch_or(1 << (sig - 1), Ordering::AcqRel);
+    let msi = kvm_bindings::kvm_msi {
+        address_lo: 0xfee0_0000, // boot CPU, physical destination
+        data: u32::from(astraea_abi::host_signal::VECTOR),
+        ..Default::default()
+    };
+    if let Err(e) = vm.signal_msi(msi) {
+        tracing::warn!("cannot interrupt the partition for signal {sig}: {e}");
     }
 }

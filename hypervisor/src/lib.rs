@@ -5,6 +5,7 @@
 
 pub mod boot;
 pub mod control;
+pub mod deploy;
 pub mod devices;
 pub mod error;
 pub mod host_signals;

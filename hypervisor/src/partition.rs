@@ -146,10 +146,10 @@ pub fn cache_spec(cfg: &PartitionConfig) -> Result<String, VmmError> {
         }
     }
     // An external gateway's read-only exports are known only from the user
-    // (`--cache-ro GUEST`).
+    // (`--cache-path GUEST=ro|none`).
     if let NinePTarget::VhostUser(_) = &cfg.ninep {
-        for (m, _) in cfg.cache_mounts.iter().filter(|(_, c)| *c) {
-            spec.push_str(&format!(" {m}=ro"));
+        for (m, c) in &cfg.cache_mounts {
+            spec.push_str(&format!(" {m}={}", if *c { "ro" } else { "none" }));
         }
     }
     Ok(spec)
@@ -365,7 +365,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         let cached_vhost = matches!(cfg.ninep, NinePTarget::VhostUser(_))
             && cfg.cache_mounts.iter().any(|(_, c)| *c);
         let no_dump = if !matches!(cfg.ninep, NinePTarget::Gateway(_)) && !cached_vhost {
-            Some("the partition has no file cache: only files of the built-in gateway, or of --cache-ro paths of a --gateway, are cached (it was started with --9p, --no-files, or --gateway without --cache-ro)".to_string())
+            Some("the partition has no file cache: only files of the built-in gateway, or of --cache-path GUEST=ro paths of a --gateway, are cached (it was started with --9p, --no-files, or --gateway without --cache-path)".to_string())
         } else if cache.starts_with("none") {
             Some("the partition has no file cache: it was started with --cache none".to_string())
         } else {

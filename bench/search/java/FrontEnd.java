@@ -18,11 +18,28 @@ import java.util.concurrent.Executors;
  * stderr.
  */
 public final class FrontEnd {
-    static final String USAGE = "FrontEnd --shards HOST:PORT[,HOST:PORT…] [--host 127.0.0.1] [--port 0] [--threads 8] [--timeout-ms 10000]";
+    static final String USAGE = "FrontEnd --shards HOST:PORT[,HOST:PORT…] (HOST:FIRST-LAST: consecutive ports) [--host 127.0.0.1] [--port 0] [--threads 8] [--timeout-ms 10000]";
+
+    /** HOST:PORT,… with HOST:FIRST-LAST standing for every port from FIRST to LAST. */
+    static String[] shardList(String spec) {
+        List<String> out = new ArrayList<>();
+        for (String s : spec.split(",")) {
+            int colon = s.lastIndexOf(':');
+            int dash = s.indexOf('-', colon + 1);
+            if (colon > 0 && dash > 0) {
+                int first = Integer.parseInt(s.substring(colon + 1, dash));
+                int last = Integer.parseInt(s.substring(dash + 1));
+                for (int p = first; p <= last; p++) out.add(s.substring(0, colon + 1) + p);
+            } else {
+                out.add(s);
+            }
+        }
+        return out.toArray(new String[0]);
+    }
 
     public static void main(String[] args) throws Exception {
         Map<String, String> o = SearchCommon.options(args, USAGE);
-        String[] shards = SearchCommon.need(o, "shards", USAGE).split(",");
+        String[] shards = shardList(SearchCommon.need(o, "shards", USAGE));
         int threads = Integer.parseInt(o.getOrDefault("threads", "8"));
         Duration timeout = Duration.ofMillis(Long.parseLong(o.getOrDefault("timeout-ms", "10000")));
         HttpClient client = HttpClient.newBuilder()

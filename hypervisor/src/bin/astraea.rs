@@ -46,6 +46,46 @@ enum Command {
     /// Act on the file cache of a running partition.
     #[command(subcommand)]
     Cache(CacheCommand),
+    /// Run a deployment (a search front end and its shards: one partition
+    /// per JVM) from a TOML file until SIGINT or SIGTERM, then stop it.
+    #[command(long_about = DEPLOY_ABOUT)]
+    Deploy(DeployArgs),
+}
+
+const DEPLOY_ABOUT: &str = "Run a deployment — one partition per JVM, e.g. a search front end and \
+its shards — from a TOML file (docs/deploy.md; bench/search/deploy.toml is one), in the \
+foreground until SIGINT (Ctrl-C) or SIGTERM.\n\n\
+Members start in the file's order as soon as the members named in their `after` are \
+ready (`ready` = http://HOST:PORT/PATH answering 200, tcp:HOST:PORT accepting, or \
+log:TEXT in their output). A member that exits is restarted by its policy (`restart` = \
+on-failure, always or never; at most 5 times in 120 s). On SIGINT/SIGTERM the members \
+are stopped in reverse order with SIGTERM (a JVM's shutdown hooks run), then SIGKILL \
+after `stop-timeout`. Each member's output goes to LOG_DIR/NAME.log; LOG_DIR/status \
+holds the current table (`astraea ps` lists the partitions by name too). --host runs the \
+same commands as host processes, for comparison.\n\n\
+Exit status: 0 after a clean stop; 1 if the deployment could not come up (a member \
+failed before all were ready; the message names it and its log); 2 for a bad file or \
+option.";
+
+#[derive(clap::Args)]
+struct DeployArgs {
+    /// The deployment file (TOML).
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Run the members as host processes instead of partitions (the same
+    /// commands, `java` from the file's jdk), to compare with.
+    #[arg(long)]
+    host: bool,
+    /// Set ${NAME} in the file (repeatable; over [vars] and the environment).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    sets: Vec<String>,
+    /// Log level of each partition (astraea run --log).
+    #[arg(long, default_value = "warn", value_name = "LEVEL",
+          value_parser = ["error", "warn", "info", "debug", "trace"])]
+    log: String,
+    /// Only check the file and print what would run.
+    #[arg(long)]
+    check: bool,
 }
 
 #[derive(Subcommand)]
@@ -110,11 +150,13 @@ struct RunArgs {
     /// to the gateway through shared memory, never through this process.
     #[arg(long, value_name = "vhost-user:SOCK", conflicts_with_all = ["mounts", "ninep"])]
     gateway: Option<String>,
-    /// With --gateway: a guest path that the gateway exports read-only,
-    /// whose files the file cache may keep (repeatable). The built-in
-    /// gateway's read-only mounts are cached without it.
-    #[arg(long = "cache-ro", value_name = "GUEST", requires = "gateway")]
-    cache_ro: Vec<String>,
+    /// With --gateway: how the file cache treats a path the gateway exports
+    /// (repeatable): `GUEST=ro` caches its files (say it only of a read-only
+    /// export), `GUEST=none` never does; the longest matching path wins and
+    /// paths not named are not cached. The built-in gateway's read-only
+    /// mounts are cached without it.
+    #[arg(long = "cache-path", value_name = "GUEST=ro|none", requires = "gateway")]
+    cache_paths: Vec<String>,
     /// The program's working directory in the partition (default: the
     /// current directory, unless --mount or --9p is given: then `/`).
     #[arg(long, value_name = "DIR")]
@@ -187,6 +229,62 @@ fn main() -> ExitCode {
         Command::Run(args) => run(*args),
         Command::Ps => ps(),
         Command::Cache(CacheCommand::Dump { partition, file }) => cache_dump(partition, &file),
+        Command::Deploy(args) => deploy(args),
+    }
+}
+
+/// `astraea deploy FILE`.
+fn deploy(args: DeployArgs) -> ExitCode {
+    use astraea_hypervisor::deploy;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static STOP: AtomicUsize = AtomicUsize::new(0);
+    let mut sets = Vec::new();
+    for s in &args.sets {
+        match s.split_once('=') {
+            Some((k, v)) if !k.is_empty() => sets.push((k.to_string(), v.to_string())),
+            _ => {
+                eprintln!("astraea deploy: --set {s:?}: write NAME=VALUE");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let spec = match deploy::Spec::load(&args.file, &sets) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("astraea deploy: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("astraea"));
+    let opts = deploy::Options {
+        place: if args.host {
+            deploy::Place::Host
+        } else {
+            deploy::Place::Partitions
+        },
+        gateway: exe.with_file_name("astraea-gateway"),
+        astraea: exe,
+        log: args.log.clone(),
+    };
+    if args.check {
+        for m in &spec.members {
+            println!("{}\t{}\t{}", m.name, m.role, m.command.join(" "));
+        }
+        return ExitCode::SUCCESS;
+    }
+    if let Err(e) = astraea_hypervisor::host_signals::install_with(|sig| {
+        if STOP.fetch_add(1, Ordering::SeqCst) == 1 {
+            eprintln!("astraea deploy: signal {sig} again: killing the members without waiting");
+        }
+    }) {
+        eprintln!("astraea deploy: cannot take SIGINT/SIGTERM ({e}); they will not stop the members");
+    }
+    match deploy::run(&spec, &opts, &STOP) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("astraea deploy: {e}");
+            ExitCode::from(1)
+        }
     }
 }
 
@@ -383,7 +481,18 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
         cache: args.cache.clone(),
         cache_mounts: {
             let mut m = mount_cache_choices(&args.mounts)?;
-            m.extend(args.cache_ro.iter().map(|g| (g.clone(), true)));
+            for spec in &args.cache_paths {
+                match spec.rsplit_once('=') {
+                    Some((g, p @ ("ro" | "none"))) if g.starts_with('/') => {
+                        m.push((g.to_string(), p == "ro"));
+                    }
+                    _ => {
+                        return Err(VmmError::Boot(format!(
+                            "--cache-path {spec:?} is not understood: write GUEST=ro or GUEST=none (GUEST absolute)"
+                        )));
+                    }
+                }
+            }
             m
         },
         name: args.name.clone(),
