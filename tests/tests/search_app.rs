@@ -395,4 +395,252 @@ mod tests {
     fn search_cli_in_partition_jdk25_nio() {
         cli_in_partition("25", JDK25, "nio");
     }
+    /// `n` consecutive free TCP ports below the ephemeral range (so no
+    /// port-0 listener of another test can take them meanwhile).
+    fn free_ports(n: u16) -> u16 {
+        use std::sync::atomic::{AtomicU16, Ordering};
+        static NEXT: AtomicU16 = AtomicU16::new(0);
+        let seed = 20_000 + (std::process::id() % 400) as u16 * 20;
+        loop {
+            let base = seed + NEXT.fetch_add(n + 1, Ordering::SeqCst) % 8000;
+            if (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", base + i)).is_ok()) {
+                return base;
+            }
+        }
+    }
+
+    /// A running `astraea deploy`: its stderr lines as they come.
+    struct Deployment {
+        child: Child,
+        lines: std::sync::mpsc::Receiver<String>,
+        seen: String,
+        logs: PathBuf,
+        port: u16,
+    }
+
+    impl Deployment {
+        fn start(name: &str, jdk: &str, extra: &[&str]) -> Option<Self> {
+            let r = reference()?;
+            // `astraea deploy` runs the astraea-gateway next to astraea:
+            // build it there (it is, with ./x test).
+            let gw = gateway();
+            assert_eq!(
+                gw.parent(),
+                astraea().parent(),
+                "{gw:?} is not next to astraea"
+            );
+            let dir = workdir(&format!("deploy-{name}"));
+            let logs = dir.join("logs");
+            let base = free_ports(3);
+            let cp = format!(
+                "{}:{}/*",
+                classes()?.display(),
+                workspace().join("target/javalibs/search").display()
+            );
+            let sets = [
+                format!("ROOT={}", workspace().display()),
+                format!("CP={cp}"),
+                format!("INDEX={}", r.index.display()),
+                "SHARDS=2".into(),
+                format!("JDK={jdk}"),
+                format!("LOGS={}", logs.display()),
+                format!("BASE_PORT={base}"),
+                format!("PORT={}", base + 2),
+            ];
+            let mut c = Command::new(astraea());
+            c.args(["deploy"])
+                .arg(workspace().join("bench/search/deploy.toml"));
+            for s in &sets {
+                c.arg("--set").arg(s);
+            }
+            c.args(extra)
+                .current_dir(&dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            let mut child = c.spawn().expect("cannot start astraea deploy");
+            let err = child.stderr.take().unwrap();
+            let (tx, lines) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                for l in BufReader::new(err).lines().map_while(Result::ok) {
+                    eprintln!("[deploy] {l}");
+                    if tx.send(l).is_err() {
+                        break;
+                    }
+                }
+            });
+            Some(Self {
+                child,
+                lines,
+                seen: String::new(),
+                logs,
+                port: base + 2,
+            })
+        }
+
+        /// Waits for a stderr line containing `text`.
+        fn wait_for(&mut self, text: &str) {
+            let deadline = Instant::now() + TIMEOUT;
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match self.lines.recv_timeout(left) {
+                    Ok(l) => {
+                        self.seen += &l;
+                        self.seen.push('\n');
+                        if l.contains(text) {
+                            return;
+                        }
+                    }
+                    Err(_) => panic!(
+                        "astraea deploy never said {text:?}; it said:\n{}",
+                        self.seen
+                    ),
+                }
+            }
+        }
+
+        /// SearchBench against the front end must print the host's answers.
+        fn answers_as_the_host(&self, r: &Reference, what: &str) {
+            let dir = self.logs.parent().unwrap();
+            let out = dir.join(format!("answers-{what}.txt"));
+            let bench = host(
+                JDK17,
+                dir,
+                "SearchBench",
+                &[
+                    "--url".into(),
+                    format!("http://127.0.0.1:{}", self.port),
+                    "--queries".into(),
+                    queries().display().to_string(),
+                    "--concurrency".into(),
+                    "4".into(),
+                    "--passes".into(),
+                    "2".into(),
+                    "--out".into(),
+                    out.display().to_string(),
+                ],
+            );
+            ok(&format!("the bench driver ({what})"), &bench);
+            eprintln!("bench ({what}): {}", bench.stdout.trim());
+            assert!(
+                bench.stdout.contains(" errors 0 unstable 0 "),
+                "{what}: {}",
+                bench.stdout
+            );
+            let answers = std::fs::read_to_string(&out).unwrap();
+            assert!(
+                answers == r.answers,
+                "{what}: the deployment's answers differ from the direct search:\n--- deployment ---\n{answers}\n--- direct ---\n{}",
+                r.answers
+            );
+        }
+
+        /// The PID of member `name` from the status file.
+        fn pid_of(&self, name: &str) -> String {
+            let status = std::fs::read_to_string(self.logs.join("status")).unwrap();
+            status
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(name))
+                .and_then(|l| l.split_whitespace().nth(2))
+                .unwrap_or_else(|| panic!("no {name} in the status file:\n{status}"))
+                .to_string()
+        }
+
+        /// SIGTERM: every member stops through its shutdown hook, exit 0.
+        fn stop(mut self) {
+            let st = Command::new("kill")
+                .args(["-TERM", &self.child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(st.success());
+            for m in ["frontend", "shard-1", "shard-0"] {
+                self.wait_for(&format!("{m} stopped (status 143)"));
+                let log = std::fs::read_to_string(self.logs.join(format!("{m}.log"))).unwrap();
+                assert!(
+                    log.trim_end().ends_with("stopped"),
+                    "{m}'s shutdown hook did not run:\n{log}"
+                );
+            }
+            let st = self.child.wait().unwrap();
+            assert_eq!(st.code(), Some(0), "astraea deploy:\n{}", self.seen);
+        }
+    }
+
+    impl Drop for Deployment {
+        fn drop(&mut self) {
+            // A failed test must not leave partitions behind.
+            let _ = Command::new("kill")
+                .args(["-TERM", &self.child.id().to_string()])
+                .stderr(Stdio::null())
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = self.child.kill();
+        }
+    }
+
+    /// `astraea deploy` of bench/search/deploy.toml on partitions (a shared
+    /// vhost-user gateway, JDK 17): 2 shards + front end answer exactly as
+    /// the direct search; `astraea ps` lists them by name; a shard partition
+    /// killed with SIGKILL is restarted and the front end answers exactly
+    /// again; SIGTERM stops all three through their shutdown hooks.
+    #[test]
+    fn deployment_on_partitions_answers_as_the_host_and_recovers_a_killed_shard() {
+        let Some(r) = ready(JDK17) else { return };
+        let Some(mut d) = Deployment::start("partitions", JDK17, &[]) else {
+            return;
+        };
+        d.wait_for("search ready: 3 members");
+        d.answers_as_the_host(r, "first");
+        let ps = astraea_cmd(&["ps"]);
+        for name in ["shard-0", "shard-1", "frontend"] {
+            assert!(
+                ps.stdout
+                    .lines()
+                    .any(|l| l.split_whitespace().nth(1) == Some(name)),
+                "astraea ps does not list {name}:\n{}",
+                ps.stdout
+            );
+        }
+        let victim = d.pid_of("shard-1");
+        let st = Command::new("kill")
+            .args(["-KILL", &victim])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        d.wait_for("shard-1 exited (killed by signal 9)");
+        d.wait_for("restarting shard-1");
+        d.wait_for("shard-1 ready in");
+        assert_ne!(d.pid_of("shard-1"), victim);
+        d.answers_as_the_host(r, "after the restart");
+        d.stop();
+    }
+
+    /// The same file with `gateway = "per-partition"` on JDK 25, and with
+    /// `--host` (host JVMs): the same answers.
+    #[test]
+    fn deployment_per_partition_gateway_jdk25_and_on_the_host() {
+        let Some(r) = ready(JDK25) else { return };
+        let Some(mut d) = Deployment::start(
+            "per-partition",
+            JDK25,
+            &["--set", "GATEWAY=per-partition", "--set", "STORE=nio"],
+        ) else {
+            return;
+        };
+        d.wait_for("search ready: 3 members");
+        d.answers_as_the_host(r, "per-partition gateway, JDK 25");
+        d.stop();
+        let Some(mut h) = Deployment::start("host", JDK17, &["--host"]) else {
+            return;
+        };
+        h.wait_for("search ready: 3 members");
+        h.answers_as_the_host(r, "host JVMs");
+        h.stop();
+    }
 }

@@ -155,7 +155,11 @@ struct RunArgs {
     /// export), `GUEST=none` never does; the longest matching path wins and
     /// paths not named are not cached. The built-in gateway's read-only
     /// mounts are cached without it.
-    #[arg(long = "cache-path", value_name = "GUEST=ro|none", requires = "gateway")]
+    #[arg(
+        long = "cache-path",
+        value_name = "GUEST=ro|none",
+        requires = "gateway"
+    )]
     cache_paths: Vec<String>,
     /// The program's working directory in the partition (default: the
     /// current directory, unless --mount or --9p is given: then `/`).
@@ -277,7 +281,9 @@ fn deploy(args: DeployArgs) -> ExitCode {
             eprintln!("astraea deploy: signal {sig} again: killing the members without waiting");
         }
     }) {
-        eprintln!("astraea deploy: cannot take SIGINT/SIGTERM ({e}); they will not stop the members");
+        eprintln!(
+            "astraea deploy: cannot take SIGINT/SIGTERM ({e}); they will not stop the members"
+        );
     }
     match deploy::run(&spec, &opts, &STOP) {
         Ok(()) => ExitCode::SUCCESS,

@@ -267,7 +267,8 @@ fn exited_member(r: &mut Running, st: ExitStatus, up: bool) -> Result<(), Deploy
         Restart::Never => false,
     };
     let now = Instant::now();
-    r.restarts.retain(|t| now.duration_since(*t) < RESTART_WINDOW);
+    r.restarts
+        .retain(|t| now.duration_since(*t) < RESTART_WINDOW);
     if again && r.restarts.len() < MAX_RESTARTS {
         r.restarts.push(now);
         let delay = Duration::from_millis(500 * r.restarts.len() as u64);
@@ -333,7 +334,9 @@ fn command(m: &Member, spec: &Spec, opts: &Options, gw: Option<&SharedGateway>) 
         }
         Place::Partitions => {
             c = Command::new(&opts.astraea);
-            c.args(["run", "--name", &m.name, "--mem", &m.mem, "--log", &opts.log]);
+            c.args([
+                "run", "--name", &m.name, "--mem", &m.mem, "--log", &opts.log,
+            ]);
             c.args(["--net-stream", &m.net_stream]);
             if let Some(cache) = &m.cache {
                 c.args(["--cache", cache]);
@@ -508,7 +511,11 @@ fn shut_down(all: &mut [Running], timeout: Duration, hurry: &AtomicUsize) {
             }
         };
         if let Some(st) = st {
-            eprintln!("astraea deploy: {} stopped ({})", r.member.name, describe(st));
+            eprintln!(
+                "astraea deploy: {} stopped ({})",
+                r.member.name,
+                describe(st)
+            );
         }
         r.last_status = st;
         r.state = State::Stopped;
@@ -637,7 +644,12 @@ impl SharedGateway {
         })
     }
 
-    fn spawn(opts: &Options, args: &[String], log: &Path, socket: &Path) -> Result<Child, DeployError> {
+    fn spawn(
+        opts: &Options,
+        args: &[String],
+        log: &Path,
+        socket: &Path,
+    ) -> Result<Child, DeployError> {
         let f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -683,7 +695,11 @@ impl SharedGateway {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        eprintln!("astraea deploy: shared gateway on {} (pid {})", socket.display(), child.id());
+        eprintln!(
+            "astraea deploy: shared gateway on {} (pid {})",
+            socket.display(),
+            child.id()
+        );
         Ok(child)
     }
 
@@ -691,7 +707,10 @@ impl SharedGateway {
     /// their restart policies bring them back).
     fn keep_alive(&mut self, _spec: &Spec, opts: &Options) -> Result<(), DeployError> {
         if let Ok(Some(st)) = self.child.try_wait() {
-            eprintln!("astraea deploy: the shared gateway exited ({}); starting it again", describe(st));
+            eprintln!(
+                "astraea deploy: the shared gateway exited ({}); starting it again",
+                describe(st)
+            );
             self.child = Self::spawn(opts, &self.args, &self.log, &self.socket)?;
         }
         Ok(())

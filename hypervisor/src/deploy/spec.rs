@@ -395,7 +395,9 @@ impl Spec {
             }
         }
         if gateway == GatewayMode::Shared
-            && let Some(m) = members.iter().find(|m| m.mounts != members[0].mounts || m.net != members[0].net)
+            && let Some(m) = members
+                .iter()
+                .find(|m| m.mounts != members[0].mounts || m.net != members[0].net)
         {
             return Err(invalid(format!(
                 "partition {:?}: with gateway = \"shared\" every partition has the same mounts and net (set them in [deployment])",
@@ -436,7 +438,9 @@ pub fn parse_ready(r: &str) -> Result<Ready, String> {
             None => (rest, "/"),
         };
         if !addr.contains(':') {
-            return Err(format!("ready = {r:?}: the address needs a port (http://HOST:PORT/PATH)"));
+            return Err(format!(
+                "ready = {r:?}: the address needs a port (http://HOST:PORT/PATH)"
+            ));
         }
         Ok(Ready::Http {
             addr: addr.to_string(),
@@ -481,9 +485,9 @@ fn value(expr: &str, vars: &BTreeMap<String, String>) -> Result<String, String> 
                 Ok(n) => n,
                 Err(_) => {
                     let v = lookup(t)?;
-                    v.trim().parse::<i64>().map_err(|_| {
-                        format!("${{{expr}}}: {t} = {v:?} is not an integer")
-                    })?
+                    v.trim()
+                        .parse::<i64>()
+                        .map_err(|_| format!("${{{expr}}}: {t} = {v:?} is not an integer"))?
                 }
             };
             total += sign * v;
@@ -587,7 +591,10 @@ mod tests {
         let s = Spec::parse(Path::new("d.toml"), text, &[("SHARDS".into(), "3".into())]).unwrap();
         let names: Vec<_> = s.members.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["shard-0", "shard-1", "shard-2", "fe"]);
-        assert_eq!(s.members[2].command, ["x", "--port", "9102", "--dir", "shard-2"]);
+        assert_eq!(
+            s.members[2].command,
+            ["x", "--port", "9102", "--dir", "shard-2"]
+        );
         assert_eq!(s.members[2].role, "shard");
         assert_eq!(s.members[3].after, ["shard-0", "shard-1", "shard-2"]);
         assert_eq!(s.members[3].command[1], "127.0.0.1:9100-9102");
@@ -601,12 +608,17 @@ mod tests {
         let err = |text: &str| Spec::parse(p, text, &[]).unwrap_err().to_string();
         assert!(err(GOOD).contains("${PORT} is not set"), "{}", err(GOOD));
         let typo = GOOD.replace("mem = \"512M\"", "memory = \"512M\"");
-        assert!(err(&typo).contains("unknown field `memory`"), "{}", err(&typo));
+        assert!(
+            err(&typo).contains("unknown field `memory`"),
+            "{}",
+            err(&typo)
+        );
         let order = "[deployment]\nname='x'\n[[partition]]\nname='a'\ncommand=['x']\nafter=['b']\n";
         assert!(err(order).contains("not a partition listed before it"));
         let twice = "[deployment]\nname='x'\n[[partition]]\nname='a'\ncommand=['x']\n[[partition]]\nname='a'\ncommand=['y']\n";
         assert!(err(twice).contains("used twice"));
-        let ready = "[deployment]\nname='x'\n[[partition]]\nname='a'\ncommand=['x']\nready='http://h/p'\n";
+        let ready =
+            "[deployment]\nname='x'\n[[partition]]\nname='a'\ncommand=['x']\nready='http://h/p'\n";
         assert!(err(ready).contains("needs a port"));
         let none = "[deployment]\nname='x'\n";
         assert!(err(none).contains("nothing to deploy"));

@@ -138,17 +138,28 @@ impl VhostUser {
         };
         let stream = UnixStream::connect(socket).map_err(connect_err)?;
         // A gateway that accepted but never answers (one busy with another
-        // VMM, or stuck) must not hang the partition.
+        // VMM, or stuck) must not hang the partition. A read timeout alone
+        // does not do it (the vhost crate retries a timed-out read forever),
+        // so a watchdog shuts the socket down if setup takes too long.
         stream
             .set_read_timeout(Some(REPLY_TIMEOUT))
             .map_err(connect_err)?;
+        let watchdog = SetupWatchdog::arm(&stream).map_err(connect_err)?;
         let mut frontend = Frontend::from_stream(stream, 1);
         let setup = |step: &'static str| {
             let socket = name.clone();
+            let fired = watchdog.fired.clone();
             move |e: vhost::Error| VhostUserError::Setup {
                 socket,
                 step,
-                reason: describe(&e),
+                reason: if fired.load(std::sync::atomic::Ordering::SeqCst) {
+                    format!(
+                        "no answer within {} s (is it busy serving another VMM? start it with --keep-listening to serve many)",
+                        REPLY_TIMEOUT.as_secs()
+                    )
+                } else {
+                    describe(&e)
+                },
             }
         };
         frontend.set_owner().map_err(setup("SET_OWNER"))?;
@@ -181,6 +192,7 @@ impl VhostUser {
                 tag = read_tag(&mut frontend);
             }
         }
+        drop(watchdog);
         tracing::debug!(
             socket = %name,
             features = format_args!("{features:#x}"),
@@ -529,6 +541,45 @@ fn read_tag(frontend: &mut Frontend) -> Option<String> {
     String::from_utf8(cfg.get(2..)?.to_vec()).ok()
 }
 
+/// Shuts a gateway connection down if its setup has not finished within
+/// [`REPLY_TIMEOUT`], so that a read blocked on a silent gateway returns.
+struct SetupWatchdog {
+    done: Option<std::sync::mpsc::Sender<()>>,
+    fired: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl SetupWatchdog {
+    fn arm(stream: &UnixStream) -> std::io::Result<Self> {
+        let peer = stream.try_clone()?;
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let fired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let f = fired.clone();
+        std::thread::Builder::new()
+            .name("vhost-user-setup".into())
+            .spawn(move || {
+                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    wait.recv_timeout(REPLY_TIMEOUT)
+                {
+                    f.store(true, std::sync::atomic::Ordering::SeqCst);
+                    let _ = peer.shutdown(std::net::Shutdown::Both);
+                }
+            })?;
+        Ok(Self {
+            done: Some(done),
+            fired,
+        })
+    }
+}
+
+impl Drop for SetupWatchdog {
+    fn drop(&mut self) {
+        // Setup is over (or failed): the watchdog thread ends.
+        if let Some(d) = self.done.take() {
+            let _ = d.send(());
+        }
+    }
+}
+
 /// A vhost-user error in words, with the timeout spelled out.
 fn describe(e: &vhost::Error) -> String {
     use vhost::vhost_user::Error as E;
@@ -580,6 +631,29 @@ mod tests {
             msg.starts_with(&format!("the gateway at {} failed during ", sock.display())),
             "{msg}"
         );
+        std::fs::remove_file(&sock).unwrap();
+    }
+
+    /// A gateway that accepts and then says nothing (one serving another
+    /// VMM without --keep-listening) fails the setup after the timeout
+    /// instead of hanging the partition.
+    #[test]
+    fn a_silent_peer_times_out() {
+        let sock =
+            std::env::temp_dir().join(format!("astraea-silent-gw-{}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&sock);
+        let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let peer = std::thread::spawn(move || {
+            let c = listener.accept();
+            std::thread::sleep(REPLY_TIMEOUT + Duration::from_secs(3));
+            drop(c);
+        });
+        let t0 = std::time::Instant::now();
+        let e = VhostUser::connect(&sock).err().expect("nothing answers");
+        assert!(t0.elapsed() < REPLY_TIMEOUT + Duration::from_secs(2));
+        let msg = e.to_string();
+        assert!(msg.contains("no answer within 10 s"), "{msg}");
+        peer.join().unwrap();
         std::fs::remove_file(&sock).unwrap();
     }
 
