@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! astraea-bench [boot [RUNS]] [ctxswitch [ROUNDS]] [ninep [N]] [linux [ROUNDS]]
-//!               [jvm [RUNS]] [scimark [SECS]] [threads [SECS]] [net]
+//!               [jvm [RUNS]] [scimark [SECS]] [threads [SECS]] [net] [search]
 //!               (default: all but `threads`, which takes ≈ 8 minutes)
 //! ```
 //!
@@ -14,6 +14,7 @@
 mod cache;
 mod javabench;
 mod net;
+mod search;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -39,9 +40,10 @@ fn main() {
             "scimark" => javabench::scimark(n.unwrap_or(2)),
             "threads" => javabench::threads(n.unwrap_or(1)),
             "net" => net::net(),
+            "search" => search::search(),
             other => {
                 eprintln!(
-                    "astraea-bench: unknown benchmark {other:?} (boot, ctxswitch, ninep, linux, jvm, fig5, table1, warm, scimark, threads, net)"
+                    "astraea-bench: unknown benchmark {other:?} (boot, ctxswitch, ninep, linux, jvm, fig5, table1, warm, scimark, threads, net, search)"
                 );
                 std::process::exit(2);
             }
