@@ -410,6 +410,7 @@ fn start(
         // Its own process group: a terminal's Ctrl-C reaches only this
         // supervisor, which stops the members in order.
         .process_group(0);
+    stop_with_supervisor(&mut c);
     let child = c.spawn().map_err(|source| DeployError::Spawn {
         name: r.member.name.clone(),
         program: shown,
@@ -468,6 +469,26 @@ fn is_ready(r: &Running, spec: &Spec) -> bool {
                 && tail.lines().any(|l| l.contains(text.as_str()))
         }
     }
+}
+
+/// The child gets SIGTERM if this supervisor dies (even by SIGKILL), so a
+/// deployment never outlives it; a partition passes the SIGTERM to its JVM.
+fn stop_with_supervisor(c: &mut Command) {
+    // SAFETY: the closure runs in the child between fork and exec and calls
+    // only prctl and getppid, which are async-signal-safe; it touches no
+    // memory of the parent.
+    unsafe {
+        c.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The supervisor died before the prctl: stop at once.
+            if libc::getppid() == 1 {
+                return Err(std::io::Error::other("the supervisor is gone"));
+            }
+            Ok(())
+        })
+    };
 }
 
 /// Sends `sig` to the process group of `c` (the member and anything it
@@ -668,14 +689,14 @@ impl SharedGateway {
             program: opts.gateway.display().to_string(),
             source,
         };
-        let mut child = Command::new(&opts.gateway)
-            .args(args)
+        let mut cmd = Command::new(&opts.gateway);
+        cmd.args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::from(f))
             .stderr(Stdio::from(e))
-            .process_group(0)
-            .spawn()
-            .map_err(spawn_err)?;
+            .process_group(0);
+        stop_with_supervisor(&mut cmd);
+        let mut child = cmd.spawn().map_err(spawn_err)?;
         // Partitions may connect once the socket exists.
         let deadline = Instant::now() + Duration::from_secs(10);
         while !socket.exists() {
