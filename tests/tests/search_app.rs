@@ -287,11 +287,18 @@ mod tests {
             addrs.push(format!("127.0.0.1:{port}"));
         }
         let (_front, port) = start(&dir, "FrontEnd", &["--shards".into(), addrs.join(",")]);
-        let out = dir.join("answers.txt");
+        answers_as_direct_search(r, &dir, port, "host servers");
+    }
+
+    /// SearchBench (4 clients, 2 passes) against the front end on `port`
+    /// must answer exactly what SearchCli answers over the same shards, with
+    /// no errors, no answer changing between passes, and the same digest.
+    fn answers_as_direct_search(r: &Reference, dir: &Path, port: u16, what: &str) {
+        let out = dir.join(format!("answers-{}.txt", what.replace(' ', "-")));
         let t0 = Instant::now();
         let bench = host(
             JDK17,
-            &dir,
+            dir,
             "SearchBench",
             &[
                 "--url".into(),
@@ -306,17 +313,21 @@ mod tests {
                 out.display().to_string(),
             ],
         );
-        ok("the bench driver", &bench);
-        eprintln!("bench ({:.1?}): {}", t0.elapsed(), bench.stdout.trim());
+        ok(&format!("the bench driver ({what})"), &bench);
+        eprintln!(
+            "bench ({what}, {:.1?}): {}",
+            t0.elapsed(),
+            bench.stdout.trim()
+        );
         assert!(
             bench.stdout.contains(" errors 0 unstable 0 "),
-            "{}",
+            "{what}: {}",
             bench.stdout
         );
         let answers = std::fs::read_to_string(&out).unwrap();
         assert!(
             answers == r.answers,
-            "the front end's answers differ from the direct search:\n--- front end ---\n{answers}\n--- direct ---\n{}",
+            "{what}: the front end's answers differ from the direct search:\n--- front end ---\n{answers}\n--- direct ---\n{}",
             r.answers
         );
         let digest = r
@@ -327,7 +338,7 @@ mod tests {
             .rsplit(' ')
             .next()
             .unwrap();
-        assert!(bench.stdout.contains(digest), "{}", bench.stdout);
+        assert!(bench.stdout.contains(digest), "{what}: {}", bench.stdout);
     }
 
     fn ready(jdk: &str) -> Option<&'static Reference> {
@@ -501,38 +512,7 @@ mod tests {
 
         /// SearchBench against the front end must print the host's answers.
         fn answers_as_the_host(&self, r: &Reference, what: &str) {
-            let dir = self.logs.parent().unwrap();
-            let out = dir.join(format!("answers-{what}.txt"));
-            let bench = host(
-                JDK17,
-                dir,
-                "SearchBench",
-                &[
-                    "--url".into(),
-                    format!("http://127.0.0.1:{}", self.port),
-                    "--queries".into(),
-                    queries().display().to_string(),
-                    "--concurrency".into(),
-                    "4".into(),
-                    "--passes".into(),
-                    "2".into(),
-                    "--out".into(),
-                    out.display().to_string(),
-                ],
-            );
-            ok(&format!("the bench driver ({what})"), &bench);
-            eprintln!("bench ({what}): {}", bench.stdout.trim());
-            assert!(
-                bench.stdout.contains(" errors 0 unstable 0 "),
-                "{what}: {}",
-                bench.stdout
-            );
-            let answers = std::fs::read_to_string(&out).unwrap();
-            assert!(
-                answers == r.answers,
-                "{what}: the deployment's answers differ from the direct search:\n--- deployment ---\n{answers}\n--- direct ---\n{}",
-                r.answers
-            );
+            answers_as_direct_search(r, self.logs.parent().unwrap(), self.port, what);
         }
 
         /// The PID of member `name` from the status file.

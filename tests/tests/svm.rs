@@ -2,7 +2,8 @@
 //! AMD machine with SVM (QEMU/TCG, Debian's Linux and `kvm_amd`), and
 //! `tests/svm/suite.sh` runs there — on that ordinary, hardware-style KVM —
 //! the test kernel's scenarios, the register torture (static and dynamic),
-//! the file, memory and socket programs, a check that the program cannot touch the
+//! the file, memory and socket programs, a SIGTERM passed to the program, a
+//! check that the program cannot touch the
 //! library OS's memory, and `java -version` plus a JIT-heavy program on
 //! both JDKs; then the same kernel image under QEMU (KVM, `microvm`) through
 //! its PVH entry, reading a file through QEMU's own 9P server
@@ -171,6 +172,11 @@ mod tests {
                 "{prog} on SVM: {err}"
             );
         }
+        let (rc, _, err) = read(&dir, "hostsig");
+        assert!(
+            rc == 143 && err.contains("killed by signal 15 (SIGTERM)"),
+            "SIGTERM to astraea run on SVM: status {rc}, {err}"
+        );
         let (rc, out, err) = read(&dir, "kread");
         assert_eq!(
             (rc, out.as_str()),
