@@ -9,8 +9,8 @@
 //!
 //! The protocol is one request line and one answer line per connection:
 //!
-//! - `info` → `ok ID UPTIME_SECS MEM_BYTES CACHE NAME PROGRAM ARGS…` (NAME
-//!   is `-` for a partition without one)
+//! - `info` → `ok ID UPTIME_SECS MEM_BYTES CACHE NAME ROLE PROGRAM ARGS…`
+//!   (NAME and ROLE are `-` for a partition without them)
 //! - `dump /ABSOLUTE/FILE` → `ok BYTES` once FILE holds the image, or
 //!   `err MESSAGE`.
 //!
@@ -141,6 +141,8 @@ pub struct Info {
     pub args: Vec<String>,
     /// The partition's name, if it was given one.
     pub name: Option<String>,
+    /// Its role in a deployment, if it was given one.
+    pub role: Option<String>,
     /// Why this partition cannot dump its cache, if it cannot.
     pub no_dump: Option<String>,
 }
@@ -233,12 +235,13 @@ fn request(
     let (cmd, arg) = line.split_once(' ').unwrap_or((line, ""));
     match cmd {
         "info" => format!(
-            "ok {} {} {} {} {} {}",
+            "ok {} {} {} {} {} {} {}",
             std::process::id(),
             t0.elapsed().as_secs(),
             info.mem,
             info.cache,
             info.name.as_deref().unwrap_or("-"),
+            info.role.as_deref().unwrap_or("-"),
             info.args.join(" ")
         ),
         "dump" => match dump(Path::new(arg), info, vm, jobs) {
@@ -320,6 +323,8 @@ pub struct Listed {
     pub cache: String,
     /// Its name (`-` without one).
     pub name: String,
+    /// Its role (`-` without one).
+    pub role: String,
     /// Host memory it holds: the resident set of its VMM process, bytes
     /// (guest pages touched, the gateway, the VMM).
     pub rss: u64,
@@ -358,7 +363,7 @@ pub fn list() -> Vec<Listed> {
         };
         match ask_at(&p, "info", Duration::from_secs(2)) {
             Ok(a) => {
-                let mut w = a.splitn(7, ' ');
+                let mut w = a.splitn(8, ' ');
                 if w.next() != Some("ok") {
                     continue;
                 }
@@ -370,6 +375,7 @@ pub fn list() -> Vec<Listed> {
                     mem: num(w.next()),
                     cache: w.next().unwrap_or("").to_string(),
                     name: w.next().unwrap_or("-").to_string(),
+                    role: w.next().unwrap_or("-").to_string(),
                     rss: rss_of(id),
                     command: w.next().unwrap_or("").to_string(),
                 });

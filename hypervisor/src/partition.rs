@@ -61,8 +61,10 @@ pub struct PartitionConfig {
     pub cache_image: Option<PathBuf>,
     /// The socket streaming layer (a read kept posted per connection).
     pub net_stream: bool,
-    /// The partition's name (a deployment's role), shown by `astraea ps`.
+    /// The partition's name (a deployment's member), shown by `astraea ps`.
     pub name: Option<String>,
+    /// Its role in a deployment (shard, frontend), shown by `astraea ps`.
+    pub role: Option<String>,
     /// Listen on a control socket (see [`crate::control`]) for `astraea ps`
     /// and `astraea cache dump --partition` while the partition runs.
     pub control: bool,
@@ -376,6 +378,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
             cache: cache.split(' ').next().unwrap_or("none").to_string(),
             args: cfg.args.clone(),
             name: cfg.name.clone(),
+            role: cfg.role.clone(),
             no_dump,
         };
         match crate::control::Server::start(info, vm.clone()) {

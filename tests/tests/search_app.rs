@@ -578,12 +578,17 @@ mod tests {
         d.wait_for("search ready: 3 members");
         d.answers_as_the_host(r, "first");
         let ps = astraea_cmd(&["ps"]);
-        for name in ["shard-0", "shard-1", "frontend"] {
+        for (name, role) in [
+            ("shard-0", "shard"),
+            ("shard-1", "shard"),
+            ("frontend", "frontend"),
+        ] {
             assert!(
-                ps.stdout
-                    .lines()
-                    .any(|l| l.split_whitespace().nth(1) == Some(name)),
-                "astraea ps does not list {name}:\n{}",
+                ps.stdout.lines().any(|l| {
+                    let w: Vec<&str> = l.split_whitespace().collect();
+                    w.get(1) == Some(&name) && w.get(2) == Some(&role)
+                }),
+                "astraea ps does not list {name} as a {role}:\n{}",
                 ps.stdout
             );
         }

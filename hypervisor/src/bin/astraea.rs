@@ -39,7 +39,8 @@ enum Command {
     /// Boot a partition and run it until it exits.
     Run(Box<RunArgs>),
     /// List the running partitions of this user: ID (the `astraea run`
-    /// process ID), name (--name: a deployment's role), uptime, partition
+    /// process ID), name and role (--name, --role: a deployment's member),
+    /// uptime, partition
     /// memory (--mem), host memory held (RSS of the VMM process), cache
     /// policy and program.
     Ps,
@@ -165,10 +166,14 @@ struct RunArgs {
     /// current directory, unless --mount or --9p is given: then `/`).
     #[arg(long, value_name = "DIR")]
     cwd: Option<String>,
-    /// A name for the partition (a deployment's role, e.g. shard-0), shown
-    /// by `astraea ps`.
+    /// A name for the partition (a deployment's member, e.g. shard-0),
+    /// shown by `astraea ps`.
     #[arg(long, value_name = "NAME")]
     name: Option<String>,
+    /// The partition's role in a deployment (e.g. shard), shown by `astraea
+    /// ps`.
+    #[arg(long, value_name = "ROLE")]
+    role: Option<String>,
     /// Print every system call of the program, with its arguments and
     /// result, to stderr.
     #[arg(long)]
@@ -298,14 +303,15 @@ fn deploy(args: DeployArgs) -> ExitCode {
 fn ps() -> ExitCode {
     let all = astraea_hypervisor::control::list();
     println!(
-        "{:>8}  {:<12}  {:>8}  {:>7}  {:>7}  {:<14}  COMMAND",
-        "ID", "NAME", "UPTIME", "MEM", "RSS", "CACHE"
+        "{:>8}  {:<12}  {:<10}  {:>8}  {:>7}  {:>7}  {:<14}  COMMAND",
+        "ID", "NAME", "ROLE", "UPTIME", "MEM", "RSS", "CACHE"
     );
     for p in all {
         println!(
-            "{:>8}  {:<12}  {:>7}s  {:>6}M  {:>6}M  {:<14}  {}",
+            "{:>8}  {:<12}  {:<10}  {:>7}s  {:>6}M  {:>6}M  {:<14}  {}",
             p.id,
             p.name,
+            p.role,
             p.uptime_secs,
             p.mem >> 20,
             p.rss >> 20,
@@ -502,6 +508,7 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
             m
         },
         name: args.name.clone(),
+        role: args.role.clone(),
         cache_dump: args.cache_dump.clone(),
         cache_image: args.cache_image.clone(),
         net_stream: args.net_stream == "on",

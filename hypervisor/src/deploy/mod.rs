@@ -335,7 +335,7 @@ fn command(m: &Member, spec: &Spec, opts: &Options, gw: Option<&SharedGateway>) 
         Place::Partitions => {
             c = Command::new(&opts.astraea);
             c.args([
-                "run", "--name", &m.name, "--mem", &m.mem, "--log", &opts.log,
+                "run", "--name", &m.name, "--role", &m.role, "--mem", &m.mem, "--log", &opts.log,
             ]);
             c.args(["--net-stream", &m.net_stream]);
             if let Some(cache) = &m.cache {
