@@ -278,6 +278,7 @@ fn row(kind: &str, shards: &str, store: &str, index: &Path, port: u16) -> Result
     let members: Vec<u32> = status
         .lines()
         .skip(1)
+        .filter(|l| l.split_whitespace().nth(1) != Some("gateway"))
         .filter_map(|l| l.split_whitespace().nth(2)?.parse().ok())
         .collect();
     let mut total: u64 = members.iter().map(|&p| pss(p)).sum();

@@ -55,8 +55,6 @@ const VIRTIO_9P_MOUNT_TAG: u64 = 1;
 const MAX_REQUEST: usize = MAX_MSIZE as usize + 4096;
 /// Smallest 9P message: size[4] type[1] tag[2].
 const HEADER_LEN: usize = 7;
-/// How long a closing connection waits for the replies still in flight.
-const SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
 
 /// What can go wrong serving the vhost-user socket.
 #[derive(Debug, thiserror::Error)]
@@ -445,7 +443,7 @@ impl VhostUserServer {
 
     /// Waits for one frontend (a VMM) and serves its device until it
     /// disconnects. Each connection is a new 9P session; when it ends, the
-    /// requests still in flight get a short grace period and are cancelled.
+    /// requests still waiting are cancelled.
     pub fn serve_one(&mut self) -> Result<(), VhostError> {
         self.accept()?.serve()
     }
@@ -500,15 +498,19 @@ impl std::fmt::Debug for VhostConnection {
 }
 
 impl VhostConnection {
-    /// Serves the VMM's device until it disconnects; the requests still in
-    /// flight then get a short grace period and are cancelled.
+    /// Serves the VMM's device until it disconnects; the requests still
+    /// waiting are then cancelled.
     pub fn serve(mut self) -> Result<(), VhostError> {
         let result = self.daemon.wait();
         // Stop the vring thread (the daemon's Drop joins it).
         for handler in self.daemon.get_epoll_handlers() {
             handler.send_exit_event();
         }
-        if !self.session.shutdown(SHUTDOWN_WAIT) {
+        // The VMM is gone: nobody reads a reply any more, and a request
+        // waiting on the network (a posted read, a listen) would keep its
+        // host socket — a restarted partition's port — for a grace period.
+        // Waits are cancelled at once; running file operations finish.
+        if !self.session.shutdown(Duration::ZERO) {
             tracing::warn!("some 9P requests were still running when the VMM left");
         }
         drop(self.daemon);

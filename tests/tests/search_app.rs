@@ -491,22 +491,45 @@ mod tests {
 
         /// Waits for a stderr line containing `text`.
         fn wait_for(&mut self, text: &str) {
+            self.wait_all(&[text]);
+        }
+
+        /// Waits until stderr has had a line containing each of `texts`
+        /// (in any order) since the call.
+        fn wait_all(&mut self, texts: &[&str]) {
             let deadline = Instant::now() + TIMEOUT;
-            loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match self.lines.recv_timeout(left) {
+            let mut left: Vec<&str> = texts.to_vec();
+            while !left.is_empty() {
+                let time = deadline.saturating_duration_since(Instant::now());
+                match self.lines.recv_timeout(time) {
                     Ok(l) => {
                         self.seen += &l;
                         self.seen.push('\n');
-                        if l.contains(text) {
-                            return;
-                        }
+                        left.retain(|t| !l.contains(t));
                     }
                     Err(_) => panic!(
-                        "astraea deploy never said {text:?}; it said:\n{}",
+                        "astraea deploy never said {left:?}; it said:\n{}",
                         self.seen
                     ),
                 }
+            }
+        }
+
+        /// Waits until the status file shows every member ready.
+        fn all_ready(&self) {
+            let deadline = Instant::now() + TIMEOUT;
+            loop {
+                let s = std::fs::read_to_string(self.logs.join("status")).unwrap_or_default();
+                let states: Vec<&str> = s
+                    .lines()
+                    .skip(1)
+                    .filter_map(|l| l.split_whitespace().nth(3))
+                    .collect();
+                if !states.is_empty() && states.iter().all(|st| *st == "ready") {
+                    return;
+                }
+                assert!(Instant::now() < deadline, "not all ready:\n{s}");
+                std::thread::sleep(Duration::from_millis(100));
             }
         }
 
@@ -568,7 +591,8 @@ mod tests {
     /// vhost-user gateway, JDK 17): 2 shards + front end answer exactly as
     /// the direct search; `astraea ps` lists them by name; a shard partition
     /// killed with SIGKILL is restarted and the front end answers exactly
-    /// again; SIGTERM stops all three through their shutdown hooks.
+    /// again; so does the deployment after its gateway is killed; SIGTERM
+    /// stops all three through their shutdown hooks.
     #[test]
     fn deployment_on_partitions_answers_as_the_host_and_recovers_a_killed_shard() {
         let Some(r) = ready(JDK17) else { return };
@@ -603,6 +627,16 @@ mod tests {
         d.wait_for("shard-1 ready in");
         assert_ne!(d.pid_of("shard-1"), victim);
         d.answers_as_the_host(r, "after the restart");
+        // The shared gateway dies: its partitions lose their files and
+        // sockets, exit, and come back with a new gateway.
+        let gw = d.pid_of("gateway");
+        let st = Command::new("kill").args(["-KILL", &gw]).status().unwrap();
+        assert!(st.success());
+        d.wait_for("the shared gateway exited (killed by signal 9); starting it again");
+        d.wait_all(&["shard-0 ready in", "shard-1 ready in", "frontend ready in"]);
+        d.all_ready();
+        assert_ne!(d.pid_of("gateway"), gw);
+        d.answers_as_the_host(r, "after the gateway died");
         d.stop();
     }
 

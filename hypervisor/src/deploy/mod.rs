@@ -175,11 +175,11 @@ pub fn run(spec: &Spec, opts: &Options, stop: &AtomicUsize) -> Result<(), Deploy
                 all.len(),
                 t0.elapsed().as_secs_f64()
             );
-            eprint!("{}", table(&all));
+            eprint!("{}", table(&all, gateway.as_ref()));
         }
         if last_status_write.elapsed() >= Duration::from_secs(1) {
             last_status_write = Instant::now();
-            write_status(spec, &all);
+            write_status(spec, &all, gateway.as_ref());
         }
         std::thread::sleep(TICK);
     };
@@ -188,7 +188,7 @@ pub fn run(spec: &Spec, opts: &Options, stop: &AtomicUsize) -> Result<(), Deploy
     if let Some(g) = gateway.take() {
         g.stop();
     }
-    write_status(spec, &all);
+    write_status(spec, &all, None);
     result
 }
 
@@ -543,8 +543,8 @@ fn shut_down(all: &mut [Running], timeout: Duration, hurry: &AtomicUsize) {
     }
 }
 
-/// The status table: one line per member.
-fn table(all: &[Running]) -> String {
+/// The status table: one line per member, and the shared gateway's.
+fn table(all: &[Running], gw: Option<&SharedGateway>) -> String {
     let mut out = format!(
         "{:<14} {:<10} {:>8} {:<9} {:>8} {:>7} {:>8}\n",
         "NAME", "ROLE", "PID", "STATE", "UPTIME", "RSS", "RESTARTS"
@@ -576,13 +576,26 @@ fn table(all: &[Running]) -> String {
             r.restarts.len()
         );
     }
+    if let Some(g) = gw {
+        let pid = g.child.id();
+        out += &format!(
+            "{:<14} {:<10} {:>8} {:<9} {:>8} {:>7} {:>8}\n",
+            "gateway",
+            "gateway",
+            pid,
+            "ready",
+            format!("{}s", g.started.elapsed().as_secs()),
+            format!("{}M", crate::control::rss_of(pid) >> 20),
+            g.restarts
+        );
+    }
     out
 }
 
-fn write_status(spec: &Spec, all: &[Running]) {
+fn write_status(spec: &Spec, all: &[Running], gw: Option<&SharedGateway>) {
     let path = spec.log_dir.join("status");
     let tmp = spec.log_dir.join(".status.tmp");
-    if std::fs::write(&tmp, table(all)).is_ok() {
+    if std::fs::write(&tmp, table(all, gw)).is_ok() {
         let _ = std::fs::rename(tmp, path);
     }
 }
@@ -590,6 +603,8 @@ fn write_status(spec: &Spec, all: &[Running]) {
 /// The one gateway process of a `gateway = "shared"` deployment.
 struct SharedGateway {
     child: Child,
+    started: Instant,
+    restarts: usize,
     socket: PathBuf,
     /// `--cache-path` for every partition.
     cache_paths: Vec<String>,
@@ -658,6 +673,8 @@ impl SharedGateway {
         let child = Self::spawn(opts, &args, &log, &socket)?;
         Ok(Self {
             child,
+            started: Instant::now(),
+            restarts: 0,
             socket,
             cache_paths,
             args,
@@ -733,6 +750,8 @@ impl SharedGateway {
                 describe(st)
             );
             self.child = Self::spawn(opts, &self.args, &self.log, &self.socket)?;
+            self.started = Instant::now();
+            self.restarts += 1;
         }
         Ok(())
     }
