@@ -18,7 +18,7 @@
 //!
 //! Environment: `SEARCH_SHARDS` ("1 2 4"), `SEARCH_STORES` ("mmap nio"),
 //! `SEARCH_CONCURRENCY` ("1 4"), `SEARCH_LIMIT` (1000 queries),
-//! `SEARCH_WARMUP` (300), `SEARCH_ROWS` ("host none cache stream").
+//! `SEARCH_WARMUP` (2000: two untimed passes over the queries, so caches and JIT are warm as in a service that has run for a while), `SEARCH_ROWS` ("host none cache stream").
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -224,7 +224,7 @@ fn row(kind: &str, shards: &str, store: &str, index: &Path, port: u16) -> Result
     // Keep the deployment's stderr drained.
     std::thread::spawn(move || while rx.recv().is_ok() {});
     let limit = env_num("SEARCH_LIMIT", 1000).to_string();
-    let warmup = env_num("SEARCH_WARMUP", 300).to_string();
+    let warmup = env_num("SEARCH_WARMUP", 2000).to_string();
     let queries = root().join("target/search/queries/tb05.txt");
     let mut runs = Vec::new();
     let mut digest = String::new();
@@ -320,7 +320,7 @@ pub fn search() {
     println!(
         "\nsearch: Nutch-style distributed search (bench/search/deploy.toml; Lucene 9.12.3, JDK 17; TREC TB05 queries, first {}, {} warm-up, k=10), one JVM per partition, 1 vCPU each, shared gateway",
         env_num("SEARCH_LIMIT", 1000),
-        env_num("SEARCH_WARMUP", 300)
+        env_num("SEARCH_WARMUP", 2000)
     );
     let mut head = format!("{:<6} {:<5} {:<22}", "shards", "store", "row");
     for c in &concs {
