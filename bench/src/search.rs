@@ -18,7 +18,9 @@
 //!
 //! Environment: `SEARCH_SHARDS` ("1 2 4"), `SEARCH_STORES` ("mmap nio"),
 //! `SEARCH_CONCURRENCY` ("1 4"), `SEARCH_LIMIT` (1000 queries),
-//! `SEARCH_WARMUP` (2000: two untimed passes over the queries, so caches and JIT are warm as in a service that has run for a while), `SEARCH_ROWS` ("host none cache stream").
+//! `SEARCH_WARMUP` (2000: two untimed passes over the queries, so that
+//! caches and JIT are warm, as in a service that has run for a while),
+//! `SEARCH_ROWS` ("host none cache stream").
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
