@@ -96,6 +96,12 @@ mod tests {
             "{r:?}"
         );
         assert!(r.stderr.contains("fine stopped (status 0)"), "{r:?}");
+        let log = d.join("logs/broken.log");
+        assert!(
+            r.stderr
+                .contains(&format!("(its output: {})", log.display())),
+            "names the log: {r:?}"
+        );
         let log = std::fs::read_to_string(d.join("logs/broken.log")).unwrap();
         assert_eq!(log.lines().filter(|l| *l == "oops").count(), 6, "{log}");
         assert_eq!(

@@ -220,7 +220,7 @@ fn step(
             if let Some(st) = exited {
                 r.child = None;
                 r.last_status = Some(st);
-                return exited_member(r, st, up);
+                return exited_member(r, st, up, &log_path(spec, &r.member));
             }
             if r.state == State::Starting {
                 if is_ready(r, spec) {
@@ -244,7 +244,7 @@ fn step(
                         r.last_status = st;
                     }
                     let st = ExitStatus::from_raw(libc::SIGKILL);
-                    return exited_member(r, st, up);
+                    return exited_member(r, st, up, &log_path(spec, &r.member));
                 }
             }
         }
@@ -254,7 +254,7 @@ fn step(
 }
 
 /// A member's process ended with `st`: restart it or give it up.
-fn exited_member(r: &mut Running, st: ExitStatus, up: bool) -> Result<(), DeployError> {
+fn exited_member(r: &mut Running, st: ExitStatus, up: bool, log: &Path) -> Result<(), DeployError> {
     let failed = !st.success();
     eprintln!(
         "astraea deploy: {} exited ({})",
@@ -301,7 +301,8 @@ fn exited_member(r: &mut Running, st: ExitStatus, up: bool) -> Result<(), Deploy
         eprintln!("astraea deploy: {why}");
         if !up {
             return Err(DeployError::NotReady(format!(
-                "the deployment cannot come up: {why}"
+                "the deployment cannot come up: {why} (its output: {})",
+                log.display()
             )));
         }
     }
