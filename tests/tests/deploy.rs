@@ -152,7 +152,8 @@ mod tests {
         assert!(r.stderr.contains("restart policy is never"), "{r:?}");
     }
     /// Members never outlive the supervisor: SIGKILL of `astraea deploy`
-    /// still stops them (SIGTERM by the parent-death signal).
+    /// still stops them (SIGTERM by the parent-death signal). A second
+    /// supervisor on the same log directory is refused meanwhile.
     #[test]
     fn members_stop_when_the_supervisor_is_killed() {
         let d = dir("orphans");
@@ -190,6 +191,15 @@ mod tests {
             assert!(std::time::Instant::now() < deadline, "never ready: {s}");
             std::thread::sleep(Duration::from_millis(50));
         };
+        // A second supervisor on the same log directory is refused.
+        let second = deploy(&f, &["--host"], Duration::from_secs(30));
+        assert_eq!(second.code, 1, "{second:?}");
+        assert!(
+            second
+                .stderr
+                .contains("another astraea deploy is running with the log directory"),
+            "{second:?}"
+        );
         sup.kill().unwrap();
         sup.wait().unwrap();
         let gone = std::path::Path::new("/proc").join(&pid);

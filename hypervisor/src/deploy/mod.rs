@@ -83,6 +83,11 @@ pub enum DeployError {
     /// A member never became ready while the deployment was coming up.
     #[error("{0}")]
     NotReady(String),
+    /// Another `astraea deploy` runs with the same log directory.
+    #[error(
+        "another astraea deploy is running with the log directory {0} (stop it, or give this one another log-dir)"
+    )]
+    Busy(PathBuf),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +122,9 @@ pub fn run(spec: &Spec, opts: &Options, stop: &AtomicUsize) -> Result<(), Deploy
         path: spec.log_dir.clone(),
         source,
     })?;
+    // One supervisor per log directory: a second would replace the first's
+    // gateway socket and interleave its logs and status.
+    let _lock = lock_log_dir(&spec.log_dir)?;
     let t0 = Instant::now();
     let place = match opts.place {
         Place::Partitions => "partitions",
@@ -470,6 +478,24 @@ fn is_ready(r: &Running, spec: &Spec) -> bool {
                 && tail.lines().any(|l| l.contains(text.as_str()))
         }
     }
+}
+
+/// Takes `LOG_DIR/.lock` (an exclusive `flock`, released when the file is
+/// closed, also when this process dies).
+fn lock_log_dir(dir: &Path) -> Result<File, DeployError> {
+    use std::os::fd::AsRawFd;
+    let path = dir.join(".lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|source| DeployError::LogDir { path, source })?;
+    // SAFETY: flock on a descriptor this function owns; no memory involved.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(DeployError::Busy(dir.to_path_buf()));
+    }
+    Ok(f)
 }
 
 /// The child gets SIGTERM if this supervisor dies (even by SIGKILL), so a
