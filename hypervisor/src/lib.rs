@@ -13,6 +13,7 @@ mod hostcheck;
 pub mod jdk;
 pub mod jvm_opts;
 pub mod memory;
+pub mod mounts;
 pub mod ninep;
 pub mod partition;
 mod serial;

@@ -583,22 +583,10 @@ fn gateway_config(
     mounts: &[String],
     net: &[String],
 ) -> Result<astraea_gateway::GatewayConfig, VmmError> {
-    let mut exports = Vec::new();
-    if mounts.is_empty() {
-        let cwd = std::env::current_dir()
-            .map_err(|e| VmmError::Boot(format!("cannot read the current directory: {e}")))?;
-        exports.push(export(PathBuf::from("/"), "/".into(), true));
-        if cwd != std::path::Path::new("/") {
-            exports.push(export(
-                cwd.clone(),
-                cwd.to_string_lossy().into_owned(),
-                false,
-            ));
-        }
-    }
-    for m in mounts {
-        exports.push(parse_mount(m)?.0);
-    }
+    let exports = astraea_hypervisor::mounts::exports(mounts)?
+        .into_iter()
+        .map(|(e, _)| e)
+        .collect();
     Ok(astraea_gateway::GatewayConfig {
         exports,
         env: std::env::vars().collect(),
@@ -650,71 +638,16 @@ fn net_policy(net: &[String]) -> Result<Arc<dyn astraea_gateway::NetPolicy>, Vmm
     })
 }
 
-fn export(host: PathBuf, guest: String, read_only: bool) -> astraea_gateway::Export {
-    astraea_gateway::Export {
-        host,
-        guest,
-        read_only,
-    }
-}
-
 /// Which `--mount`s choose their file-cache policy: (guest path, cached).
 fn mount_cache_choices(mounts: &[String]) -> Result<Vec<(String, bool)>, VmmError> {
     let mut out = Vec::new();
     for m in mounts {
-        let (e, cache) = parse_mount(m)?;
+        let (e, cache) = astraea_hypervisor::mounts::parse_mount(m)?;
         if let Some(c) = cache {
             out.push((e.guest, c));
         }
     }
     Ok(out)
-}
-
-/// Parses `HOST[:GUEST][:ro|:rw][:cache|:nocache]`; the second value is the
-/// cache choice, if one is given.
-fn parse_mount(spec: &str) -> Result<(astraea_gateway::Export, Option<bool>), VmmError> {
-    let bad = |why: &str| {
-        VmmError::Boot(format!(
-            "--mount {spec:?}: {why}; write HOST[:GUEST][:ro][:nocache], e.g. --mount /srv/data:/data:ro"
-        ))
-    };
-    let mut parts: Vec<&str> = spec.split(':').collect();
-    let cache = match parts.last() {
-        Some(&"cache") => {
-            parts.pop();
-            Some(true)
-        }
-        Some(&"nocache") => {
-            parts.pop();
-            Some(false)
-        }
-        _ => None,
-    };
-    let read_only = match parts.last() {
-        Some(&"ro") => {
-            parts.pop();
-            true
-        }
-        Some(&"rw") => {
-            parts.pop();
-            false
-        }
-        _ => false,
-    };
-    let (host, guest) = match parts.as_slice() {
-        [h] if !h.is_empty() => (*h, None),
-        [h, g] if !h.is_empty() && g.starts_with('/') => (*h, Some(*g)),
-        [_, _] => return Err(bad("the guest path must be absolute")),
-        _ => return Err(bad("too many ':'")),
-    };
-    if cache == Some(true) && !read_only {
-        return Err(bad(
-            "a read-write mount cannot be cached (the cache assumes files do not change); add :ro",
-        ));
-    }
-    let host = std::fs::canonicalize(host).map_err(|e| bad(&format!("cannot use {host}: {e}")))?;
-    let guest = guest.map_or_else(|| host.to_string_lossy().into_owned(), String::from);
-    Ok((export(host, guest, read_only), cache))
 }
 
 /// The default kernel: `$ASTRAEA_KERNEL`, else `astraea-kernel` beside this

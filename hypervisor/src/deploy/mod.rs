@@ -111,7 +111,6 @@ struct Running {
     restarts: Vec<Instant>,
     /// It has been ready once (later starts do not hold its dependents).
     was_ready: bool,
-    last_status: Option<ExitStatus>,
 }
 
 /// Runs `spec` until `stop` is non-zero (a stop was asked for), then stops
@@ -151,7 +150,6 @@ pub fn run(spec: &Spec, opts: &Options, stop: &AtomicUsize) -> Result<(), Deploy
             log_from: 0,
             restarts: Vec::new(),
             was_ready: false,
-            last_status: None,
         })
         .collect();
     let mut up = false;
@@ -161,7 +159,7 @@ pub fn run(spec: &Spec, opts: &Options, stop: &AtomicUsize) -> Result<(), Deploy
             break Ok(());
         }
         if let Some(g) = gateway.as_mut()
-            && let Err(e) = g.keep_alive(spec, opts)
+            && let Err(e) = g.keep_alive(opts)
         {
             break Err(e);
         }
@@ -227,7 +225,6 @@ fn step(
             };
             if let Some(st) = exited {
                 r.child = None;
-                r.last_status = Some(st);
                 return exited_member(r, st, up, &log_path(spec, &r.member));
             }
             if r.state == State::Starting {
@@ -248,8 +245,7 @@ fn step(
                     );
                     if let Some(mut c) = r.child.take() {
                         kill_group(&c, libc::SIGKILL);
-                        let st = c.wait().ok();
-                        r.last_status = st;
+                        let _ = c.wait();
                     }
                     let st = ExitStatus::from_raw(libc::SIGKILL);
                     return exited_member(r, st, up, &log_path(spec, &r.member));
@@ -565,7 +561,6 @@ fn shut_down(all: &mut [Running], timeout: Duration, hurry: &AtomicUsize) {
                 describe(st)
             );
         }
-        r.last_status = st;
         r.state = State::Stopped;
     }
 }
@@ -652,38 +647,19 @@ impl SharedGateway {
             "--log".into(),
             "warn".into(),
         ];
-        let mut cache_paths = Vec::new();
+        // The same exports `astraea run --mount` (or its defaults) would give.
+        let exports = crate::mounts::exports(&m.mounts)
+            .map_err(|e| DeployError::NotReady(format!("the shared gateway's mounts: {e}")))?;
         let cache_on = m.cache.as_deref() != Some("none");
-        if m.mounts.is_empty() {
-            args.extend(["--export".into(), "/:/:ro".into()]);
-            cache_paths.push(format!("/={}", if cache_on { "ro" } else { "none" }));
-            if let Ok(cwd) = std::env::current_dir()
-                && cwd != Path::new("/")
-            {
-                let cwd = cwd.to_string_lossy().into_owned();
-                args.extend(["--export".into(), format!("{cwd}:{cwd}")]);
-                cache_paths.push(format!("{cwd}=none"));
-            }
-        }
-        for mnt in &m.mounts {
-            // HOST[:GUEST][:ro|:rw][:cache|:nocache] → --export HOST[:GUEST][:ro]
-            let mut parts: Vec<&str> = mnt.split(':').collect();
-            let mut cached = None;
-            if let Some(&l) = parts.last()
-                && (l == "cache" || l == "nocache")
-            {
-                cached = Some(l == "cache");
-                parts.pop();
-            }
-            let ro = parts.last() == Some(&"ro");
-            let guest = parts
-                .iter()
-                .skip(1)
-                .find(|p| p.starts_with('/'))
-                .map_or_else(|| parts[0].to_string(), |g| g.to_string());
-            args.extend(["--export".into(), parts.join(":")]);
-            let c = ro && cache_on && cached != Some(false);
-            cache_paths.push(format!("{guest}={}", if c { "ro" } else { "none" }));
+        let mut cache_paths = Vec::new();
+        for (e, cached) in exports {
+            let ro = if e.read_only { ":ro" } else { "" };
+            args.extend([
+                "--export".into(),
+                format!("{}:{}{ro}", e.host.display(), e.guest),
+            ]);
+            let c = e.read_only && cache_on && cached != Some(false);
+            cache_paths.push(format!("{}={}", e.guest, if c { "ro" } else { "none" }));
         }
         let mut net_on = true;
         for n in &m.net {
@@ -770,7 +746,7 @@ impl SharedGateway {
 
     /// Starts the gateway again if it died (its partitions' 9P failed:
     /// their restart policies bring them back).
-    fn keep_alive(&mut self, _spec: &Spec, opts: &Options) -> Result<(), DeployError> {
+    fn keep_alive(&mut self, opts: &Options) -> Result<(), DeployError> {
         if let Ok(Some(st)) = self.child.try_wait() {
             eprintln!(
                 "astraea deploy: the shared gateway exited ({}); starting it again",

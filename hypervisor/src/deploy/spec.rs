@@ -192,8 +192,6 @@ pub struct Member {
 /// A parsed, checked deployment file.
 #[derive(Debug, Clone)]
 pub struct Spec {
-    /// The file.
-    pub path: PathBuf,
     /// The deployment's name.
     pub name: String,
     /// Where per-member logs and the status file go.
@@ -405,7 +403,6 @@ impl Spec {
             )));
         }
         Ok(Self {
-            path: path.to_path_buf(),
             name: s.name.clone(),
             log_dir,
             jdk: s.jdk.as_deref().map(x).transpose()?.map(PathBuf::from),
