@@ -61,6 +61,8 @@ pub struct PartitionConfig {
     pub cache_image: Option<PathBuf>,
     /// The socket streaming layer (a read kept posted per connection).
     pub net_stream: bool,
+    /// System calls enter the library OS directly (`--syscall-entry direct`).
+    pub direct_syscalls: bool,
     /// The partition's name (a deployment's member), shown by `astraea ps`.
     pub name: Option<String>,
     /// Its role in a deployment (shard, frontend), shown by `astraea ps`.
@@ -340,6 +342,9 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     }
     if !cfg.net_stream {
         cmdline += " net.stream=off";
+    }
+    if cfg.direct_syscalls {
+        cmdline += " syscall.entry=direct";
     }
     let cache = cache_spec(cfg)?;
     let cache_image = match &cfg.cache_image {

@@ -381,6 +381,21 @@ fn run(
         cpu::pvm_native_mode(mm::phys_to_virt(vif));
         log::info!("PVM host: running natively (virtual IF page at {vif:#x})");
     }
+    let entry = fdt
+        .bootargs
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("syscall.entry="));
+    match (entry, cpu::pvm_native()) {
+        (Some("direct"), true) => {
+            crate::arch::direct::enable();
+            trap::enable_direct_calls();
+            log::info!("system calls: direct entry (rewritten sites jump into the library OS)");
+        }
+        (Some("direct"), false) => log::warn!(
+            "system calls: direct entry needs a PVM host (elsewhere the program could reach library-OS memory); trapping"
+        ),
+        _ => log::info!("system calls: trap"),
+    }
 
     // Physical memory: everything below the kernel's end (boot data, boot
     // stack, the image) stays reserved; the bitmap goes right after the image.

@@ -77,6 +77,8 @@ static VDSO: &[u8] = include_bytes!("../vdso/vdso.so");
 /// Where the vDSO finds its clock parameters, from the start of [vdso]
 /// (0x800 below the image, as its linker script says).
 const VVAR_OFFSET: u64 = 0x800;
+/// The direct entry's address, in the [vdso] page (see `arch::direct`).
+pub const DIRECT_ENTRY_OFFSET: u64 = 0xff8;
 
 /// Where a position-independent program is loaded (as Linux does).
 const PIE_BASE: u64 = 0x5555_5555_4000;
@@ -199,6 +201,13 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
         .collect();
     user::load(at + VVAR_OFFSET, &vvar)?;
     user::load(at + 4096, VDSO)?;
+    if crate::arch::direct::enabled() {
+        // Where stubs (and only they) find the direct entry.
+        user::load(
+            at + DIRECT_ENTRY_OFFSET,
+            &crate::arch::direct::entry_address().to_le_bytes(),
+        )?;
+    }
     {
         let mut m = MEMORY.lock();
         m.brk_start = plan.span_end;

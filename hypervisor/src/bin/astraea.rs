@@ -214,6 +214,15 @@ struct RunArgs {
     #[arg(long, value_name = "on|off", default_value = "on",
           value_parser = ["on", "off"])]
     net_stream: String,
+    /// How the program's system calls enter the library OS: `trap` (each
+    /// `syscall` instruction traps into the host, which re-enters the
+    /// library OS), or `direct` (PVM hosts only: each site is rewritten on
+    /// its first trap to jump into the library OS, and calls that need no
+    /// wait are served without leaving the program's protection domain;
+    /// elsewhere `direct` falls back to `trap` with a warning).
+    #[arg(long, value_name = "trap|direct", default_value = "trap",
+          value_parser = ["trap", "direct"])]
+    syscall_entry: String,
     /// Print the boot phase timings to stderr when the partition exits.
     #[arg(long)]
     timings: bool,
@@ -512,6 +521,7 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
         cache_dump: args.cache_dump.clone(),
         cache_image: args.cache_image.clone(),
         net_stream: args.net_stream == "on",
+        direct_syscalls: args.syscall_entry == "direct",
         control: true,
     })
 }

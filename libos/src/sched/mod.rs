@@ -476,3 +476,8 @@ pub(crate) fn timer_interrupt() {
         schedule();
     }
 }
+
+/// Timer interrupts taken so far.
+pub fn timer_irqs() -> u64 {
+    TIMER_IRQS.load(Ordering::Relaxed)
+}

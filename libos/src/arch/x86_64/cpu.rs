@@ -125,6 +125,14 @@ fn pvm_deliver_pending(page: u64) {
     }
 }
 
+/// Whether `rip` is the `int 0x1b` of [`pvm_deliver_pending`] (a direct
+/// call, in user mode for the host, gets `#UD` there).
+pub fn is_deliver_pending_hypercall(rip: u64) -> bool {
+    // SAFETY: `rip` is where the kernel itself was executing.
+    rip >= crate::mm::DIRECT_MAP
+        && unsafe { core::ptr::read_unaligned(rip as *const [u8; 2]) } == [0xcd, 0x1b]
+}
+
 /// Whether interrupts are enabled on this CPU.
 #[inline]
 pub fn interrupts_enabled() -> bool {

@@ -3,6 +3,7 @@
 pub mod apic;
 pub mod context;
 pub mod cpu;
+pub mod direct;
 pub mod fpu;
 pub mod gdt;
 pub mod pvh;

@@ -92,11 +92,26 @@ global_asm!(
     "push rax",
     "push rcx",
     "test byte ptr [rsp + 40], 3",
-    "jnz 1f",
+    "jnz 5f",
     "mov rax, [rsp + 56]",
     "movabs rcx, {direct_map}",
     "cmp rax, rcx",
     "jb 1f",
+    "and rax, -16",
+    "jmp 2f",
+    // A user code segment with the stack pointer in the thread's kernel
+    // stack: a direct call (see `direct.rs`). Its frame goes below the
+    // interrupted stack pointer, past the words the return writes for the
+    // resume stub (160 bytes down).
+    "5:",
+    "cmp byte ptr [rip + {direct_on}], 0",
+    "je 1f",
+    "mov rax, [rip + {kernel_rsp}]",
+    "sub rax, [rsp + 56]",
+    "cmp rax, {kstack}",
+    "jae 1f",
+    "mov rax, [rsp + 56]",
+    "sub rax, 256",
     "and rax, -16",
     "jmp 2f",
     "1:",
@@ -116,7 +131,39 @@ global_asm!(
     "jmp astraea_trap_common",
     direct_map = const crate::mm::DIRECT_MAP,
     kernel_rsp = sym super::user::KERNEL_RSP,
+    direct_on = sym DIRECT_ON,
+    kstack = const super::direct::KERNEL_STACK_BYTES,
 );
+
+/// Mirrors `direct::enabled()` for the entry above (a byte it can test).
+static DIRECT_ON: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
+
+// Exceptions come here: with direct calls on they arrive on the
+// interrupts' IST stack (see `enable_direct_calls`) and are moved the same
+// way, since from user mode the host would otherwise put the frame at the
+// top of the thread's kernel stack, where a direct call keeps its own.
+global_asm!(
+    ".global astraea_exc_entry",
+    "astraea_exc_entry:",
+    "cmp byte ptr [rip + {direct_on}], 0",
+    "jne astraea_irq_entry",
+    "jmp astraea_trap_common",
+    direct_on = sym DIRECT_ON,
+);
+
+/// Routes exceptions through the IST entry, for direct calls (at boot,
+/// before the program runs). NMIs, double faults and machine checks keep
+/// their own stacks.
+pub fn enable_direct_calls() {
+    DIRECT_ON.store(1, core::sync::atomic::Ordering::SeqCst);
+    // SAFETY: boot, one CPU, interrupts off, before the program runs.
+    let idt = unsafe { &mut *IDT.0.get() };
+    for &(vec, stub) in stub_table() {
+        if vec < 32 && !matches!(vec, 2 | 8 | 18) {
+            idt[usize::from(vec)] = gate(stub as *const () as u64, IST_IRQ);
+        }
+    }
+}
 
 macro_rules! stubs {
     ($( $name:ident = $vec:literal $kind:ident ),* $(,)?) => {
@@ -129,7 +176,15 @@ macro_rules! stubs {
     };
     (@one $name:ident, $vec:literal, noerr) => {
         global_asm!(concat!(".global ", stringify!($name), "\n", stringify!($name), ":\n",
+            "push 0\n", "push ", stringify!($vec), "\n", "jmp astraea_exc_entry\n"));
+    };
+    (@one $name:ident, $vec:literal, own_noerr) => {
+        global_asm!(concat!(".global ", stringify!($name), "\n", stringify!($name), ":\n",
             "push 0\n", "push ", stringify!($vec), "\n", "jmp astraea_trap_common\n"));
+    };
+    (@one $name:ident, $vec:literal, own_err) => {
+        global_asm!(concat!(".global ", stringify!($name), "\n", stringify!($name), ":\n",
+            "push ", stringify!($vec), "\n", "jmp astraea_trap_common\n"));
     };
     (@one $name:ident, $vec:literal, irq) => {
         global_asm!(concat!(".global ", stringify!($name), "\n", stringify!($name), ":\n",
@@ -137,16 +192,16 @@ macro_rules! stubs {
     };
     (@one $name:ident, $vec:literal, err) => {
         global_asm!(concat!(".global ", stringify!($name), "\n", stringify!($name), ":\n",
-            "push ", stringify!($vec), "\n", "jmp astraea_trap_common\n"));
+            "push ", stringify!($vec), "\n", "jmp astraea_exc_entry\n"));
     };
 }
 
 stubs! {
-    trap_0 = 0 noerr, trap_1 = 1 noerr, trap_2 = 2 noerr, trap_3 = 3 noerr,
+    trap_0 = 0 noerr, trap_1 = 1 noerr, trap_2 = 2 own_noerr, trap_3 = 3 noerr,
     trap_4 = 4 noerr, trap_5 = 5 noerr, trap_6 = 6 noerr, trap_7 = 7 noerr,
-    trap_8 = 8 err, trap_9 = 9 noerr, trap_10 = 10 err, trap_11 = 11 err,
+    trap_8 = 8 own_err, trap_9 = 9 noerr, trap_10 = 10 err, trap_11 = 11 err,
     trap_12 = 12 err, trap_13 = 13 err, trap_14 = 14 err, trap_15 = 15 noerr,
-    trap_16 = 16 noerr, trap_17 = 17 err, trap_18 = 18 noerr, trap_19 = 19 noerr,
+    trap_16 = 16 noerr, trap_17 = 17 err, trap_18 = 18 own_noerr, trap_19 = 19 noerr,
     trap_20 = 20 noerr, trap_21 = 21 err, trap_22 = 22 noerr, trap_23 = 23 noerr,
     trap_24 = 24 noerr, trap_25 = 25 noerr, trap_26 = 26 noerr, trap_27 = 27 noerr,
     trap_28 = 28 noerr, trap_29 = 29 err, trap_30 = 30 err, trap_31 = 31 noerr,
@@ -244,10 +299,37 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
         // cannot restore it.
         super::cpu::irq_save();
     }
-    if frame.cs & 3 == 3 && (frame.vector >= 32 || frame.vector == 1) {
+    // An event in a direct call: the library OS was running (on its stack,
+    // in user mode as far as the host knows).
+    let direct = frame.cs & 3 == 3 && super::direct::in_direct_call(frame.rsp);
+    if frame.cs & 3 == 3 && !direct && (frame.vector >= 32 || frame.vector == 1) {
         finish_resume_stub(frame);
     }
-    dispatch(frame);
+    if direct && frame.vector < 32 {
+        direct_fault(frame);
+    } else {
+        dispatch(frame);
+    }
+    if direct {
+        // Back by `sysretq` through the resume stub, so that the host
+        // returns to user mode; its words go below the interrupted stack
+        // pointer, where the frame left room (see `astraea_irq_entry`).
+        let slot = frame.rsp - super::user::RESUME_SLOT_BELOW;
+        // SAFETY: `slot` is in the thread's kernel stack, below the direct
+        // call's live data and above this frame.
+        unsafe {
+            let w = slot as *mut u64;
+            w.write(frame.rcx);
+            w.add(1).write(frame.r11);
+            w.add(2).write(frame.rip);
+        }
+        frame.vector = STUB_MARK;
+        frame.error = slot;
+        // The host holds interrupts by the virtual IF in user mode too, and
+        // the frame carries the call's flag (clear inside a lock).
+        super::cpu::irq_restore(frame.rflags & (1 << 9) != 0);
+        return;
+    }
     if frame.cs & 3 == 3 {
         let mut regs = frame.user_regs();
         if crate::signal::deliver_pending(&mut regs) {
@@ -346,6 +428,24 @@ fn dispatch(frame: &mut TrapFrame) {
         v if v < 32 => unhandled_exception(frame),
         v => log::warn!("unexpected interrupt vector {v:#x}"),
     }
+}
+
+/// An exception in a direct call: a library-OS page the host had not yet
+/// mapped for user mode is touched and the call goes on; anything else is
+/// a kernel bug, reported as one.
+fn direct_fault(f: &mut TrapFrame) {
+    if f.vector == 14 && super::direct::warm(super::cpu::cr2(), f.error & 2 != 0) {
+        return;
+    }
+    // The host holds an interrupt while the virtual IF is clear in a direct
+    // call too, but its hypercall (`int 0x1b`) is an invalid instruction in
+    // user mode. This trap is as good: the interrupt is delivered when
+    // `trap_dispatch` sets the flag again on the way out.
+    if f.vector == 6 && super::cpu::is_deliver_pending_hypercall(f.rip) {
+        f.rip += 2;
+        return;
+    }
+    unhandled_exception(f);
 }
 
 /// The decoded page-fault error code, printed without allocating (the fault

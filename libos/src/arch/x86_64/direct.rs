@@ -1,0 +1,174 @@
+//! Direct system calls on PVM hosts: the program enters the library OS by a
+//! jump instead of a `syscall` trap (see `docs/syscall-entry.md`).
+//!
+//! On a PVM host the library OS and its program run at the same hardware
+//! privilege and the library OS's pages are user pages, so a rewritten
+//! system-call site (`crate::syscall::patch`) jumps through its stub to
+//! [`direct_entry`], which switches to the thread's kernel stack and runs
+//! [`direct_dispatch`] while the host still believes the vCPU is in user
+//! mode. Whatever cannot be served that way (anything that may block, or
+//! needs a privileged instruction) is declined: the stub then executes its
+//! own `syscall`, which traps exactly as the original site did.
+//!
+//! An interrupt or page fault that arrives during a direct call is, for
+//! the host, an event from user mode: its frame says user code segment, and
+//! only its stack pointer (inside the thread's kernel stack) tells that the
+//! library OS was running. [`in_direct_call`] is that test; the trap path
+//! then treats the context as the kernel's (no signal delivery, the frame
+//! kept below the interrupted stack pointer) but still leaves by `sysretq`,
+//! which puts the host back in user mode.
+
+use core::arch::naked_asm;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use super::user::KERNEL_RSP;
+
+/// Whether direct entry is on (`--syscall-entry direct`, PVM hosts only).
+static ON: AtomicBool = AtomicBool::new(false);
+/// Direct calls served, and declined (executed by the stub's trap).
+static SERVED: AtomicU64 = AtomicU64::new(0);
+static DECLINED: AtomicU64 = AtomicU64::new(0);
+/// Kernel pages the host had not mapped for a direct call, faulted in.
+static WARMED: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes of a thread's kernel stack (`sched::thread::STACK_PAGES`).
+pub const KERNEL_STACK_BYTES: u64 = 16 * 4096;
+
+/// Turns direct entry on (at boot, before the program starts).
+pub fn enable() {
+    ON.store(true, Ordering::SeqCst);
+}
+
+/// Whether direct entry is on.
+pub fn enabled() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+/// (served, declined, kernel pages warmed) so far.
+pub fn stats() -> (u64, u64, u64) {
+    (
+        SERVED.load(Ordering::Relaxed),
+        DECLINED.load(Ordering::Relaxed),
+        WARMED.load(Ordering::Relaxed),
+    )
+}
+
+/// The address stubs jump to.
+pub fn entry_address() -> u64 {
+    direct_entry as *const () as u64
+}
+
+/// Whether an event whose frame has a user code segment and stack pointer
+/// `rsp` interrupted a direct call (the library OS on the thread's kernel
+/// stack) rather than the program.
+#[inline]
+pub fn in_direct_call(rsp: u64) -> bool {
+    enabled() && KERNEL_RSP.load(Ordering::Relaxed).wrapping_sub(rsp) < KERNEL_STACK_BYTES
+}
+
+/// What a direct call saved, lowest address first.
+#[repr(C)]
+#[derive(Debug)]
+#[allow(missing_docs)]
+pub struct DirectFrame {
+    pub r9: u64,
+    pub r8: u64,
+    pub r10: u64,
+    pub rdx: u64,
+    pub rsi: u64,
+    pub rdi: u64,
+    /// The number on entry; the result when served.
+    pub rax: u64,
+    pub rflags: u64,
+    /// Where the program goes on: the stub's continuation after its
+    /// `syscall` when served, 2 bytes before it (the `syscall`) when declined.
+    pub cont: u64,
+    pub user_rsp: u64,
+}
+
+/// The entry: rax = number, arguments as for `syscall`, r11 = the stub's
+/// continuation (its `syscall` instruction is the 2 bytes before). rcx and
+/// r11 are free, as `syscall` clobbers them; every other register, the
+/// flags and the red zone below the program's stack pointer survive.
+#[unsafe(naked)]
+unsafe extern "C" fn direct_entry() {
+    naked_asm!(
+        "mov rcx, rsp",
+        // From here the stack pointer is in the thread's kernel stack, and an
+        // interrupt knows a direct call is running (`in_direct_call`).
+        "mov rsp, [rip + {kernel_rsp}]",
+        "push rcx",
+        "push r11",
+        "pushfq",
+        "push rax",
+        "push rdi",
+        "push rsi",
+        "push rdx",
+        "push r10",
+        "push r8",
+        "push r9",
+        "mov rdi, rsp",
+        "cld",
+        "call {dispatch}",
+        "pop r9",
+        "pop r8",
+        "pop r10",
+        "pop rdx",
+        "pop rsi",
+        "pop rdi",
+        "pop rax",
+        "popfq",
+        "pop r11",
+        "pop rcx",
+        "mov rsp, rcx",
+        "jmp r11",
+        kernel_rsp = sym KERNEL_RSP,
+        dispatch = sym direct_dispatch,
+    );
+}
+
+extern "C" fn direct_dispatch(f: &mut DirectFrame) {
+    match crate::syscall::direct(f.rax, [f.rdi, f.rsi, f.rdx, f.r10, f.r8, f.r9]) {
+        Some(v) => {
+            f.rax = v;
+            SERVED.fetch_add(1, Ordering::Relaxed);
+        }
+        None => {
+            f.cont -= 2;
+            DECLINED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A page fault in a direct call at a library-OS address: the host maps
+/// such pages for user mode only once the kernel has touched them itself.
+/// Touch the page (here, in supervisor mode) and let the call go on.
+/// `false` if the fault is anything else (a bug, reported by the caller).
+pub fn warm(addr: u64, write: bool) -> bool {
+    if addr < crate::mm::DIRECT_MAP {
+        return false;
+    }
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    static REPEATS: AtomicU64 = AtomicU64::new(0);
+    let page = addr & !0xfff;
+    if LAST.swap(page, Ordering::Relaxed) == page {
+        if REPEATS.fetch_add(1, Ordering::Relaxed) > 8 {
+            return false;
+        }
+    } else {
+        REPEATS.store(0, Ordering::Relaxed);
+    }
+    let p = page as *const AtomicU64;
+    // SAFETY: `page` is a library-OS address the direct call was using; if
+    // it is not mapped the kernel faults here and reports it. A write fault
+    // rewrites a word with itself atomically (one CPU, interrupts off).
+    unsafe {
+        if write {
+            (*p).fetch_add(0, Ordering::SeqCst);
+        } else {
+            core::ptr::read_volatile(p as *const u64);
+        }
+    }
+    WARMED.fetch_add(1, Ordering::Relaxed);
+    true
+}
