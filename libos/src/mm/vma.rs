@@ -1344,3 +1344,112 @@ pub fn kinds(start: u64, end: u64) -> alloc::vec::Vec<(bool, bool, u32)> {
         .map(|(_, a)| (matches!(a.backing, Backing::File { .. }), a.shared, a.prot))
         .collect()
 }
+
+/// The private, executable, read-only file mapping containing `va`, as
+/// (file, area start, area end, file offset of the area's start): where a
+/// system-call site may be rewritten (`syscall::patch`). `None` for
+/// anything else (anonymous or writable code, shared mappings).
+pub fn text_area(va: u64) -> Option<(Arc<crate::fd::File>, u64, u64, u64)> {
+    let sp = SPACE.lock();
+    let (s, a) = sp.find(va)?;
+    match &a.backing {
+        Backing::File { file, offset }
+            if !a.shared && a.prot & PROT_EXEC != 0 && a.prot & PROT_WRITE == 0 =>
+        {
+            Some((file.clone(), s, a.end, *offset))
+        }
+        _ => None,
+    }
+}
+
+/// Maps `len` bytes of zeroed memory with `prot` as close to `near` as
+/// possible and no further than `reach` bytes from it (either side); returns
+/// the start.
+pub fn map_near(near: u64, reach: u64, len: u64, prot: u32, name: &str) -> Result<u64, Errno> {
+    let len = len.next_multiple_of(PAGE);
+    let lo_limit = near.saturating_sub(reach).max(USER_MIN);
+    let hi_limit = near.saturating_add(reach).min(MMAP_TOP);
+    let at = {
+        let sp = SPACE.lock();
+        // Gaps between areas, nearest candidate first.
+        let mut best: Option<u64> = None;
+        let mut consider = |gap_lo: u64, gap_hi: u64| {
+            let lo = gap_lo.max(lo_limit);
+            let hi = gap_hi.min(hi_limit);
+            if hi <= lo || hi - lo < len {
+                return;
+            }
+            // The end of the gap nearest `near`.
+            let cand = if near >= hi { hi - len } else { lo };
+            if best.is_none_or(|b| cand.abs_diff(near) < b.abs_diff(near)) {
+                best = Some(cand);
+            }
+        };
+        let mut cursor = USER_MIN;
+        for (&s, a) in sp.areas.iter() {
+            if s > cursor {
+                consider(cursor, s);
+            }
+            cursor = cursor.max(a.end);
+        }
+        consider(cursor, MMAP_TOP);
+        best.ok_or(Errno::ENOMEM)?
+    };
+    map(
+        Placement::NoReplace(at),
+        len,
+        prot,
+        false,
+        Backing::Anon,
+        Some(Arc::from(name)),
+    )
+}
+
+/// Writes `bytes` over the program's code at `addr` in a private copy of
+/// its pages, whatever their protection (as a debugger's poke does): the
+/// file's cached pages other mappings share are never written. The bytes
+/// change with interrupts off, so no other thread of this CPU sees half of
+/// them.
+pub fn patch_text(addr: u64, bytes: &[u8]) -> Result<(), Errno> {
+    let end = addr.checked_add(bytes.len() as u64).ok_or(Errno::EFAULT)?;
+    let first = addr & !(PAGE - 1);
+    let mut page = first;
+    while page < end {
+        ensure(page, 1, false)?;
+        let (start, area) = {
+            let sp = SPACE.lock();
+            let (s, a) = sp.find(page).ok_or(Errno::EFAULT)?;
+            (s, a.clone())
+        };
+        if area.shared {
+            return Err(Errno::EPERM);
+        }
+        if translate(page).is_some_and(|t| t.flags.contains(PteFlags::BORROWED)) {
+            copy_on_write(page, &area, start).map_err(|_| Errno::ENOMEM)?;
+        }
+        page += PAGE;
+    }
+    let irq = crate::arch::cpu::irq_save();
+    // Checked again with interrupts off: nothing may have replaced a page
+    // since (another thread's munmap or fault).
+    let mut ok = true;
+    let mut page = first;
+    while page < end {
+        ok &= translate(page).is_some_and(|t| {
+            t.flags.contains(PteFlags::USER) && !t.flags.contains(PteFlags::BORROWED)
+        });
+        page += PAGE;
+    }
+    if ok {
+        for (i, b) in bytes.iter().enumerate() {
+            let va = addr + i as u64;
+            if let Some(t) = translate(va) {
+                // SAFETY: a private frame of this mapping (checked above,
+                // interrupts off), reached through the direct map.
+                unsafe { core::ptr::write_volatile(phys_to_virt(t.pa) as *mut u8, *b) };
+            }
+        }
+    }
+    crate::arch::cpu::irq_restore(irq);
+    if ok { Ok(()) } else { Err(Errno::EAGAIN) }
+}

@@ -37,6 +37,7 @@ mod mmap;
 mod mremap;
 mod names;
 mod open;
+pub mod patch;
 mod pipe;
 mod poll;
 mod prctl;
@@ -333,8 +334,7 @@ fn dispatch_inner(frame: &mut SyscallFrame) {
             frame.rcx -= 2;
             nr
         }
-        Err(Errno::ERESTARTSYS) => (-i64::from(Errno::EINTR.0)) as u64,
-        Err(e) => (-i64::from(e.0)) as u64,
+        Err(e) => errno_value(e),
     };
     if STRACE.load(core::sync::atomic::Ordering::Relaxed) {
         let name = TABLE
@@ -363,8 +363,31 @@ pub fn fatal_user_state(what: &str, value: u64) -> ! {
 /// here when it needs neither a privileged instruction nor a wait, `None`
 /// to have the stub's own `syscall` trap as the site did.
 pub fn direct(nr: u64, args: [u64; 6]) -> Option<u64> {
-    match nr {
-        39 => getpid::getpid(&args).ok(),
-        _ => None,
+    if STRACE.load(core::sync::atomic::Ordering::Relaxed) {
+        return None;
     }
+    let handler: Handler = match nr {
+        39 => getpid::getpid,
+        186 => getpid::gettid,
+        102 | 107 => identity::getuid,
+        104 | 108 => identity::getgid,
+        110 => identity::getppid,
+        _ => return None,
+    };
+    let r = handler(&args);
+    CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    Some(match r {
+        Ok(v) => v,
+        Err(e) => errno_value(e),
+    })
+}
+
+/// `-errno` as a return value (a wait cut short without restart is EINTR).
+fn errno_value(e: Errno) -> u64 {
+    let e = if e == Errno::ERESTARTSYS {
+        Errno::EINTR
+    } else {
+        e
+    };
+    (-i64::from(e.0)) as u64
 }

@@ -342,6 +342,9 @@ unsafe extern "C" fn syscall_entry() {
 extern "C" fn syscall_dispatch(frame: &mut SyscallFrame) {
     // System calls run with interrupts on, like Linux's.
     super::cpu::irq_restore(true);
+    // With direct entry on, a site that traps is rewritten (once) to jump
+    // into the library OS next time (see `syscall::patch`).
+    crate::syscall::patch::on_trap(frame.rcx.wrapping_sub(2), frame.rax);
     crate::syscall::dispatch(frame);
     // A signal for this thread enters its handler now. On a PVM host not
     // after a full restore such as rt_sigreturn's, whose stub words the next
