@@ -607,6 +607,13 @@ fn report() {
         s.timer_interrupts,
         s.idle_ns / 1000
     );
+    if crate::arch::direct::enabled() {
+        let (served, declined, warmed) = crate::arch::direct::stats();
+        let (patched, refused) = crate::syscall::patch::stats();
+        log::info!(
+            "direct system calls: {served} served, {declined} declined (trapped from their stub); sites: {patched} rewritten, {refused} left trapping; {warmed} library-OS pages mapped for user mode"
+        );
+    }
     if let Some(c) = crate::cache::current() {
         let st = c.stats();
         log::info!(

@@ -163,6 +163,19 @@ pub enum WeakObject {
 }
 
 impl WeakObject {
+    /// How many strong references keep the description open.
+    pub fn strong_count(&self) -> usize {
+        match self {
+            WeakObject::File(w) => w.strong_count(),
+            WeakObject::Synthetic(w) => w.strong_count(),
+            WeakObject::Device(w) => w.strong_count(),
+            WeakObject::PipeRead(w) => w.strong_count(),
+            WeakObject::PipeWrite(w) => w.strong_count(),
+            WeakObject::Epoll(w) => w.strong_count(),
+            WeakObject::Like(w) => w.strong_count(),
+        }
+    }
+
     /// Whether the description is still open.
     pub fn alive(&self) -> bool {
         match self {

@@ -221,7 +221,7 @@ struct RunArgs {
     /// wait are served without leaving the program's protection domain;
     /// elsewhere `direct` falls back to `trap` with a warning).
     #[arg(long, value_name = "trap|direct", default_value = "trap",
-          value_parser = ["trap", "direct"])]
+          value_parser = ["trap", "direct"], env = "ASTRAEA_SYSCALL_ENTRY")]
     syscall_entry: String,
     /// Print the boot phase timings to stderr when the partition exits.
     #[arg(long)]

@@ -286,6 +286,10 @@ pub fn stats() -> (u64, u64) {
 
 /// Runs the system call in `frame` and stores its result in `frame.rax`.
 pub fn dispatch(frame: &mut SyscallFrame) {
+    if crate::arch::direct::enabled() {
+        let deferred = core::mem::take(&mut *DEFERRED.lock());
+        drop(deferred);
+    }
     // A scheduling point: completions of the 9P queue are polled while the
     // CPU is busy (see `sched::PolledDevice`).
     crate::drivers::virtio9p::poll();
@@ -372,14 +376,39 @@ pub fn direct(nr: u64, args: [u64; 6]) -> Option<u64> {
         102 | 107 => identity::getuid,
         104 | 108 => identity::getgid,
         110 => identity::getppid,
+        0 => return read::read_direct(&args, false).inspect(|_| count_call()),
+        17 => return read::read_direct(&args, true).inspect(|_| count_call()),
         _ => return None,
     };
     let r = handler(&args);
-    CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    count_call();
     Some(match r {
         Ok(v) => v,
         Err(e) => errno_value(e),
     })
+}
+
+fn count_call() {
+    CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+}
+
+/// Descriptors a direct call held last (a concurrent `close`): closing is
+/// 9P I/O, which a direct call may not wait for, so the next trapped call
+/// drops them.
+static DEFERRED: crate::sync::IrqLock<alloc::vec::Vec<crate::fd::Object>> =
+    crate::sync::IrqLock::new(alloc::vec::Vec::new());
+
+/// Lets go of `o` in a direct call: now, unless it is the last reference.
+fn release(o: crate::fd::Object) {
+    let irq = crate::arch::cpu::irq_save();
+    // Interrupts off: no other thread runs, so the count cannot drop.
+    let last = o.downgrade().strong_count() == 1;
+    if last {
+        DEFERRED.lock().push(o);
+    } else {
+        drop(o);
+    }
+    crate::arch::cpu::irq_restore(irq);
 }
 
 /// `-errno` as a return value (a wait cut short without restart is EINTR).

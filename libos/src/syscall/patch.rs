@@ -1,17 +1,20 @@
 //! Rewriting system-call sites for direct entry (`--syscall-entry direct`,
 //! see `arch::x86_64::direct` and `docs/syscall-entry.md`).
 //!
-//! A site is rewritten the first time it traps, and only when it is proven
-//! to be `mov eax, imm32; syscall` in a private, read-only, executable file
-//! mapping: the function containing it is found in the file's
-//! `.eh_frame_hdr` and decoded from its first instruction, so the `mov` is
-//! known to be an instruction (never the tail of a longer one). The 5-byte
-//! `mov` becomes `jmp rel32` to a per-site stub; the `syscall` after it stays,
-//! so code that jumps straight to it still traps as before, and no saved
+//! A site is rewritten the first time it traps, in a private, read-only,
+//! executable file mapping, when the instruction before its `syscall` is
+//! proven movable: the function containing the site is found in the file's
+//! `.eh_frame_hdr` and decoded from its first instruction, so that
+//! instruction's bounds are known (never guessed from bytes), and it must
+//! be at least 5 bytes long, with no instruction-pointer-relative operand
+//! and no branch (glibc's `mov eax, imm32` before nearly every `syscall`,
+//! or `mov r9, [rsp + 8]` in `syscall()`). It becomes `jmp rel32` to a
+//! per-site stub (the rest of it `int3`); the `syscall` after it stays, so
+//! code that jumps straight to it still traps as before, and no saved
 //! instruction pointer can be inside a changed instruction. The stub:
 //!
 //! ```text
-//!   mov  eax, imm32          ; the site's own instruction
+//!   <the moved instruction>
 //!   lea  r11, [rip + 8]      ; where a served call goes on (after `syscall`)
 //!   jmp  [region header]     ; the direct entry
 //!   syscall                  ; a declined call traps here, as at the site
@@ -26,13 +29,13 @@ use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use iced_x86::{Code, Decoder, DecoderOptions, Register};
+use iced_x86::{Code, Decoder, DecoderOptions};
 
 use crate::fd::File;
 use crate::sync::IrqLock;
 
 /// Bytes per stub slot.
-const SLOT: u64 = 32;
+const SLOT: u64 = 48;
 /// Bytes per stub region (its first slot holds the direct entry's address).
 const REGION: u64 = 64 * 1024;
 /// How far a `jmp rel32` reaches, with room for the region itself.
@@ -71,7 +74,7 @@ pub fn on_trap(site: u64, nr: u64) {
     if !SITES.lock().tried.insert(site) {
         return;
     }
-    let r = rewrite(site, nr);
+    let r = rewrite(site);
     let mut s = SITES.lock();
     match r {
         Ok(stub) => {
@@ -87,20 +90,11 @@ pub fn on_trap(site: u64, nr: u64) {
     }
 }
 
-fn rewrite(site: u64, nr: u64) -> Result<u64, &'static str> {
-    let mov = site.checked_sub(5).ok_or("at the bottom of memory")?;
+fn rewrite(site: u64) -> Result<u64, &'static str> {
     let (file, start, end, offset) =
         crate::mm::vma::text_area(site).ok_or("not in a private read-only file mapping")?;
-    if mov < start || site + 2 > end {
+    if site + 2 > end {
         return Err("crosses the mapping's edge");
-    }
-    let now = crate::mm::user::slice(mov, 7).map_err(|_| "unreadable")?;
-    if now[0] != 0xb8 || now[5..7] != [0x0f, 0x05] {
-        return Err("not mov eax, imm32; syscall");
-    }
-    let imm = u32::from_le_bytes([now[1], now[2], now[3], now[4]]);
-    if u64::from(imm) != nr {
-        return Err("eax was not the mov's immediate");
     }
     let elf = Elf::read(&file)?;
     let site_off = offset + (site - start);
@@ -112,45 +106,62 @@ fn rewrite(site: u64, nr: u64) -> Result<u64, &'static str> {
         return Err("outside its function's unwind entry");
     }
     let code = elf.read_vaddr(&file, func, site_v + 2 - func)?;
-    prove(&code, func, site_v - 5)?;
+    let prev_len = prove(&code, func, site_v)?;
+    let prev = site - prev_len;
+    if prev < start {
+        return Err("crosses the mapping's edge");
+    }
+    // The program's code must still be the file's.
+    let tail = &code[code.len() - prev_len as usize - 2..];
+    let now = crate::mm::user::slice(prev, prev_len + 2).map_err(|_| "unreadable")?;
+    if now != tail {
+        return Err("the code in memory differs from the file");
+    }
     let stub = alloc_slot(site)?;
-    let bytes = stub_bytes(stub, imm, site);
+    let bytes = stub_bytes(stub, &tail[..prev_len as usize], site).ok_or("stub out of reach")?;
     crate::mm::user::load(stub, &bytes).map_err(|_| "cannot write the stub")?;
-    let rel = rel32(mov + 5, stub).ok_or("stub out of reach")?;
-    let mut jmp = [0xe9, 0, 0, 0, 0];
-    jmp[1..].copy_from_slice(&rel.to_le_bytes());
-    crate::mm::vma::patch_text(mov, &jmp).map_err(|_| "cannot write the site")?;
+    let rel = rel32(prev + 5, stub).ok_or("stub out of reach")?;
+    let mut jmp = [0xccu8; 15];
+    jmp[0] = 0xe9;
+    jmp[1..5].copy_from_slice(&rel.to_le_bytes());
+    crate::mm::vma::patch_text(prev, &jmp[..prev_len as usize])
+        .map_err(|_| "cannot write the site")?;
     Ok(stub)
 }
 
-/// Decodes `code` (the bytes at `func`) up to the site: the instruction at
-/// `mov` must be exactly `mov eax, imm32` and the next one `syscall`.
-fn prove(code: &[u8], func: u64, mov: u64) -> Result<(), &'static str> {
+/// Decodes `code` (the bytes at `func`) up to the `syscall` at `site`; the
+/// instruction just before it must be one that can run elsewhere unchanged
+/// (no instruction-pointer-relative operand, no branch) and be at least as
+/// long as a `jmp rel32`. Returns its length.
+fn prove(code: &[u8], func: u64, site: u64) -> Result<u64, &'static str> {
+    use iced_x86::FlowControl;
     let mut d = Decoder::with_ip(64, code, func, DecoderOptions::NONE);
-    let mut next_is_syscall = false;
+    let mut prev: Option<iced_x86::Instruction> = None;
     while d.can_decode() {
         let i = d.decode();
         if i.is_invalid() {
             return Err("undecodable code before it");
         }
-        if next_is_syscall {
-            return if i.code() == Code::Syscall {
-                Ok(())
-            } else {
-                Err("not followed by syscall")
-            };
-        }
-        if i.ip() == mov {
-            if i.code() != Code::Mov_r32_imm32 || i.op0_register() != Register::EAX || i.len() != 5
-            {
-                return Err("not mov eax, imm32");
+        if i.ip() == site {
+            if i.code() != Code::Syscall {
+                return Err("not a syscall instruction");
             }
-            next_is_syscall = true;
-        } else if i.ip() < mov && i.next_ip() > mov {
-            return Err("the mov is inside another instruction");
-        } else if i.ip() > mov {
-            return Err("decoding skipped the mov");
+            let p = prev.ok_or("first instruction of its function")?;
+            if p.len() < 5 {
+                return Err("the instruction before it is shorter than a jump");
+            }
+            if p.is_ip_rel_memory_operand()
+                || p.flow_control() != FlowControl::Next
+                || p.code() == Code::Syscall
+            {
+                return Err("the instruction before it cannot be moved");
+            }
+            return Ok(p.len() as u64);
         }
+        if i.ip() > site {
+            return Err("the syscall is inside another instruction");
+        }
+        prev = Some(i);
     }
     Err("the function ends before it")
 }
@@ -159,24 +170,26 @@ fn rel32(from: u64, to: u64) -> Option<i32> {
     i32::try_from(to.wrapping_sub(from) as i64).ok()
 }
 
-fn stub_bytes(stub: u64, imm: u32, site: u64) -> [u8; SLOT as usize] {
+/// The stub at `stub` for the site whose preceding instruction is `prev`.
+fn stub_bytes(stub: u64, prev: &[u8], site: u64) -> Option<[u8; SLOT as usize]> {
     let region = stub & !(REGION - 1);
     let mut b = [0xccu8; SLOT as usize];
-    b[0] = 0xb8;
-    b[1..5].copy_from_slice(&imm.to_le_bytes());
-    // lea r11, [rip + 8]: rip is stub + 12, the continuation stub + 20.
-    b[5..12].copy_from_slice(&[0x4c, 0x8d, 0x1d, 8, 0, 0, 0]);
-    // jmp [rip + disp32] to the region's header word.
-    b[12] = 0xff;
-    b[13] = 0x25;
-    let disp = region.wrapping_sub(stub + 18) as i64 as i32;
-    b[14..18].copy_from_slice(&disp.to_le_bytes());
-    b[18] = 0x0f;
-    b[19] = 0x05;
-    b[20] = 0xe9;
-    let back = (site + 2).wrapping_sub(stub + 25) as i64 as i32;
-    b[21..25].copy_from_slice(&back.to_le_bytes());
-    b
+    let l = prev.len();
+    b[..l].copy_from_slice(prev);
+    let at = stub + l as u64;
+    // lea r11, [rip + 8]: the continuation, after the `syscall` below.
+    b[l..l + 7].copy_from_slice(&[0x4c, 0x8d, 0x1d, 8, 0, 0, 0]);
+    // jmp [rip + disp32]: through the region's header word.
+    b[l + 7] = 0xff;
+    b[l + 8] = 0x25;
+    let disp = rel32(at + 13, region)?;
+    b[l + 9..l + 13].copy_from_slice(&disp.to_le_bytes());
+    b[l + 13] = 0x0f;
+    b[l + 14] = 0x05;
+    b[l + 15] = 0xe9;
+    let back = rel32(at + 20, site + 2)?;
+    b[l + 16..l + 20].copy_from_slice(&back.to_le_bytes());
+    Some(b)
 }
 
 /// A free stub slot within reach of `site` (a new region if needed).

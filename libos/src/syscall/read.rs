@@ -145,6 +145,59 @@ pub fn read_object(o: &Object, offset: Option<u64>, addr: u64, len: u64) -> Resu
     }
 }
 
+/// Largest read served by a direct call (bigger ones trap).
+const DIRECT_MAX: u64 = 64 * 1024;
+
+/// `read`/`pread64` in a direct call (see `syscall::direct`), served only
+/// when nothing can wait: a regular file whose bytes are all in the file
+/// cache, copied into pages of the program that are already present and
+/// writable. `None` to have the call trap instead (before any effect).
+pub fn read_direct(a: &[u64; 6], positional: bool) -> Option<u64> {
+    let (addr, len) = (a[1], a[2]);
+    if len == 0 || len > DIRECT_MAX || positional && (a[3] as i64) < 0 {
+        return None;
+    }
+    if crate::vfs::inotify::watching() {
+        return None;
+    }
+    let c = crate::p9::mounted()?;
+    if len > u64::from(c.iounit()) {
+        return None;
+    }
+    let o = fd::object(a[0]).ok()?;
+    let served = (|| {
+        let Object::File(f) = &o else { return None };
+        let File::P9 {
+            dir: false,
+            offset,
+            cache: Some(key),
+            ..
+        } = &**f
+        else {
+            return None;
+        };
+        if o.status_flags() & fd::O_ACCMODE == 1 {
+            return None;
+        }
+        let cache = crate::cache::current()?;
+        let pos = if positional { a[3] } else { *offset.lock() };
+        let mut buf = vec![0u8; len as usize];
+        // A miss would be 9P I/O, a wait: the call traps instead.
+        let n = cache
+            .read(*key, pos, &mut buf, &mut |_, _| Err(Errno::EAGAIN))
+            .ok()?;
+        if !user::copy_in_present(addr, &buf[..n]) {
+            return None;
+        }
+        if !positional {
+            *offset.lock() = pos + n as u64;
+        }
+        Some(n as u64)
+    })();
+    super::release(o);
+    served
+}
+
 /// `read(fd, buf, count)`.
 pub fn read(a: &[u64; 6]) -> Result<u64, Errno> {
     read_object(&fd::object(a[0])?, None, a[1], a[2])

@@ -414,6 +414,12 @@ fn each(f: impl Fn(&Inotify) -> bool) {
 
 /// Reports `mask` (`IN_*`, with `IN_ISDIR` for a directory) about the
 /// absolute `path`.
+/// Whether any watch exists (events would have to be delivered).
+pub fn watching() -> bool {
+    WATCHES.load(Ordering::Relaxed) != 0
+}
+
+/// Reports `mask` about `path` to every watch that covers it.
 pub fn notify(path: &str, mask: u32) {
     if WATCHES.load(Ordering::Relaxed) == 0 {
         return;
