@@ -345,6 +345,10 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     }
     if cfg.direct_syscalls {
         cmdline += " syscall.entry=direct";
+        // Tests of the direct path's rare cases (tests/tests/direct.rs).
+        if std::env::var_os("ASTRAEA_DIRECT_SELFTEST").is_some() {
+            cmdline += " direct.selftest=1";
+        }
     }
     let cache = cache_spec(cfg)?;
     let cache_image = match &cfg.cache_image {

@@ -387,7 +387,11 @@ fn run(
         .find_map(|w| w.strip_prefix("syscall.entry="));
     match (entry, cpu::pvm_native()) {
         (Some("direct"), true) => {
-            crate::arch::direct::enable();
+            let selftest = fdt
+                .bootargs
+                .split_whitespace()
+                .any(|w| w == "direct.selftest=1");
+            crate::arch::direct::enable(selftest);
             trap::enable_direct_calls();
             log::info!("system calls: direct entry (rewritten sites jump into the library OS)");
         }
@@ -611,7 +615,8 @@ fn report() {
         let (served, declined, warmed) = crate::arch::direct::stats();
         let (patched, refused) = crate::syscall::patch::stats();
         log::info!(
-            "direct system calls: {served} served, {declined} declined (trapped from their stub); sites: {patched} rewritten, {refused} left trapping; {warmed} library-OS pages mapped for user mode"
+            "direct system calls: {served} served ({} went on in supervisor mode), {declined} declined (trapped from their stub); sites: {patched} rewritten, {refused} left trapping; {warmed} library-OS pages mapped for user mode",
+            crate::arch::direct::upgrades()
         );
     }
     if let Some(c) = crate::cache::current() {

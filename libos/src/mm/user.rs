@@ -64,27 +64,25 @@ fn poke(addr: u64, bytes: &[u8]) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Copies `bytes` to the program's memory at `addr` only if every page is
-/// already present and writable, with interrupts off so that none goes away
-/// meanwhile: never faults, never waits (a direct call's copy). `false`
-/// if a page is missing; nothing is written then.
-pub fn copy_in_present(addr: u64, bytes: &[u8]) -> bool {
+/// Whether every page of `[addr, addr+len)` is present and writable by the
+/// program now (a private page, not one borrowed from the file cache), so
+/// that a write there cannot fault. The caller keeps interrupts off for as
+/// long as it relies on the answer (no other thread may unmap meanwhile).
+pub fn present_writable(addr: u64, len: u64) -> bool {
     use super::paging::PteFlags;
-    if check_range(addr, bytes.len() as u64).is_err() {
+    if check_range(addr, len).is_err() {
         return false;
     }
-    let irq = crate::arch::cpu::irq_save();
     let mut page = addr & !(PAGE_SIZE as u64 - 1);
-    let end = addr + bytes.len() as u64;
-    let mut ok = true;
-    while ok && page < end {
-        ok = translate(page).is_some_and(|t| {
+    while page < addr + len {
+        let ok = translate(page).is_some_and(|t| {
             t.flags.contains(PteFlags::USER | PteFlags::WRITABLE)
                 && !t.flags.contains(PteFlags::BORROWED)
         });
+        if !ok {
+            return false;
+        }
         page += PAGE_SIZE as u64;
     }
-    let ok = ok && poke(addr, bytes).is_ok();
-    crate::arch::cpu::irq_restore(irq);
-    ok
+    true
 }

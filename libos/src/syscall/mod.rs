@@ -376,6 +376,7 @@ pub fn direct(nr: u64, args: [u64; 6]) -> Option<u64> {
         102 | 107 => identity::getuid,
         104 | 108 => identity::getgid,
         110 => identity::getppid,
+        SELFTEST_NR if crate::arch::direct::selftest() => return Some(direct_selftest(&args)),
         0 => return read::read_direct(&args, false).inspect(|_| count_call()),
         17 => return read::read_direct(&args, true).inspect(|_| count_call()),
         _ => return None,
@@ -386,6 +387,55 @@ pub fn direct(nr: u64, args: [u64; 6]) -> Option<u64> {
         Ok(v) => v,
         Err(e) => errno_value(e),
     })
+}
+
+/// A direct-only call for tests of the direct path's rare cases
+/// (`--syscall-entry direct` with the kernel argument `direct.selftest=1`);
+/// otherwise an unknown number like any other.
+const SELFTEST_NR: u64 = 0x7a5a;
+
+fn direct_selftest(a: &[u64; 6]) -> u64 {
+    use crate::arch::{cpu, direct};
+    match a[0] {
+        // Write and read back a word of a page the library OS never touched:
+        // the host will not map it for user mode, so the call is upgraded.
+        1 => {
+            let Some(pa) = crate::mm::alloc_frames(1, 1) else {
+                return u64::MAX;
+            };
+            let p = crate::mm::phys_to_virt(pa) as *mut u64;
+            // SAFETY: a frame just allocated for this call, in the direct map.
+            let v = unsafe {
+                core::ptr::write_volatile(p, a[1]);
+                core::ptr::read_volatile(p)
+            };
+            crate::mm::free_frames(pa, 1);
+            if v == a[1] {
+                direct::upgrades()
+            } else {
+                u64::MAX
+            }
+        }
+        // Interrupts off for `a[1]` TSC ticks: timer interrupts taken meanwhile
+        // (must be none), in the low half; bit 32: they were on before.
+        2 => {
+            let was = cpu::irq_save();
+            let before = crate::sched::timer_irqs();
+            let t0 = cpu::rdtsc();
+            while cpu::rdtsc() - t0 < a[1] {}
+            let during = crate::sched::timer_irqs() - before;
+            cpu::irq_restore(was);
+            (u64::from(was) << 32) | during
+        }
+        // Spin with interrupts on: timer interrupts taken meanwhile.
+        3 => {
+            let before = crate::sched::timer_irqs();
+            let t0 = cpu::rdtsc();
+            while cpu::rdtsc() - t0 < a[1] {}
+            crate::sched::timer_irqs() - before
+        }
+        _ => u64::MAX,
+    }
 }
 
 fn count_call() {

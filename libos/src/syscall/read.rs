@@ -180,19 +180,31 @@ pub fn read_direct(a: &[u64; 6], positional: bool) -> Option<u64> {
             return None;
         }
         let cache = crate::cache::current()?;
-        let pos = if positional { a[3] } else { *offset.lock() };
-        let mut buf = vec![0u8; len as usize];
-        // A miss would be 9P I/O, a wait: the call traps instead.
-        let n = cache
-            .read(*key, pos, &mut buf, &mut |_, _| Err(Errno::EAGAIN))
-            .ok()?;
-        if !user::copy_in_present(addr, &buf[..n]) {
-            return None;
-        }
-        if !positional {
-            *offset.lock() = pos + n as u64;
-        }
-        Some(n as u64)
+        // Interrupts off: no other thread can unmap the buffer between the
+        // check and the copy, which goes straight from the cache's blocks
+        // to the program's pages (nothing the host must map anew).
+        let irq = crate::arch::cpu::irq_save();
+        let r = (|| {
+            if !user::present_writable(addr, len) {
+                return None;
+            }
+            let pos = if positional { a[3] } else { *offset.lock() };
+            // SAFETY: the range is present, writable user memory (checked
+            // above, interrupts off); the program may race on it as with
+            // any read(2), which only affects the bytes it sees.
+            let out = unsafe { core::slice::from_raw_parts_mut(addr as *mut u8, len as usize) };
+            // A miss would be 9P I/O, a wait: the call traps instead (the
+            // bytes copied so far are rewritten by the trapped read).
+            let n = cache
+                .read(*key, pos, out, &mut |_, _| Err(Errno::EAGAIN))
+                .ok()?;
+            if !positional {
+                *offset.lock() = pos + n as u64;
+            }
+            Some(n as u64)
+        })();
+        crate::arch::cpu::irq_restore(irq);
+        r
     })();
     super::release(o);
     served

@@ -34,9 +34,18 @@ static WARMED: AtomicU64 = AtomicU64::new(0);
 /// Bytes of a thread's kernel stack (`sched::thread::STACK_PAGES`).
 pub const KERNEL_STACK_BYTES: u64 = 16 * 4096;
 
-/// Turns direct entry on (at boot, before the program starts).
-pub fn enable() {
+static SELFTEST: AtomicBool = AtomicBool::new(false);
+
+/// Turns direct entry on (at boot, before the program starts); `selftest`
+/// also serves the test-only call of `syscall::direct`.
+pub fn enable(selftest: bool) {
+    SELFTEST.store(selftest, Ordering::SeqCst);
     ON.store(true, Ordering::SeqCst);
+}
+
+/// Whether the test-only direct call is served (`direct.selftest=1`).
+pub fn selftest() -> bool {
+    SELFTEST.load(Ordering::Relaxed)
 }
 
 /// Whether direct entry is on.
@@ -80,6 +89,9 @@ pub struct DirectFrame {
     /// The number on entry; the result when served.
     pub rax: u64,
     pub rflags: u64,
+    /// Non-zero once the call runs in supervisor mode for the host (see
+    /// [`upgrade`]): it then returns to the program by `sysretq`.
+    pub upgraded: u64,
     /// Where the program goes on: the stub's continuation after its
     /// `syscall` when served, 2 bytes before it (the `syscall`) when declined.
     pub cont: u64,
@@ -99,6 +111,7 @@ unsafe extern "C" fn direct_entry() {
         "mov rsp, [rip + {kernel_rsp}]",
         "push rcx",
         "push r11",
+        "push 0",
         "pushfq",
         "push rax",
         "push rdi",
@@ -117,11 +130,25 @@ unsafe extern "C" fn direct_entry() {
         "pop rsi",
         "pop rdi",
         "pop rax",
+        "cmp qword ptr [rsp + 8], 0",
+        "jne 3f",
         "popfq",
+        "add rsp, 8",
         "pop r11",
         "pop rcx",
         "mov rsp, rcx",
         "jmp r11",
+        // Upgraded: the host believes the vCPU is in supervisor mode, and
+        // only a trapped `sysretq` takes it back to user mode. rcx and r11
+        // end as after a real `syscall` (return address, flags).
+        "3:",
+        "pop r11",
+        "add rsp, 8",
+        "pop rcx",
+        "pop rsp",
+        ".global astraea_direct_sysret",
+        "astraea_direct_sysret:",
+        "sysretq",
         kernel_rsp = sym KERNEL_RSP,
         dispatch = sym direct_dispatch,
     );
@@ -140,12 +167,53 @@ extern "C" fn direct_dispatch(f: &mut DirectFrame) {
     }
 }
 
-/// A page fault in a direct call at a library-OS address: the host maps
-/// such pages for user mode only once the kernel has touched them itself.
-/// Touch the page (here, in supervisor mode) and let the call go on.
-/// `false` if the fault is anything else (a bug, reported by the caller).
+unsafe extern "C" {
+    fn astraea_direct_sysret();
+}
+
+/// Whether `rip` is the upgraded exit's `sysretq`: an interrupt there
+/// (the stack pointer already the program's) finishes that return itself.
+pub fn at_upgraded_exit(rip: u64) -> bool {
+    enabled() && rip == astraea_direct_sysret as *const () as u64
+}
+
+/// The frame of the current thread's direct call (at its kernel stack top).
+fn frame() -> *mut DirectFrame {
+    (KERNEL_RSP.load(Ordering::Relaxed) - core::mem::size_of::<DirectFrame>() as u64)
+        as *mut DirectFrame
+}
+
+/// Whether the current thread's interrupted direct call was upgraded.
+pub fn upgraded() -> bool {
+    // SAFETY: called for an event that interrupted a direct call, whose
+    // frame is at the top of the current thread's kernel stack.
+    unsafe { (*frame()).upgraded != 0 }
+}
+
+/// Lets the current thread's interrupted direct call go on in supervisor
+/// mode for the host: the event returns by a native `iretq`, which the host
+/// does not see, and the call leaves by `sysretq`. A PVM host maps a
+/// library-OS page written for the first time in user mode never (touching
+/// it in supervisor mode does not help, unlike a read).
+pub fn upgrade() {
+    UPGRADED.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: as in `upgraded`.
+    unsafe { (*frame()).upgraded = 1 };
+}
+
+static UPGRADED: AtomicU64 = AtomicU64::new(0);
+
+/// Direct calls that had to go on in supervisor mode.
+pub fn upgrades() -> u64 {
+    UPGRADED.load(Ordering::Relaxed)
+}
+
+/// A read fault in a direct call at a library-OS address: the host maps
+/// such pages for user mode once the kernel has read them itself. Touch the
+/// page (here, in supervisor mode) and let the call go on. `false` for
+/// anything else (the caller upgrades the call or reports a bug).
 pub fn warm(addr: u64, write: bool) -> bool {
-    if addr < crate::mm::DIRECT_MAP {
+    if addr < crate::mm::DIRECT_MAP || write {
         return false;
     }
     static LAST: AtomicU64 = AtomicU64::new(0);
@@ -160,15 +228,8 @@ pub fn warm(addr: u64, write: bool) -> bool {
     }
     let p = page as *const AtomicU64;
     // SAFETY: `page` is a library-OS address the direct call was using; if
-    // it is not mapped the kernel faults here and reports it. A write fault
-    // rewrites a word with itself atomically (one CPU, interrupts off).
-    unsafe {
-        if write {
-            (*p).fetch_add(0, Ordering::SeqCst);
-        } else {
-            core::ptr::read_volatile(p as *const u64);
-        }
-    }
+    // it is not mapped the kernel faults here and reports it.
+    unsafe { core::ptr::read_volatile(p as *const u64) };
     WARMED.fetch_add(1, Ordering::Relaxed);
     true
 }

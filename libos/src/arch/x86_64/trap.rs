@@ -302,6 +302,12 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
     // An event in a direct call: the library OS was running (on its stack,
     // in user mode as far as the host knows).
     let direct = frame.cs & 3 == 3 && super::direct::in_direct_call(frame.rsp);
+    if frame.cs & 3 == 3 && !direct && super::direct::at_upgraded_exit(frame.rip) {
+        // The last instruction of an upgraded direct call's return: do its
+        // `sysretq` here (this event returns to the program the usual way).
+        frame.rip = frame.rcx;
+        frame.rflags = (frame.r11 & 0x4_0dd5) | 0x202;
+    }
     if frame.cs & 3 == 3 && !direct && (frame.vector >= 32 || frame.vector == 1) {
         finish_resume_stub(frame);
     }
@@ -309,6 +315,12 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
         direct_fault(frame);
     } else {
         dispatch(frame);
+    }
+    if direct && super::direct::upgraded() {
+        // The call goes on in supervisor mode for the host: a native
+        // `iretq`, which the host does not see.
+        super::cpu::irq_restore(frame.rflags & (1 << 9) != 0);
+        return;
     }
     if direct {
         // Back by `sysretq` through the resume stub, so that the host
@@ -435,6 +447,14 @@ fn dispatch(frame: &mut TrapFrame) {
 /// a kernel bug, reported as one.
 fn direct_fault(f: &mut TrapFrame) {
     if f.vector == 14 && super::direct::warm(super::cpu::cr2(), f.error & 2 != 0) {
+        return;
+    }
+    // A library-OS page written for the first time, or a privileged
+    // instruction (`wrmsr`, `hlt`…): the host allows them in supervisor
+    // mode only, so the call goes on there and the instruction runs again.
+    let kernel_page = f.vector == 14 && super::cpu::cr2() >= crate::mm::DIRECT_MAP;
+    if (kernel_page || f.vector == 13) && !super::direct::upgraded() {
+        super::direct::upgrade();
         return;
     }
     // The host holds an interrupt while the virtual IF is clear in a direct
