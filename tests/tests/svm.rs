@@ -186,6 +186,19 @@ mod tests {
             ),
             "the program reached library-OS memory on SVM: {err}"
         );
+        let (rc, out, err) = read(&dir, "kread-direct");
+        assert_eq!(
+            (rc, out.as_str()),
+            (
+                0,
+                "read of library-OS memory: SIGSEGV\nwrite to library-OS memory: SIGSEGV\n"
+            ),
+            "--syscall-entry direct on SVM: {err}"
+        );
+        assert!(
+            err.contains("direct entry needs a PVM host"),
+            "--syscall-entry direct on SVM did not say it fell back: {err}"
+        );
         for (home, want) in jdks.iter().zip(&host_jit) {
             let v = Path::new(home)
                 .file_name()

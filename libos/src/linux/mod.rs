@@ -6,3 +6,4 @@
 
 pub mod elf;
 pub mod stack;
+pub mod unwind;

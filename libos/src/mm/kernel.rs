@@ -417,10 +417,21 @@ impl KernelStack {
     pub fn new(pages: usize) -> Option<Self> {
         let base = alloc_frames(pages + 1, 1)?;
         set_guard(base, true);
-        Some(Self {
+        let s = Self {
             base,
             pages: pages + 1,
-        })
+        };
+        // The words above the entry stack pointer (`entry_top`) start zero.
+        // SAFETY: the stack's own last 16 bytes, in the direct map.
+        unsafe { core::ptr::write_bytes((s.top() - 16) as *mut u8, 0, 16) };
+        Some(s)
+    }
+
+    /// Where system calls, interrupts and exceptions from the program
+    /// start this stack: 16 bytes below its end, which hold per-thread words
+    /// of the direct system-call entry (`arch::x86_64::direct`).
+    pub fn entry_top(&self) -> u64 {
+        self.top() - 16
     }
 
     /// The initial stack pointer (16-byte aligned end).

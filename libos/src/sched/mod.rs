@@ -17,6 +17,8 @@ use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 pub use thread::{JoinHandle, State, Thread, ThreadRef};
+/// Pages of a thread's kernel stack (the direct-call entry checks stack pointers against it).
+pub const KERNEL_STACK_PAGES: usize = thread::STACK_PAGES;
 pub use waitqueue::WaitQueue;
 
 use crate::arch::{apic, context, cpu, gdt};

@@ -12,7 +12,7 @@ use crate::mm::KernelStack;
 use crate::sync::IrqLock;
 
 /// Pages in a kernel thread's stack (plus one guard page below).
-const STACK_PAGES: usize = 16;
+pub(crate) const STACK_PAGES: usize = 16;
 
 /// A thread's scheduling state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,9 +133,9 @@ impl Thread {
     /// A new thread that will run `entry` on its own stack.
     pub(crate) fn new_kernel(name: &str, entry: Entry) -> Option<ThreadRef> {
         let stack = KernelStack::new(STACK_PAGES)?;
-        let top = stack.top();
+        let top = stack.entry_top();
         let t = Self::alloc(name, Some(stack), Some(entry));
-        // SAFETY: `top` is the aligned end of the thread's own fresh stack.
+        // SAFETY: `top` is the aligned entry top of the thread's own fresh stack.
         let sp = unsafe { context::init_stack(top, thread_start, 0) };
         // SAFETY: the thread is not yet visible to the scheduler.
         unsafe { *t.rsp.get() = sp };
@@ -186,8 +186,9 @@ impl Thread {
         unsafe { *self.rsp.get() }
     }
 
+    /// Where entries from the program start its kernel stack.
     pub(crate) fn stack_top(&self) -> Option<u64> {
-        self.stack.as_ref().map(KernelStack::top)
+        self.stack.as_ref().map(KernelStack::entry_top)
     }
 
     /// Marks the thread finished and wakes its joiners.

@@ -194,6 +194,11 @@ fn wake_op(addr: u64, n: u32, addr2: u64, n2: u32, op: u32) -> Result<u64, Errno
     r
 }
 
+/// Whether futex operation `op` only wakes (no wait, no change to memory).
+pub fn is_wake(op: u64) -> bool {
+    matches!(op & FUTEX_CMD_MASK, FUTEX_WAKE | FUTEX_WAKE_BITSET)
+}
+
 /// `futex(uaddr, op, val, timeout, uaddr2, val3)`.
 pub fn futex(a: &[u64; 6]) -> Result<u64, Errno> {
     let (addr, op, val) = (a[0], a[1], a[2] as u32);

@@ -31,8 +31,8 @@ static DECLINED: AtomicU64 = AtomicU64::new(0);
 /// Kernel pages the host had not mapped for a direct call, faulted in.
 static WARMED: AtomicU64 = AtomicU64::new(0);
 
-/// Bytes of a thread's kernel stack (`sched::thread::STACK_PAGES`).
-pub const KERNEL_STACK_BYTES: u64 = 16 * 4096;
+/// Bytes of a thread's kernel stack.
+pub const KERNEL_STACK_BYTES: u64 = crate::sched::KERNEL_STACK_PAGES as u64 * 4096;
 
 static SELFTEST: AtomicBool = AtomicBool::new(false);
 
@@ -89,9 +89,6 @@ pub struct DirectFrame {
     /// The number on entry; the result when served.
     pub rax: u64,
     pub rflags: u64,
-    /// Non-zero once the call runs in supervisor mode for the host (see
-    /// [`upgrade`]): it then returns to the program by `sysretq`.
-    pub upgraded: u64,
     /// Where the program goes on: the stub's continuation after its
     /// `syscall` when served, 2 bytes before it (the `syscall`) when declined.
     pub cont: u64,
@@ -111,7 +108,6 @@ unsafe extern "C" fn direct_entry() {
         "mov rsp, [rip + {kernel_rsp}]",
         "push rcx",
         "push r11",
-        "push 0",
         "pushfq",
         "push rax",
         "push rdi",
@@ -130,20 +126,25 @@ unsafe extern "C" fn direct_entry() {
         "pop rsi",
         "pop rdi",
         "pop rax",
-        "cmp qword ptr [rsp + 8], 0",
+        // The thread's upgrade flag, just above its entry stack top.
+        "mov rcx, [rip + {kernel_rsp}]",
+        "cmp qword ptr [rcx], 0",
         "jne 3f",
         "popfq",
-        "add rsp, 8",
         "pop r11",
         "pop rcx",
         "mov rsp, rcx",
         "jmp r11",
         // Upgraded: the host believes the vCPU is in supervisor mode, and
         // only a trapped `sysretq` takes it back to user mode. rcx and r11
-        // end as after a real `syscall` (return address, flags).
+        // end as after a real `syscall` (return address, flags). From the
+        // flag's clearing to `sysretq`, an event counts the call as
+        // upgraded by its instruction pointer (`upgraded`).
         "3:",
+        "mov qword ptr [rcx], 0",
+        ".global astraea_direct_upgraded_tail",
+        "astraea_direct_upgraded_tail:",
         "pop r11",
-        "add rsp, 8",
         "pop rcx",
         "pop rsp",
         ".global astraea_direct_sysret",
@@ -168,6 +169,7 @@ extern "C" fn direct_dispatch(f: &mut DirectFrame) {
 }
 
 unsafe extern "C" {
+    fn astraea_direct_upgraded_tail();
     fn astraea_direct_sysret();
 }
 
@@ -177,17 +179,22 @@ pub fn at_upgraded_exit(rip: u64) -> bool {
     enabled() && rip == astraea_direct_sysret as *const () as u64
 }
 
-/// The frame of the current thread's direct call (at its kernel stack top).
-fn frame() -> *mut DirectFrame {
-    (KERNEL_RSP.load(Ordering::Relaxed) - core::mem::size_of::<DirectFrame>() as u64)
-        as *mut DirectFrame
+/// The current thread's upgrade flag: the word at its entry stack top
+/// (`KernelStack::entry_top`), which nothing else writes. Zero whenever no
+/// direct call of the thread is upgraded: set only by [`upgrade`], cleared
+/// by the call's way out. Kept out of the call's frame, which a fault in
+/// the entry's first pushes may be upgrading before it exists.
+fn flag() -> *mut u64 {
+    KERNEL_RSP.load(Ordering::Relaxed) as *mut u64
 }
 
-/// Whether the current thread's interrupted direct call was upgraded.
-pub fn upgraded() -> bool {
-    // SAFETY: called for an event that interrupted a direct call, whose
-    // frame is at the top of the current thread's kernel stack.
-    unsafe { (*frame()).upgraded != 0 }
+/// Whether the current thread's direct call, interrupted at `rip`, was
+/// upgraded.
+pub fn upgraded(rip: u64) -> bool {
+    let tail = astraea_direct_upgraded_tail as *const () as u64;
+    let sysret = astraea_direct_sysret as *const () as u64;
+    // SAFETY: the flag word of the current thread's kernel stack.
+    (tail..sysret).contains(&rip) || unsafe { flag().read_volatile() } != 0
 }
 
 /// Lets the current thread's interrupted direct call go on in supervisor
@@ -197,8 +204,8 @@ pub fn upgraded() -> bool {
 /// it in supervisor mode does not help, unlike a read).
 pub fn upgrade() {
     UPGRADED.fetch_add(1, Ordering::Relaxed);
-    // SAFETY: as in `upgraded`.
-    unsafe { (*frame()).upgraded = 1 };
+    // SAFETY: the flag word of the current thread's kernel stack.
+    unsafe { flag().write_volatile(1) };
 }
 
 static UPGRADED: AtomicU64 = AtomicU64::new(0);

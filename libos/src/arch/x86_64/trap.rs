@@ -98,7 +98,22 @@ global_asm!(
     "cmp rax, rcx",
     "jb 1f",
     "and rax, -16",
-    "jmp 2f",
+    // With exceptions on this stack too (direct calls), a kernel stack
+    // overflow arrives here instead of as a double fault: the frame cannot
+    // go into the guard page below the stack. Report it as the double
+    // fault it would have been.
+    "cmp byte ptr [rip + {direct_on}], 0",
+    "je 2f",
+    "mov rcx, [rip + {kernel_rsp}]",
+    "sub rcx, rax",
+    "cmp rcx, {kstack}",
+    "jbe 2f",
+    "cmp rcx, {kstack_and_guard}",
+    "ja 2f",
+    "pop rcx",
+    "pop rax",
+    "mov qword ptr [rsp], 8",
+    "jmp astraea_trap_common",
     // A user code segment with the stack pointer in the thread's kernel
     // stack: a direct call (see `direct.rs`). Its frame goes below the
     // interrupted stack pointer, past the words the return writes for the
@@ -133,6 +148,7 @@ global_asm!(
     kernel_rsp = sym super::user::KERNEL_RSP,
     direct_on = sym DIRECT_ON,
     kstack = const super::direct::KERNEL_STACK_BYTES,
+    kstack_and_guard = const super::direct::KERNEL_STACK_BYTES + 2 * 4096,
 );
 
 /// Mirrors `direct::enabled()` for the entry above (a byte it can test).
@@ -316,7 +332,7 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
     } else {
         dispatch(frame);
     }
-    if direct && super::direct::upgraded() {
+    if direct && super::direct::upgraded(frame.rip) {
         // The call goes on in supervisor mode for the host: a native
         // `iretq`, which the host does not see.
         super::cpu::irq_restore(frame.rflags & (1 << 9) != 0);
@@ -453,7 +469,7 @@ fn direct_fault(f: &mut TrapFrame) {
     // instruction (`wrmsr`, `hlt`…): the host allows them in supervisor
     // mode only, so the call goes on there and the instruction runs again.
     let kernel_page = f.vector == 14 && super::cpu::cr2() >= crate::mm::DIRECT_MAP;
-    if (kernel_page || f.vector == 13) && !super::direct::upgraded() {
+    if (kernel_page || f.vector == 13) && !super::direct::upgraded(f.rip) {
         super::direct::upgrade();
         return;
     }
