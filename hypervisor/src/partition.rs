@@ -61,8 +61,9 @@ pub struct PartitionConfig {
     pub cache_image: Option<PathBuf>,
     /// The socket streaming layer (a read kept posted per connection).
     pub net_stream: bool,
-    /// System calls enter the library OS directly (`--syscall-entry direct`).
-    pub direct_syscalls: bool,
+    /// How system calls enter the library OS: `auto`, `trap` or `direct`
+    /// (`--syscall-entry`).
+    pub syscall_entry: String,
     /// The partition's name (a deployment's member), shown by `astraea ps`.
     pub name: Option<String>,
     /// Its role in a deployment (shard, frontend), shown by `astraea ps`.
@@ -343,8 +344,14 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     if !cfg.net_stream {
         cmdline += " net.stream=off";
     }
-    if cfg.direct_syscalls {
-        cmdline += " syscall.entry=direct";
+    if !matches!(cfg.syscall_entry.as_str(), "auto" | "trap" | "direct") {
+        return Err(VmmError::Boot(format!(
+            "--syscall-entry {:?}: write auto, trap or direct",
+            cfg.syscall_entry
+        )));
+    }
+    cmdline += &format!(" syscall.entry={}", cfg.syscall_entry);
+    if cfg.syscall_entry != "trap" {
         // Tests of the direct path's rare cases (tests/tests/direct.rs).
         if std::env::var_os("ASTRAEA_DIRECT_SELFTEST").is_some() {
             cmdline += " direct.selftest=1";

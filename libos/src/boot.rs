@@ -386,7 +386,7 @@ fn run(
         .split_whitespace()
         .find_map(|w| w.strip_prefix("syscall.entry="));
     match (entry, cpu::pvm_native()) {
-        (Some("direct"), true) => {
+        (Some("direct" | "auto"), true) => {
             let selftest = fdt
                 .bootargs
                 .split_whitespace()

@@ -214,14 +214,17 @@ struct RunArgs {
     #[arg(long, value_name = "on|off", default_value = "on",
           value_parser = ["on", "off"])]
     net_stream: String,
-    /// How the program's system calls enter the library OS: `trap` (each
-    /// `syscall` instruction traps into the host, which re-enters the
-    /// library OS), or `direct` (PVM hosts only: each site is rewritten on
-    /// its first trap to jump into the library OS, and calls that need no
-    /// wait are served without leaving the program's protection domain;
-    /// elsewhere `direct` falls back to `trap` with a warning).
-    #[arg(long, value_name = "trap|direct", default_value = "trap",
-          value_parser = ["trap", "direct"], env = "ASTRAEA_SYSCALL_ENTRY")]
+    /// How the program's system calls enter the library OS. `direct` (PVM
+    /// hosts only): each `syscall` site of the program's libraries is
+    /// rewritten on its first trap to jump into the library OS, and calls
+    /// that need no wait (identity calls, cached reads, futex wakes) are
+    /// served without trapping into the host; elsewhere it falls back to
+    /// `trap` with a warning. `trap`: every `syscall` instruction traps into
+    /// the host, which re-enters the library OS. `auto` (the default):
+    /// `direct` on PVM hosts, `trap` elsewhere. `--log info` shows the
+    /// choice; see docs/syscall-entry.md.
+    #[arg(long, value_name = "auto|trap|direct", default_value = "auto",
+          value_parser = ["auto", "trap", "direct"], env = "ASTRAEA_SYSCALL_ENTRY")]
     syscall_entry: String,
     /// Print the boot phase timings to stderr when the partition exits.
     #[arg(long)]
@@ -521,7 +524,7 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
         cache_dump: args.cache_dump.clone(),
         cache_image: args.cache_image.clone(),
         net_stream: args.net_stream == "on",
-        direct_syscalls: args.syscall_entry == "direct",
+        syscall_entry: args.syscall_entry.clone(),
         control: true,
     })
 }
