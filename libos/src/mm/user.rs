@@ -86,3 +86,19 @@ pub fn present_writable(addr: u64, len: u64) -> bool {
     }
     true
 }
+
+/// The 4-byte-aligned word at `addr` if its page is present for the program
+/// now, read without faulting. The caller keeps interrupts off.
+pub fn present_word(addr: u64) -> Option<u32> {
+    check_range(addr, 4).ok()?;
+    if !addr.is_multiple_of(4) {
+        return None;
+    }
+    let t = translate(addr)?;
+    if !t.flags.contains(super::paging::PteFlags::USER) {
+        return None;
+    }
+    // SAFETY: a present user page (interrupts off: it stays); the word does
+    // not cross it (aligned).
+    Some(unsafe { core::ptr::read_volatile(addr as *const u32) })
+}

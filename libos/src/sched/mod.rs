@@ -483,3 +483,8 @@ pub(crate) fn timer_interrupt() {
 pub fn timer_irqs() -> u64 {
     TIMER_IRQS.load(Ordering::Relaxed)
 }
+
+/// Whether no other thread is ready to run on this CPU.
+pub fn run_queue_empty() -> bool {
+    this_cpu().lock().run_queue.is_empty()
+}

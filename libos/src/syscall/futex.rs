@@ -194,6 +194,25 @@ fn wake_op(addr: u64, n: u32, addr2: u64, n2: u32, op: u32) -> Result<u64, Errno
     r
 }
 
+/// A futex wait in a direct call (see `syscall::direct`), served only when
+/// it returns at once: the word, in a page already present, no longer
+/// holds the value (`EAGAIN`). `None` when it would wait or fault, or has
+/// a timeout to read first: the call traps.
+pub fn wait_direct(a: &[u64; 6]) -> Option<u64> {
+    let op = a[1] & FUTEX_CMD_MASK;
+    let bitset_ok = op == FUTEX_WAIT || (op == FUTEX_WAIT_BITSET && a[5] as u32 != 0);
+    if !bitset_ok || a[3] != 0 || !a[0].is_multiple_of(4) {
+        return None;
+    }
+    let irq = cpu::irq_save();
+    let word = user::present_word(a[0]);
+    cpu::irq_restore(irq);
+    match word {
+        Some(w) if w != a[2] as u32 => Some((-i64::from(Errno::EAGAIN.0)) as u64),
+        _ => None,
+    }
+}
+
 /// Whether futex operation `op` only wakes (no wait, no change to memory).
 pub fn is_wake(op: u64) -> bool {
     matches!(op & FUTEX_CMD_MASK, FUTEX_WAKE | FUTEX_WAKE_BITSET)

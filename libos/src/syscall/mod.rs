@@ -380,6 +380,16 @@ pub fn direct(nr: u64, args: [u64; 6]) -> Option<u64> {
         // Waking never waits; a waker that must program the timer goes on
         // in supervisor mode for that `wrmsr` (see `arch::direct`).
         202 if futex::is_wake(args[1]) => futex::futex,
+        202 => return futex::wait_direct(&args).inspect(|_| count_call()),
+        // A yield is a scheduling point: completions of the 9P queue are
+        // collected (as on every trapped call); with nothing else to run
+        // then, it returns at once.
+        24 => {
+            crate::drivers::virtio9p::poll();
+            return crate::sched::run_queue_empty()
+                .then_some(0)
+                .inspect(|_| count_call());
+        }
         0 => return read::read_direct(&args, false).inspect(|_| count_call()),
         17 => return read::read_direct(&args, true).inspect(|_| count_call()),
         _ => return None,
