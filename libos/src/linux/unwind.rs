@@ -21,10 +21,17 @@ pub trait Reader {
 /// A site proven rewritable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Proof {
-    /// The instruction just before the `syscall`: at least 5 bytes, no
-    /// instruction-pointer-relative operand, no branch, so it can run
-    /// unchanged elsewhere (in a stub).
+    /// The instruction just before the `syscall`: no instruction-pointer-
+    /// relative operand, no branch, so it can run unchanged elsewhere (in a
+    /// stub). At least 5 bytes (room for `jmp rel32`), or at least 2 (room
+    /// for `jmp rel8`) when `pads` offers a way on.
     pub prev: Vec<u8>,
+    /// The site's address in the file's own terms (its `p_vaddr` space).
+    pub site: u64,
+    /// When `prev` is shorter than 5 bytes: runs `[start, end)` (same terms)
+    /// of dead padding in the function within a `jmp rel8` of `prev`'s end,
+    /// where a 5-byte `jmp rel32` can go.
+    pub pads: Vec<(u64, u64)>,
 }
 
 /// Proves the `syscall` at file offset `site` rewritable.
@@ -41,11 +48,95 @@ pub fn prove_site(r: &dyn Reader, site: u64) -> Result<Proof, &'static str> {
         return Err("outside its function's unwind entry");
     }
     let code = elf.read_vaddr(r, func, site_v + 2 - func)?;
-    let prev_len = prove(&code, func, site_v)? as usize;
+    let prev_len = match prove(&code, func, site_v) {
+        Ok(n) => n,
+        Err(PREV_SHORT) => prove_with(&code, func, site_v, 2)?,
+        Err(e) => return Err(e),
+    } as usize;
     let at = code.len() - 2 - prev_len;
+    let prev = code[at..at + prev_len].to_vec();
+    if prev_len >= 5 {
+        return Ok(Proof {
+            prev,
+            site: site_v,
+            pads: Vec::new(),
+        });
+    }
+    // A short instruction becomes `jmp rel8` to dead padding nearby, which
+    // holds the `jmp rel32` to the stub.
+    let whole = elf.read_vaddr(r, func, len.min(MAX_DECODE))?;
+    let from = site_v - prev_len as u64 + 2;
+    let pads: Vec<(u64, u64)> = dead_runs(&whole, func)?
+        .into_iter()
+        .filter_map(|(a, b)| {
+            // The part of the run a `jmp rel8` from `from` reaches with all
+            // 5 bytes of a `jmp rel32`.
+            let lo = a.max(from.saturating_sub(128));
+            let hi = b.min(from + 127 + 5);
+            (hi >= lo + 5).then_some((lo, hi))
+        })
+        .collect();
+    if pads.is_empty() {
+        return Err("the instruction before it is short and no dead padding is near");
+    }
     Ok(Proof {
-        prev: code[at..at + prev_len].to_vec(),
+        prev,
+        site: site_v,
+        pads,
     })
+}
+
+const PREV_SHORT: &str = "the instruction before it is shorter than a jump";
+
+/// The function's dead padding: runs of `nop`/`int3` instructions that
+/// follow a `ret` or an unconditional `jmp` (nothing falls into them), hold
+/// no target of any branch in the function, and come before any other code.
+/// Refused altogether (an error) if the function has an indirect branch,
+/// whose targets cannot be known.
+pub fn dead_runs(code: &[u8], func: u64) -> Result<Vec<(u64, u64)>, &'static str> {
+    use iced_x86::Mnemonic;
+    let mut d = Decoder::with_ip(64, code, func, DecoderOptions::NONE);
+    let mut targets = Vec::new();
+    let mut runs = Vec::new();
+    let mut run: Option<(u64, u64)> = None;
+    let mut after_exit = false;
+    while d.can_decode() {
+        let i = d.decode();
+        if i.is_invalid() {
+            break;
+        }
+        let pad = matches!(i.mnemonic(), Mnemonic::Nop | Mnemonic::Int3);
+        match (pad, &mut run) {
+            (true, Some(r)) => r.1 = i.next_ip(),
+            (true, None) if after_exit => run = Some((i.ip(), i.next_ip())),
+            (true, None) => {}
+            (false, r) => {
+                if let Some(done) = r.take() {
+                    runs.push(done);
+                }
+            }
+        }
+        match i.flow_control() {
+            FlowControl::IndirectBranch => return Err("an indirect branch in its function"),
+            FlowControl::UnconditionalBranch
+            | FlowControl::ConditionalBranch
+            | FlowControl::Call => {
+                targets.push(i.near_branch_target());
+            }
+            _ => {}
+        }
+        if !pad {
+            after_exit = matches!(
+                i.flow_control(),
+                FlowControl::Return | FlowControl::UnconditionalBranch
+            );
+        }
+    }
+    // A run still open at the end may continue past what was decoded.
+    Ok(runs
+        .into_iter()
+        .filter(|&(a, b)| !targets.iter().any(|&t| t >= a && t < b))
+        .collect())
 }
 
 /// Decodes `code` (the bytes at `func`) up to the `syscall` at `site`; the
@@ -53,6 +144,11 @@ pub fn prove_site(r: &dyn Reader, site: u64) -> Result<Proof, &'static str> {
 /// (no instruction-pointer-relative operand, no branch) and be at least as
 /// long as a `jmp rel32`. Returns its length.
 pub fn prove(code: &[u8], func: u64, site: u64) -> Result<u64, &'static str> {
+    prove_with(code, func, site, 5)
+}
+
+/// [`prove`], with the instruction before at least `min_len` bytes.
+fn prove_with(code: &[u8], func: u64, site: u64, min_len: usize) -> Result<u64, &'static str> {
     let mut d = Decoder::with_ip(64, code, func, DecoderOptions::NONE);
     let mut prev: Option<iced_x86::Instruction> = None;
     while d.can_decode() {
@@ -65,8 +161,8 @@ pub fn prove(code: &[u8], func: u64, site: u64) -> Result<u64, &'static str> {
                 return Err("not a syscall instruction");
             }
             let p = prev.ok_or("first instruction of its function")?;
-            if p.len() < 5 {
-                return Err("the instruction before it is shorter than a jump");
+            if p.len() < min_len {
+                return Err(PREV_SHORT);
             }
             if p.is_ip_rel_memory_operand()
                 || p.flow_control() != FlowControl::Next
@@ -335,16 +431,44 @@ mod tests {
         };
         let r = Bytes(bytes);
         let mut proven = 0;
+        let mut padded = 0;
         for i in 0..r.0.len() - 1 {
             if r.0[i] == 0x0f
                 && r.0[i + 1] == 0x05
                 && let Ok(p) = prove_site(&r, i as u64)
             {
-                assert!((5..=15).contains(&p.prev.len()));
+                assert!((2..=15).contains(&p.prev.len()));
+                assert!(p.prev.len() >= 5 || !p.pads.is_empty());
                 proven += 1;
+                if p.prev.len() < 5 {
+                    padded += 1;
+                }
             }
         }
         assert!(proven > 300, "only {proven} sites proven in {path}");
+        assert!(
+            padded > 10,
+            "only {padded} sites reach dead padding in {path}"
+        );
+    }
+
+    #[test]
+    fn dead_padding_is_only_what_nothing_reaches() {
+        // je +3; xor eax,eax; syscall; ret; nop*5; (the je's target) ret
+        let code = [
+            0x74, 0x0a, 0x31, 0xc0, 0x0f, 0x05, 0xc3, 0x90, 0x90, 0x90, 0x90, 0x90, 0xc3,
+        ];
+        assert_eq!(dead_runs(&code, 0x100), Ok(vec![(0x107, 0x10c)]));
+        // The same with the je aimed into the padding: nothing is dead.
+        let mut c2 = code;
+        c2[1] = 0x06;
+        assert_eq!(dead_runs(&c2, 0x100), Ok(vec![]));
+        // Padding reached by falling through is not dead.
+        let c3 = [0x31, 0xc0, 0x90, 0x90, 0x90, 0x90, 0x90, 0xc3];
+        assert_eq!(dead_runs(&c3, 0), Ok(vec![]));
+        // An indirect jump anywhere: refused.
+        let c4 = [0xff, 0xe0, 0x90, 0x90, 0x90, 0x90, 0x90, 0xc3];
+        assert!(dead_runs(&c4, 0).is_err());
     }
 
     #[test]

@@ -9,7 +9,11 @@
 //! be at least 5 bytes long, with no instruction-pointer-relative operand
 //! and no branch (glibc's `mov eax, imm32` before nearly every `syscall`,
 //! or `mov r9, [rsp + 8]` in `syscall()`). It becomes `jmp rel32` to a
-//! per-site stub (the rest of it `int3`); the `syscall` after it stays, so
+//! per-site stub (the rest of it `int3`); an instruction of 2 to 4 bytes
+//! becomes `jmp rel8` to a `jmp rel32` placed in dead padding of the same
+//! function (alignment `nop`s after a `ret` or `jmp` that no branch
+//! targets, in a function without indirect branches), as `read`'s
+//! `xor eax, eax` needs. The `syscall` after it stays, so
 //! code that jumps straight to it still traps as before, and no saved
 //! instruction pointer can be inside a changed instruction. The stub:
 //!
@@ -45,6 +49,8 @@ struct Sites {
     tried: BTreeSet<u64>,
     /// Stub regions: (start, bytes used).
     regions: Vec<(u64, u64)>,
+    /// Starts of the 5-byte trampolines placed in dead padding.
+    pads_used: BTreeSet<u64>,
     patched: u64,
     refused: u64,
 }
@@ -52,6 +58,7 @@ struct Sites {
 static SITES: IrqLock<Sites> = IrqLock::new(Sites {
     tried: BTreeSet::new(),
     regions: Vec::new(),
+    pads_used: BTreeSet::new(),
     patched: 0,
     refused: 0,
 });
@@ -108,13 +115,52 @@ fn rewrite(site: u64) -> Result<u64, &'static str> {
     let stub = alloc_slot(site)?;
     let bytes = stub_bytes(stub, &proof.prev, site).ok_or("stub out of reach")?;
     crate::mm::user::load(stub, &bytes).map_err(|_| "cannot write the stub")?;
-    let rel = rel32(prev + 5, stub).ok_or("stub out of reach")?;
     let mut jmp = [0xccu8; 15];
-    jmp[0] = 0xe9;
-    jmp[1..5].copy_from_slice(&rel.to_le_bytes());
+    if prev_len >= 5 {
+        let rel = rel32(prev + 5, stub).ok_or("stub out of reach")?;
+        jmp[0] = 0xe9;
+        jmp[1..5].copy_from_slice(&rel.to_le_bytes());
+    } else {
+        // `jmp rel8` to a trampoline in dead padding, `jmp rel32` on from
+        // there. The trampoline is written first: nothing runs it before
+        // the site jumps to it.
+        let bias = site.wrapping_sub(proof.site);
+        let t = take_pad(&proof.pads, bias, start, end)?;
+        let rel = rel32(t + 5, stub).ok_or("stub out of reach")?;
+        let mut tramp = [0xe9u8, 0, 0, 0, 0];
+        tramp[1..].copy_from_slice(&rel.to_le_bytes());
+        crate::mm::vma::patch_text(t, &tramp).map_err(|_| "cannot write the trampoline")?;
+        let rel8 =
+            i8::try_from(t.wrapping_sub(prev + 2) as i64).map_err(|_| "padding out of reach")?;
+        jmp[0] = 0xeb;
+        jmp[1] = rel8 as u8;
+    }
     crate::mm::vma::patch_text(prev, &jmp[..prev_len as usize])
         .map_err(|_| "cannot write the site")?;
     Ok(stub)
+}
+
+/// A free 5-byte window in the proven padding runs (file addresses, moved
+/// by `bias` into this mapping `[start, end)`), marked used.
+fn take_pad(pads: &[(u64, u64)], bias: u64, start: u64, end: u64) -> Result<u64, &'static str> {
+    let mut s = SITES.lock();
+    for &(a, b) in pads {
+        let (a, b) = (a.wrapping_add(bias), b.wrapping_add(bias));
+        let mut t = a;
+        while t + 5 <= b {
+            let clash = s
+                .pads_used
+                .range(t.saturating_sub(4)..t + 5)
+                .next()
+                .is_some();
+            if !clash && t >= start && t + 5 <= end {
+                s.pads_used.insert(t);
+                return Ok(t);
+            }
+            t += 1;
+        }
+    }
+    Err("the padding near it is taken")
 }
 
 /// Reads a mapped file for `unwind` (through the file cache).
