@@ -491,6 +491,7 @@ const LX_ROWS: &[(&str, &str)] = &[
     ("pread1k_ns", "pread 1 KiB of a host file"),
     ("getpid_wrapper_ns", "getpid, glibc getpid()"),
     ("pread1k_cached_ns", "pread 1 KiB, cached file"),
+    ("read1k_cached_ns", "read 1 KiB, cached file"),
 ];
 
 /// How long one run of `lxbench` may take before it counts as hung.
