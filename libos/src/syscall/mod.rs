@@ -390,6 +390,12 @@ pub fn direct(nr: u64, args: [u64; 6]) -> Option<u64> {
                 .then_some(0)
                 .inspect(|_| count_call());
         }
+        8 => {
+            return read::lseek_direct(&args).map(|r| {
+                count_call();
+                r.unwrap_or_else(errno_value)
+            });
+        }
         0 => return read::read_direct(&args, false).inspect(|_| count_call()),
         17 => return read::read_direct(&args, true).inspect(|_| count_call()),
         _ => return None,

@@ -312,8 +312,27 @@ pub fn preadv(a: &[u64; 6]) -> Result<u64, Errno> {
 
 /// `lseek(fd, offset, whence)`.
 pub fn lseek(a: &[u64; 6]) -> Result<u64, Errno> {
-    let o = fd::object(a[0])?;
-    let (cell, size) = match &o {
+    lseek_object(&fd::object(a[0])?, a)
+}
+
+/// `lseek` in a direct call (see `syscall::direct`): `SEEK_SET` and
+/// `SEEK_CUR` only move a position (the others may ask the file's size of
+/// the gateway, a wait); `None` to trap.
+pub fn lseek_direct(a: &[u64; 6]) -> Option<Result<u64, Errno>> {
+    if a[2] > 1 {
+        return None;
+    }
+    let o = match fd::object(a[0]) {
+        Ok(o) => o,
+        Err(e) => return Some(Err(e)),
+    };
+    let r = lseek_object(&o, a);
+    super::release(o);
+    Some(r)
+}
+
+fn lseek_object(o: &Object, a: &[u64; 6]) -> Result<u64, Errno> {
+    let (cell, size) = match o {
         Object::File(f) => match &**f {
             // A directory's position is only set or moved (getdents64
             // reads it from the start); its end, data and holes are EINVAL,
