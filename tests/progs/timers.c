@@ -43,11 +43,13 @@ static void nap(long ms) {
 }
 
 static volatile int stop;
+static volatile pid_t sleeper_tid;
 static void *sleeper(void *a) {
     (void)a;
     sigset_t s;
     sigemptyset(&s);
     pthread_sigmask(SIG_SETMASK, &s, NULL);
+    sleeper_tid = (pid_t)syscall(SYS_gettid);
     while (!stop)
         nap(5);
     return NULL;
@@ -158,14 +160,12 @@ int main(void) {
     sigaddset(&r1, SIGRTMIN + 1);
     sigprocmask(SIG_BLOCK, &r1, NULL);
     pthread_create(&th, NULL, sleeper, NULL);
-    nap(10);
-    pid_t target = 0;
-    /* The sleeper's tid: the first thread other than this one. */
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task");
-    for (pid_t p = getpid() + 1; p < getpid() + 100000 && !target; p++)
-        if (syscall(SYS_tgkill, getpid(), p, 0) == 0)
-            target = p;
+    /* The sleeper's tid, from the sleeper itself (scanning the ids after
+     * the pid misses it once the host's pids wrap around pid_max). */
+    while (!sleeper_tid)
+        nap(1);
+    pid_t target = sleeper_tid;
+    printf("  the sleeper exists: %d\n", syscall(SYS_tgkill, getpid(), target, 0) == 0);
     struct kev tev = {.notify = 4 /* SIGEV_THREAD_ID */, .signo = SIGRTMIN + 1, .tid = target};
     int idt = -1;
     show("timer_create(SIGEV_THREAD_ID)", syscall(SYS_timer_create, CLOCK_MONOTONIC, &tev, &idt));
