@@ -5,8 +5,10 @@
  * held while the library OS keeps them off in a direct call, and taken
  * while they are on. The stub-like sequence below is what a rewritten
  * site's stub does. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 static uint64_t entry;
@@ -24,6 +26,17 @@ static long direct(long nr, long a0, long a1) {
     return ret;
 }
 
+/* Sleeps 1 ms at a time until told to stop: a timer is always armed, so
+ * ticks come while the main thread spins. */
+static volatile int stop;
+static void *sleeper(void *arg) {
+    (void)arg;
+    struct timespec ms = {0, 1000000};
+    while (!stop)
+        nanosleep(&ms, NULL);
+    return NULL;
+}
+
 int main(void) {
     /* The [vdso] page's last word: where stubs find the direct entry. */
     entry = *(volatile uint64_t *)0x7ffff8000ff8ull;
@@ -34,12 +47,16 @@ int main(void) {
     long up1 = direct(0x7a5a, 1, 0x1234567890abcdefll);
     long up2 = direct(0x7a5a, 1, 42);
     printf("write to a fresh library-OS page: upgraded %d, again %d\n", up1 >= 1, up2 >= up1);
-    /* 50 ms at 1..5 GHz: several 10 ms ticks. The spinning thread is alone,
-     * so ticks come only if a timer is armed: a sleeper thread arms one. */
+    /* 150 M TSC ticks (30-150 ms at 1-5 GHz): several ticks of the
+     * sleeper's timer. */
+    pthread_t t;
+    pthread_create(&t, NULL, sleeper, NULL);
     long off = direct(0x7a5a, 2, 150000000);
     printf("interrupts off: were on %ld, taken meanwhile %ld\n", off >> 32, off & 0xffffffff);
     long on = direct(0x7a5a, 3, 150000000);
     printf("interrupts on: taken meanwhile %d\n", on > 0);
+    stop = 1;
+    pthread_join(t, NULL);
     printf("getpid after: %d\n", getpid() == direct(39, 0, 0));
     return 0;
 }

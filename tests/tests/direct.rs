@@ -116,7 +116,7 @@ mod tests {
             eprintln!("\n*** SKIPPED: not a PVM host; direct entry is off here. ***\n");
             return;
         }
-        let Some(dir) = compile("direct_selftest", &["-O2"]) else {
+        let Some(dir) = compile("direct_selftest", &["-O2", "-pthread"]) else {
             return;
         };
         let r = in_partition(
