@@ -20,4 +20,4 @@ mod serial;
 mod vcpu;
 
 pub use error::VmmError;
-pub use partition::{NinePTarget, Outcome, PartitionConfig, Timings, run};
+pub use partition::{NinePTarget, Outcome, PartitionConfig, SyscallEntry, Timings, run};

@@ -25,6 +25,29 @@ const KVM_TSS_ADDRESS: usize = 0xfffb_d000;
 /// Largest console write the VMM copies in one hypercall.
 const MAX_CONSOLE_WRITE: u64 = 1 << 20;
 
+/// How the program's system calls enter the library OS (the kernel decides
+/// at boot; see docs/syscall-entry.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyscallEntry {
+    /// Direct on PVM hosts, trap elsewhere.
+    Auto,
+    /// Every `syscall` traps into the host.
+    Trap,
+    /// Rewritten sites jump into the library OS (PVM hosts only).
+    Direct,
+}
+
+impl SyscallEntry {
+    /// The name on the command line and in the kernel's arguments.
+    pub fn name(self) -> &'static str {
+        match self {
+            SyscallEntry::Auto => "auto",
+            SyscallEntry::Trap => "trap",
+            SyscallEntry::Direct => "direct",
+        }
+    }
+}
+
 /// What the user asked for.
 #[derive(Debug, Clone)]
 pub struct PartitionConfig {
@@ -61,9 +84,8 @@ pub struct PartitionConfig {
     pub cache_image: Option<PathBuf>,
     /// The socket streaming layer (a read kept posted per connection).
     pub net_stream: bool,
-    /// How system calls enter the library OS: `auto`, `trap` or `direct`
-    /// (`--syscall-entry`).
-    pub syscall_entry: String,
+    /// How system calls enter the library OS (`--syscall-entry`).
+    pub syscall_entry: SyscallEntry,
     /// The partition's name (a deployment's member), shown by `astraea ps`.
     pub name: Option<String>,
     /// Its role in a deployment (shard, frontend), shown by `astraea ps`.
@@ -344,14 +366,8 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     if !cfg.net_stream {
         cmdline += " net.stream=off";
     }
-    if !matches!(cfg.syscall_entry.as_str(), "auto" | "trap" | "direct") {
-        return Err(VmmError::Boot(format!(
-            "--syscall-entry {:?}: write auto, trap or direct",
-            cfg.syscall_entry
-        )));
-    }
-    cmdline += &format!(" syscall.entry={}", cfg.syscall_entry);
-    if cfg.syscall_entry != "trap" {
+    cmdline += &format!(" syscall.entry={}", cfg.syscall_entry.name());
+    if cfg.syscall_entry != SyscallEntry::Trap {
         // Tests of the direct path's rare cases (tests/tests/direct.rs).
         if std::env::var_os("ASTRAEA_DIRECT_SELFTEST").is_some() {
             cmdline += " direct.selftest=1";

@@ -392,7 +392,6 @@ fn run(
                 .split_whitespace()
                 .any(|w| w == "direct.selftest=1");
             crate::arch::direct::enable(selftest);
-            trap::enable_direct_calls();
             log::info!("system calls: direct entry (rewritten sites jump into the library OS)");
         }
         (Some("direct"), false) => log::warn!(

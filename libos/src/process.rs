@@ -202,7 +202,8 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
     user::load(at + VVAR_OFFSET, &vvar)?;
     user::load(at + 4096, VDSO)?;
     if crate::arch::direct::enabled() {
-        // Where stubs (and only they) find the direct entry.
+        // Where a program can find the direct entry (tests do; rewritten
+        // sites' stubs carry it in their region's header).
         user::load(
             at + DIRECT_ENTRY_OFFSET,
             &crate::arch::direct::entry_address().to_le_bytes(),

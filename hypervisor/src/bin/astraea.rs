@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use astraea_hypervisor::{
-    NinePTarget, PartitionConfig, VmmError, jdk, jvm_opts, memory::parse_mem_size,
+    NinePTarget, PartitionConfig, SyscallEntry, VmmError, jdk, jvm_opts, memory::parse_mem_size,
 };
 use clap::{Parser, Subcommand};
 
@@ -524,7 +524,11 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
         cache_dump: args.cache_dump.clone(),
         cache_image: args.cache_image.clone(),
         net_stream: args.net_stream == "on",
-        syscall_entry: args.syscall_entry.clone(),
+        syscall_entry: match args.syscall_entry.as_str() {
+            "trap" => SyscallEntry::Trap,
+            "direct" => SyscallEntry::Direct,
+            _ => SyscallEntry::Auto,
+        },
         control: true,
     })
 }

@@ -286,7 +286,8 @@ pub fn stats() -> (u64, u64) {
 
 /// Runs the system call in `frame` and stores its result in `frame.rax`.
 pub fn dispatch(frame: &mut SyscallFrame) {
-    if crate::arch::direct::enabled() {
+    if DEFERRED_ANY.load(core::sync::atomic::Ordering::Relaxed) {
+        DEFERRED_ANY.store(false, core::sync::atomic::Ordering::Relaxed);
         let deferred = core::mem::take(&mut *DEFERRED.lock());
         drop(deferred);
     }
@@ -466,6 +467,8 @@ fn count_call() {
 /// drops them.
 static DEFERRED: crate::sync::IrqLock<alloc::vec::Vec<crate::fd::Object>> =
     crate::sync::IrqLock::new(alloc::vec::Vec::new());
+/// Whether [`DEFERRED`] may hold any (so that trapped calls need not lock it).
+static DEFERRED_ANY: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
 /// Lets go of `o` in a direct call: now, unless it is the last reference.
 fn release(o: crate::fd::Object) {
@@ -474,6 +477,7 @@ fn release(o: crate::fd::Object) {
     let last = o.downgrade().strong_count() == 1;
     if last {
         DEFERRED.lock().push(o);
+        DEFERRED_ANY.store(true, core::sync::atomic::Ordering::Relaxed);
     } else {
         drop(o);
     }

@@ -125,7 +125,13 @@ fn rewrite(site: u64) -> Result<u64, &'static str> {
         // there. The trampoline is written first: nothing runs it before
         // the site jumps to it.
         let bias = site.wrapping_sub(proof.site);
-        let t = take_pad(&proof.pads, bias, start, end)?;
+        // In the site's own page: a discarded private copy (MADV_DONTNEED)
+        // then reverts the jump and its trampoline together.
+        let page = prev & !0xfff;
+        if (site + 1) & !0xfff != page {
+            return Err("a short instruction across a page edge");
+        }
+        let t = take_pad(&proof.pads, bias, page.max(start), (page + 0x1000).min(end))?;
         let rel = rel32(t + 5, stub).ok_or("stub out of reach")?;
         let mut tramp = [0xe9u8, 0, 0, 0, 0];
         tramp[1..].copy_from_slice(&rel.to_le_bytes());
@@ -141,7 +147,7 @@ fn rewrite(site: u64) -> Result<u64, &'static str> {
 }
 
 /// A free 5-byte window in the proven padding runs (file addresses, moved
-/// by `bias` into this mapping `[start, end)`), marked used.
+/// by `bias` into this mapping) within `[start, end)`, marked used.
 fn take_pad(pads: &[(u64, u64)], bias: u64, start: u64, end: u64) -> Result<u64, &'static str> {
     let mut s = SITES.lock();
     for &(a, b) in pads {
@@ -160,7 +166,7 @@ fn take_pad(pads: &[(u64, u64)], bias: u64, start: u64, end: u64) -> Result<u64,
             t += 1;
         }
     }
-    Err("the padding near it is taken")
+    Err("no free dead padding in its page")
 }
 
 /// Reads a mapped file for `unwind` (through the file cache).

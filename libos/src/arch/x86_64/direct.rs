@@ -23,8 +23,9 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::user::KERNEL_RSP;
 
-/// Whether direct entry is on (`--syscall-entry direct`, PVM hosts only).
-static ON: AtomicBool = AtomicBool::new(false);
+/// Whether direct entry is on (`--syscall-entry auto|direct`, PVM hosts
+/// only). One byte, which the trap entry (`trap.rs`) also tests.
+pub(super) static ON: AtomicBool = AtomicBool::new(false);
 /// Direct calls served, and declined (executed by the stub's trap).
 static SERVED: AtomicU64 = AtomicU64::new(0);
 static DECLINED: AtomicU64 = AtomicU64::new(0);
@@ -36,11 +37,13 @@ pub const KERNEL_STACK_BYTES: u64 = crate::sched::KERNEL_STACK_PAGES as u64 * 40
 
 static SELFTEST: AtomicBool = AtomicBool::new(false);
 
-/// Turns direct entry on (at boot, before the program starts); `selftest`
-/// also serves the test-only call of `syscall::direct`.
+/// Turns direct entry on (at boot, before the program starts): exceptions
+/// move to the IST entry too; `selftest` also serves the test-only call of
+/// `syscall::direct`.
 pub fn enable(selftest: bool) {
     SELFTEST.store(selftest, Ordering::SeqCst);
     ON.store(true, Ordering::SeqCst);
+    super::trap::enable_direct_calls();
 }
 
 /// Whether the test-only direct call is served (`direct.selftest=1`).

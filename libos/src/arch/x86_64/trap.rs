@@ -146,13 +146,10 @@ global_asm!(
     "jmp astraea_trap_common",
     direct_map = const crate::mm::DIRECT_MAP,
     kernel_rsp = sym super::user::KERNEL_RSP,
-    direct_on = sym DIRECT_ON,
+    direct_on = sym super::direct::ON,
     kstack = const super::direct::KERNEL_STACK_BYTES,
     kstack_and_guard = const super::direct::KERNEL_STACK_BYTES + 2 * 4096,
 );
-
-/// Mirrors `direct::enabled()` for the entry above (a byte it can test).
-static DIRECT_ON: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
 
 // Exceptions come here: with direct calls on they arrive on the
 // interrupts' IST stack (see `enable_direct_calls`) and are moved the same
@@ -164,14 +161,13 @@ global_asm!(
     "cmp byte ptr [rip + {direct_on}], 0",
     "jne astraea_irq_entry",
     "jmp astraea_trap_common",
-    direct_on = sym DIRECT_ON,
+    direct_on = sym super::direct::ON,
 );
 
 /// Routes exceptions through the IST entry, for direct calls (at boot,
 /// before the program runs). NMIs, double faults and machine checks keep
 /// their own stacks.
 pub fn enable_direct_calls() {
-    DIRECT_ON.store(1, core::sync::atomic::Ordering::SeqCst);
     // SAFETY: boot, one CPU, interrupts off, before the program runs.
     let idt = unsafe { &mut *IDT.0.get() };
     for &(vec, stub) in stub_table() {
