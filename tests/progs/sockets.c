@@ -545,6 +545,78 @@ static void pair(void)
     close(sv[1]);
 }
 
+/* A reader thread that takes its time: counts and checksums what comes
+ * until the end, then answers with its figures (a half-closed exchange). */
+struct slow { int fd; long bytes; unsigned long sum; };
+
+static void *slow_reader(void *arg)
+{
+    struct slow *r = arg;
+    static char buf[65536];
+    long n;
+    int rounds = 0;
+    while ((n = read(r->fd, buf, (rounds++ % 3) ? sizeof buf : 1000)) > 0) {
+        for (long i = 0; i < n; i++)
+            r->sum = r->sum * 31 + (unsigned char)buf[i];
+        r->bytes += n;
+        if (rounds % 16 == 0)
+            usleep(1000);
+    }
+    char msg[64];
+    int len = snprintf(msg, sizeof msg, "%ld %lx", r->bytes, r->sum);
+    write(r->fd, msg, len);
+    close(r->fd);
+    return NULL;
+}
+
+/* Bytes a program wrote are all delivered, in order, whatever it does
+ * next: many small writes, a large one into a slow reader, then
+ * shutdown(SHUT_WR) (the peer sees the end after the last byte, and can
+ * still answer), and a close right after a large write. */
+static void delivery(void)
+{
+    struct sockaddr_in a;
+    int l = listener(&a);
+    static char data[3 << 20];
+    unsigned long want = 0;
+    for (long i = 0; i < (long)sizeof data; i++) {
+        data[i] = (char)(i * 7 + (i >> 10));
+    }
+    for (int round = 0; round < 2; round++) {
+        int c = dial(&a);
+        struct slow r = {.fd = accept(l, NULL, NULL)};
+        pthread_t t;
+        pthread_create(&t, NULL, slow_reader, &r);
+        long sent = 0;
+        want = 0;
+        /* 2,000 small writes, then the rest in one. */
+        for (int i = 0; i < 2000; i++, sent += 7)
+            CHECK(write(c, data + sent, 7) == 7, "small write");
+        CHECK(write(c, data + sent, sizeof data - sent) == (long)(sizeof data - sent),
+              "large write");
+        for (long i = 0; i < (long)sizeof data; i++)
+            want = want * 31 + (unsigned char)data[i];
+        char answer[64] = {0};
+        if (round == 0) {
+            printf("delivery: shutdown: %s\n", res(shutdown(c, SHUT_WR)));
+            printf("delivery: write after shutdown: %s\n", res(write(c, "x", 1)));
+            long n = read_full(c, answer, sizeof answer - 1);
+            char expect[64];
+            snprintf(expect, sizeof expect, "%ld %lx", (long)sizeof data, want);
+            printf("delivery: the peer got everything before the end: %s\n",
+                   n > 0 && !strcmp(answer, expect) ? "yes" : answer);
+            pthread_join(t, NULL);
+            close(c);
+        } else {
+            close(c);
+            pthread_join(t, NULL);
+            printf("delivery: after a close: %ld bytes, %s\n", r.bytes,
+                   r.bytes == (long)sizeof data && r.sum == want ? "intact" : "damaged");
+        }
+    }
+    close(l);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -625,6 +697,7 @@ int main(int argc, char **argv)
     nonblocking();
     peer_gone();
     bulk();
+    delivery();
     ipv6();
     udp();
     pair();

@@ -30,14 +30,14 @@ pub use options::{SOCK_DGRAM, SOCK_STREAM};
 pub use socket::{Socket, available, set_streaming, sigpipe, streaming};
 
 /// The `ioctl`s a socket answers: `FIONREAD` (`inq`: what a read would
-/// find) and `SIOCOUTQ` (nothing waits to be sent: writes go out at once).
+/// find) and `SIOCOUTQ` (`outq`: what waits to be sent).
 #[cfg(target_os = "none")]
-fn ioctl(request: u64, arg: u64, inq: usize) -> Result<u64, crate::errno::Errno> {
+fn ioctl(request: u64, arg: u64, inq: usize, outq: usize) -> Result<u64, crate::errno::Errno> {
     const FIONREAD: u64 = 0x541b;
     const SIOCOUTQ: u64 = 0x5411;
     let n = match request {
         FIONREAD => inq as u32,
-        SIOCOUTQ => 0,
+        SIOCOUTQ => outq as u32,
         _ => return Err(crate::errno::Errno::ENOTTY),
     };
     crate::mm::user::copy_in(arg, &n.to_le_bytes())?;

@@ -36,6 +36,9 @@ const RECV_BUF: usize = 1024 * 1024;
 const READ_CHUNK: usize = 256 * 1024;
 /// The reader posts again once this much room is free.
 const MIN_ROOM: usize = 4096;
+/// The send buffer: bytes `send` accepted that the writer has not yet
+/// handed to the gateway (with streaming on).
+const SEND_BUF: usize = 1024 * 1024;
 /// Linux's `somaxconn`.
 const SOMAXCONN: usize = 4096;
 
@@ -216,6 +219,21 @@ struct St {
     /// A `connect` call has seen the connection made (Linux's
     /// `SS_CONNECTED`): the next one is `EISCONN`, not 0.
     confirmed: bool,
+    /// Bytes sent by the program, not yet written to the gateway (the
+    /// streaming layer's write-behind).
+    out: Ring,
+    /// A write to the gateway is under way (the writer's, or a
+    /// synchronous send's): the next waits for it, so bytes stay in order.
+    writing: bool,
+    /// A write to the gateway failed: later sends fail with it.
+    write_err: Option<Errno>,
+    /// The writer thread runs.
+    writer: bool,
+    /// `shutdown(SHUT_WR)` waits for the writer to send `out` first.
+    shut_pending: bool,
+    /// The socket was closed with bytes still queued: the writer hangs up
+    /// once they are sent.
+    hangup_by_writer: bool,
 }
 
 /// The part of a socket its helper thread shares.
@@ -227,6 +245,8 @@ struct Shared {
     writable: WaitQueue,
     /// The helper thread, waiting for room, demand or the close.
     helper: WaitQueue,
+    /// The writer, waiting for bytes to send.
+    flush: WaitQueue,
     wakes: Wakes,
 }
 
@@ -281,10 +301,17 @@ impl Socket {
                     closing: false,
                     demand: false,
                     confirmed: phase == Phase::Connected,
+                    out: Ring::new(SEND_BUF),
+                    writing: false,
+                    write_err: None,
+                    writer: false,
+                    shut_pending: false,
+                    hangup_by_writer: false,
                 }),
                 readable: WaitQueue::new(),
                 writable: WaitQueue::new(),
                 helper: WaitQueue::new(),
+                flush: WaitQueue::new(),
                 wakes: Wakes::new(),
             }),
         }
@@ -544,48 +571,139 @@ impl Socket {
         }
     }
 
-    /// Sends `data`, all of it unless an error comes first. `EPIPE` once
-    /// the connection is shut down for writing or the peer has gone (the
-    /// caller raises `SIGPIPE`).
+    /// Sends `data`, all of it unless an error comes first (a blocking
+    /// socket waits for room; a non-blocking one takes what fits). `EPIPE`
+    /// once the connection is shut down for writing or the peer has gone
+    /// (the caller raises `SIGPIPE`).
+    ///
+    /// With streaming on the bytes go to the send buffer and the call
+    /// returns: the connection's writer hands them to the gateway at once
+    /// (it runs before the caller goes on) and, while one write is under
+    /// way, gathers what comes meanwhile into the next. An error of a
+    /// write shows on a later call, as with Linux's TCP. With streaming off,
+    /// or once the peer has closed or reset its side (so that the error
+    /// a write meets comes back from that write, as on Linux), the caller
+    /// writes to the gateway itself and waits for the answer.
     pub fn send(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
-        let conv = {
-            let sh = &*self.sh;
-            loop {
-                let st = sh.st.lock();
-                if st.shut_wr {
-                    return Err(Errno::EPIPE);
+        let sh = &*self.sh;
+        let conv = loop {
+            let st = sh.st.lock();
+            if st.shut_wr {
+                return Err(Errno::EPIPE);
+            }
+            match st.phase {
+                Phase::Connected => break st.conv.clone().ok_or(Errno::EPIPE)?,
+                Phase::Connecting if nonblock => return Err(Errno::EAGAIN),
+                Phase::Connecting => {
+                    drop(st);
+                    sh.writable
+                        .wait_while_interruptible(|| sh.st.lock().phase == Phase::Connecting)?;
                 }
-                match st.phase {
-                    Phase::Connected => break st.conv.clone().ok_or(Errno::EPIPE)?,
-                    Phase::Connecting if nonblock => return Err(Errno::EAGAIN),
-                    Phase::Connecting => {
-                        drop(st);
-                        sh.writable
-                            .wait_while_interruptible(|| sh.st.lock().phase == Phase::Connecting)?;
-                    }
-                    Phase::Failed => {
-                        let mut st = st;
-                        return Err(st.so_error.take().unwrap_or(Errno::EPIPE));
-                    }
-                    _ => return Err(Errno::EPIPE),
+                Phase::Failed => {
+                    let mut st = st;
+                    return Err(st.so_error.take().unwrap_or(Errno::EPIPE));
                 }
+                _ => return Err(Errno::EPIPE),
             }
         };
-        let c = client()?;
-        let fid = conv.data.ok_or(Errno::EPIPE)?;
-        let chunk = c.iounit() as usize;
         let mut done = 0;
         while done < data.len() {
-            let end = data.len().min(done + chunk);
-            match c.write(fid, 0, &data[done..end]) {
-                Ok(0) => break,
-                Ok(n) => done += n,
-                // What went counts; the error shows on the next call.
-                Err(_) if done > 0 => break,
-                Err(e) => return Err(e),
+            let mut st = sh.st.lock();
+            if let Some(e) = st.write_err {
+                return if done > 0 { Ok(done) } else { Err(e) };
+            }
+            if st.shut_wr {
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EPIPE)
+                };
+            }
+            let behind = streaming() && !st.eof && st.read_err.is_none();
+            if !behind {
+                // In order after whatever is queued or being written.
+                if st.writing || !st.out.is_empty() {
+                    if nonblock {
+                        return if done > 0 {
+                            Ok(done)
+                        } else {
+                            Err(Errno::EAGAIN)
+                        };
+                    }
+                    drop(st);
+                    if let Err(e) = sh
+                        .writable
+                        .wait_while_interruptible(|| Self::busy(&sh.st.lock()))
+                    {
+                        return if done > 0 { Ok(done) } else { Err(e) };
+                    }
+                    continue;
+                }
+                st.writing = true;
+                drop(st);
+                let r = write_all(&conv, &data[done..]);
+                let mut st = sh.st.lock();
+                st.writing = false;
+                drop(st);
+                sh.flush.wake_all();
+                sh.writable.wake_all();
+                return match r {
+                    Ok(n) => Ok(done + n),
+                    Err((n, _)) if done + n > 0 => Ok(done + n),
+                    Err((_, e)) => Err(e),
+                };
+            }
+            let n = st.out.push(&data[done..]);
+            if n == 0 {
+                if nonblock {
+                    return if done > 0 {
+                        Ok(done)
+                    } else {
+                        Err(Errno::EAGAIN)
+                    };
+                }
+                drop(st);
+                let r = sh.writable.wait_while_interruptible(|| {
+                    let st = sh.st.lock();
+                    st.out.space() == 0 && st.write_err.is_none() && !st.shut_wr
+                });
+                if let Err(e) = r {
+                    return if done > 0 { Ok(done) } else { Err(e) };
+                }
+                continue;
+            }
+            done += n;
+            let start = !st.writer;
+            st.writer = true;
+            // An idle writer takes the bytes now; a busy one when its
+            // write is answered.
+            let idle = !st.writing;
+            drop(st);
+            if start {
+                let sh2 = self.sh.clone();
+                let conv2 = conv.clone();
+                if crate::sched::spawn("writer", move || writer(sh2, conv2)).is_none() {
+                    let mut st = sh.st.lock();
+                    st.writer = false;
+                    st.write_err = Some(Errno::ENOMEM);
+                    st.out.clear();
+                    return Err(Errno::ENOMEM);
+                }
+                // A new thread is ready, not waiting: it finds the bytes.
+                crate::sched::yield_now();
+            } else if idle {
+                sh.flush.hand_off();
+            }
+            if nonblock {
+                break;
             }
         }
         Ok(done)
+    }
+
+    /// Whether bytes wait to be written or a write is under way.
+    fn busy(st: &St) -> bool {
+        (st.writing || !st.out.is_empty()) && st.write_err.is_none()
     }
 
     /// `shutdown(how)`: 0 reading, 1 writing, 2 both.
@@ -627,7 +745,17 @@ impl Socket {
         if how != 0
             && let Some(conv) = conv
         {
-            let _ = conv.ctl(client()?, "shutdown wr");
+            // After the bytes still queued: the writer sends it then.
+            let deferred = {
+                let mut st = self.sh.st.lock();
+                st.shut_pending = st.writer && Self::busy(&st);
+                st.shut_pending
+            };
+            if deferred {
+                self.sh.flush.wake_all();
+            } else {
+                let _ = conv.ctl(client()?, "shutdown wr");
+            }
         }
         self.sh.notify_input();
         Ok(())
@@ -694,6 +822,12 @@ impl Socket {
         self.sh.st.lock().ring.len()
     }
 
+    /// Bytes sent but not yet handed to the gateway (`SIOCOUTQ`).
+    pub fn queued(&self) -> usize {
+        let st = self.sh.st.lock();
+        st.out.len()
+    }
+
     fn nonblocking(&self) -> bool {
         self.flags.load(Ordering::Relaxed) & crate::fd::O_NONBLOCK != 0
     }
@@ -713,7 +847,11 @@ impl Drop for Socket {
         let (conv, accepts) = {
             let mut st = self.sh.st.lock();
             st.closing = true;
-            (st.conv.clone(), core::mem::take(&mut st.accepts))
+            // Bytes still queued are sent first, as Linux does after a
+            // close: the writer hangs up then.
+            st.hangup_by_writer = st.writer && Self::busy(&st);
+            let conv = st.conv.clone().filter(|_| !st.hangup_by_writer);
+            (conv, core::mem::take(&mut st.accepts))
         };
         // Calls accepted by the gateway but never by the program: closed.
         drop(accepts);
@@ -722,6 +860,7 @@ impl Drop for Socket {
         if let (Some(conv), Ok(c)) = (conv, client()) {
             let _ = conv.ctl(c, "hangup");
         }
+        self.sh.flush.wake_all();
         self.sh.helper.wake_all();
         self.sh.readable.wake_all();
         self.sh.writable.wake_all();
@@ -756,8 +895,11 @@ impl FileLike for Socket {
                 if st.eof || st.shut_rd {
                     ev |= POLLRDHUP;
                 }
-                if !st.shut_wr {
+                if !st.shut_wr && (st.out.space() >= MIN_ROOM || st.write_err.is_some()) {
                     ev |= POLLOUT | POLLWRNORM;
+                }
+                if st.write_err.is_some() {
+                    ev |= POLLERR;
                 }
                 if st.read_err.is_some() {
                     ev |= POLLERR;
@@ -787,7 +929,7 @@ impl FileLike for Socket {
     }
 
     fn ioctl(&self, request: u64, arg: u64) -> Result<u64, Errno> {
-        super::ioctl(request, arg, self.available())
+        super::ioctl(request, arg, self.available(), self.queued())
     }
 
     fn mode(&self) -> u32 {
@@ -843,6 +985,91 @@ fn dialer(sh: Arc<Shared>, msg: String, nodelay: bool, keepalive: bool) {
     readiness_changed();
     if let Some(conv) = conv {
         reader(sh, conv);
+    }
+}
+
+/// Writes all of `data` to the connection's `data` file: the gateway may
+/// take less than asked at a time. On an error, how much went before it.
+fn write_all(conv: &Conv, data: &[u8]) -> Result<usize, (usize, Errno)> {
+    let c = client().map_err(|e| (0, e))?;
+    let fid = conv.data.ok_or((0, Errno::EPIPE))?;
+    let chunk = c.iounit() as usize;
+    let mut done = 0;
+    while done < data.len() {
+        let end = data.len().min(done + chunk);
+        match c.write(fid, 0, &data[done..end]) {
+            Ok(0) => return Err((done, Errno::EPIPE)),
+            Ok(n) => done += n,
+            Err(e) => return Err((done, e)),
+        }
+    }
+    Ok(done)
+}
+
+/// The writer of a connection (streaming on): writes what `send` queued,
+/// one write at a time, all that has gathered in each; sends a deferred
+/// `shutdown wr` and hang-up after the bytes before them.
+fn writer(sh: Arc<Shared>, conv: Arc<Conv>) {
+    crate::sched::current().set_posts();
+    let chunk = client().map_or(4096, |c| c.iounit() as usize);
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        sh.flush.wait_while(|| {
+            let st = sh.st.lock();
+            st.writing || (st.out.is_empty() && !st.shut_pending && !st.closing)
+        });
+        let n = {
+            let mut st = sh.st.lock();
+            if st.writing {
+                continue;
+            }
+            if st.out.is_empty() {
+                if st.shut_pending {
+                    st.shut_pending = false;
+                    drop(st);
+                    if let Ok(c) = client() {
+                        let _ = conv.ctl(c, "shutdown wr");
+                    }
+                    continue;
+                }
+                if st.closing {
+                    let hangup = st.hangup_by_writer;
+                    drop(st);
+                    if hangup && let Ok(c) = client() {
+                        let _ = conv.ctl(c, "hangup");
+                    }
+                    break;
+                }
+                continue;
+            }
+            let n = st.out.len().min(chunk);
+            if buf.len() < n {
+                buf.resize(n, 0);
+            }
+            st.out.pop(&mut buf[..n]);
+            st.writing = true;
+            n
+        };
+        // Room came in the send buffer.
+        sh.wakes.output();
+        sh.writable.wake_all();
+        readiness_changed();
+        let r = write_all(&conv, &buf[..n]);
+        {
+            let mut st = sh.st.lock();
+            st.writing = false;
+            if let Err((_, e)) = r {
+                st.write_err.get_or_insert(e);
+                st.out.clear();
+                // Nothing more will be written; a deferred shutdown is moot.
+                st.shut_pending = false;
+            }
+        }
+        if r.is_err() {
+            sh.wakes.all();
+        }
+        sh.writable.wake_all();
+        readiness_changed();
     }
 }
 

@@ -137,7 +137,7 @@ impl FileLike for UnixStream {
     }
 
     fn ioctl(&self, request: u64, arg: u64) -> Result<u64, Errno> {
-        super::ioctl(request, arg, self.rd.available())
+        super::ioctl(request, arg, self.rd.available(), 0)
     }
 
     fn mode(&self) -> u32 {

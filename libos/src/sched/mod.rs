@@ -217,6 +217,29 @@ pub fn yield_now() {
     cpu::irq_restore(irq);
 }
 
+/// Runs the blocked thread `t` now, ahead of the run queue, and the caller
+/// right after it (a hand-off: `t` has work the caller just gave it, such
+/// as bytes to send, and blocks again soon). No effect unless `t` is
+/// blocked; never from the idle thread.
+pub fn hand_off(t: ThreadRef) {
+    let irq = cpu::irq_save();
+    if t.state() != State::Blocked || current_is_idle() {
+        make_ready(t);
+        cpu::irq_restore(irq);
+        return;
+    }
+    {
+        let mut c = this_cpu().lock();
+        let cur = c.current.clone().expect("scheduler not initialised");
+        cur.set_state(State::Ready);
+        t.set_state(State::Ready);
+        c.run_queue.push_front(cur);
+        c.run_queue.push_front(t);
+    }
+    schedule();
+    cpu::irq_restore(irq);
+}
+
 /// Blocks the current thread until [`make_ready`] is called on it. The
 /// caller has put it somewhere a waker will find it, with interrupts off.
 pub(crate) fn block_current() {

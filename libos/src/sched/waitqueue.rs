@@ -99,6 +99,20 @@ impl WaitQueue {
         }
     }
 
+    /// Wakes the longest waiter and runs it at once, ahead of other ready
+    /// threads, the caller right after it ([`super::hand_off`]); returns
+    /// whether there was one. Only from a thread that may sleep.
+    pub fn hand_off(&self) -> bool {
+        let t = self.waiters.lock().pop_front();
+        match t {
+            Some(t) => {
+                super::hand_off(t);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Wakes every waiter; returns how many.
     pub fn wake_all(&self) -> usize {
         let all = core::mem::take(&mut *self.waiters.lock());

@@ -96,6 +96,12 @@ impl Ring {
         n
     }
 
+    /// Drops every byte waiting (the storage stays).
+    pub fn clear(&mut self) {
+        self.head = 0;
+        self.len = 0;
+    }
+
     /// Takes up to `out.len()` bytes from the front; returns how many.
     pub fn pop(&mut self, out: &mut [u8]) -> usize {
         let n = self.peek(out);
