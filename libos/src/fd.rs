@@ -118,6 +118,21 @@ pub trait FileLike: Send + Sync + 'static {
         false
     }
     /// The concrete type, for the calls only one kind has (`bind` on a socket).
+    /// A read that neither waits nor goes to the gateway, for a direct
+    /// system call (`syscall::direct`): `None` declines (the call traps and
+    /// runs [`read`](Self::read)); `EAGAIN` means nothing is there now.
+    fn read_now(&self, max: usize) -> Option<Result<Vec<u8>, Errno>> {
+        let _ = max;
+        None
+    }
+
+    /// A write that neither waits nor goes to the gateway, for a direct
+    /// system call: `None` declines, before any effect.
+    fn write_now(&self, data: &[u8]) -> Option<Result<usize, Errno>> {
+        let _ = data;
+        None
+    }
+
     fn as_any(&self) -> &dyn core::any::Any;
 }
 

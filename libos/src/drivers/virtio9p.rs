@@ -100,6 +100,11 @@ pub struct Virtio9p {
     used_idx: u64,
     /// The server has gone: requests in flight were failed, new ones fail.
     gone: AtomicBool,
+    /// Requests were queued since the last notification: the device is told
+    /// before the CPU leaves the library OS, halts, or spins for a reply
+    /// ([`flush`]), so that requests queued together cost one notification
+    /// (an exit of about 11 µs on PVM).
+    notify_due: AtomicBool,
 }
 
 static DEVICE: spin::Once<Virtio9p> = spin::Once::new();
@@ -214,6 +219,7 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
         seen: core::sync::atomic::AtomicU16::new(0),
         used_idx: mm::phys_to_virt(used) + 2,
         gone: AtomicBool::new(false),
+        notify_due: AtomicBool::new(false),
     };
     dev.set_avail_flags(VIRTQ_AVAIL_F_NO_INTERRUPT);
     wr(
@@ -228,11 +234,13 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
                 d.idle.store(on, Ordering::SeqCst);
                 d.update_flags();
                 if on {
+                    d.notify();
                     d.reap();
                 }
             }
         },
         poll,
+        flush,
         pending: || {
             DEVICE
                 .get()
@@ -240,6 +248,14 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
         },
     });
     Ok(dev)
+}
+
+/// Tells the device about requests queued since it was last told (the
+/// library OS is about to return to the program).
+pub fn flush() {
+    if let Some(d) = DEVICE.get() {
+        d.notify();
+    }
 }
 
 /// Collects completions that came, if any (cheap when none did).
@@ -355,6 +371,11 @@ impl Virtio9p {
         } else {
             POLL_NS
         };
+        if poll > 0 {
+            // Spinning for a reply the device has not been told about would
+            // wait forever.
+            self.notify();
+        }
         let deadline = crate::time::monotonic_ns() + poll;
         // Spinning only pays while nobody else could use the CPU.
         while !slot.done.load(Ordering::Acquire)
@@ -481,14 +502,23 @@ impl Virtio9p {
                 fence(Ordering::SeqCst);
                 drop(q);
                 self.in_flight.fetch_add(1, Ordering::Relaxed);
-                wr(self.base, reg::QUEUE_NOTIFY, 0);
+                self.notify_due.store(true, Ordering::SeqCst);
                 return Ok(h);
             }
             drop(q);
+            // Room comes only from replies to requests the device knows of.
+            self.notify();
             let q = &self.queue;
             let gone = &self.gone;
             self.room
                 .wait_while(|| q.lock().free.len() < need && !gone.load(Ordering::Acquire));
+        }
+    }
+
+    /// Notifies the device if requests were queued since the last time.
+    fn notify(&self) {
+        if self.notify_due.swap(false, Ordering::SeqCst) {
+            wr(self.base, reg::QUEUE_NOTIFY, 0);
         }
     }
 

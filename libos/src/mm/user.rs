@@ -87,6 +87,38 @@ pub fn present_writable(addr: u64, len: u64) -> bool {
     true
 }
 
+/// Whether every page of `[addr, addr+len)` is present for the program now
+/// (readable without a fault). As for [`present_writable`], the caller
+/// keeps interrupts off while it relies on the answer.
+pub fn present_readable(addr: u64, len: u64) -> bool {
+    if check_range(addr, len).is_err() {
+        return false;
+    }
+    let mut page = addr & !(PAGE_SIZE as u64 - 1);
+    while page < addr + len {
+        if !translate(page).is_some_and(|t| t.flags.contains(super::paging::PteFlags::USER)) {
+            return false;
+        }
+        page += PAGE_SIZE as u64;
+    }
+    true
+}
+
+/// How many bytes from `addr` (up to `len`) lie in pages that are present
+/// and writable now ([`present_writable`] page by page).
+pub fn present_writable_prefix(addr: u64, len: u64) -> u64 {
+    let mut done = 0;
+    while done < len {
+        let at = addr + done;
+        let n = (PAGE_SIZE as u64 - at % PAGE_SIZE as u64).min(len - done);
+        if !present_writable(at, n) {
+            break;
+        }
+        done += n;
+    }
+    done
+}
+
 /// The 4-byte-aligned word at `addr` if its page is present for the program
 /// now, read without faulting. The caller keeps interrupts off.
 pub fn present_word(addr: u64) -> Option<u32> {

@@ -877,6 +877,34 @@ impl FileLike for Socket {
         self.send(data, nonblock).map_err(|e| sigpipe(e, false))
     }
 
+    fn read_now(&self, max: usize) -> Option<Result<Vec<u8>, Errno>> {
+        // Only what the receive buffer holds: an empty one declines (the
+        // trapped read posts a read or waits).
+        let st = self.sh.st.lock();
+        (st.phase == Phase::Connected && !st.ring.is_empty() && max > 0).then(|| {
+            drop(st);
+            self.recv(max, true, false, false)
+        })
+    }
+
+    fn write_now(&self, data: &[u8]) -> Option<Result<usize, Errno>> {
+        // Only into the send buffer while the writer is busy (it takes the
+        // bytes when its write is answered); an idle writer is handed the
+        // bytes by the trapped call, which may switch to it.
+        let mut st = self.sh.st.lock();
+        let ok = st.phase == Phase::Connected
+            && streaming()
+            && st.writer
+            && st.writing
+            && !st.shut_wr
+            && !st.eof
+            && st.read_err.is_none()
+            && st.write_err.is_none()
+            && !data.is_empty()
+            && st.out.space() >= data.len();
+        ok.then(|| Ok(st.out.push(data)))
+    }
+
     fn poll(&self) -> u16 {
         let mut st = self.sh.st.lock();
         let mut ev = 0;

@@ -109,6 +109,9 @@ pub struct PolledDevice {
     pub idle: fn(bool),
     /// Collects completions that came.
     pub poll: fn(),
+    /// Tells the device about requests it has not been told of (before
+    /// the CPU returns to the program, and at every tick).
+    pub flush: fn(),
     /// Whether completions are outstanding (a tick then bounds their wait).
     pub pending: fn() -> bool,
 }
@@ -144,6 +147,14 @@ fn idle_loop() {
 /// leaves the CPU to it rather than spin).
 pub fn others_ready() -> bool {
     !this_cpu().lock().run_queue.is_empty()
+}
+
+/// Tells the polled device of requests queued for it (the CPU is about to
+/// leave the library OS for the program).
+pub fn flush_devices() {
+    if let Some(d) = POLLED.get() {
+        (d.flush)();
+    }
 }
 
 /// Polls the polled device (a scheduling point).
@@ -466,6 +477,7 @@ pub(crate) fn device_interrupt_exit() {
 pub(crate) fn timer_interrupt() {
     TIMER_IRQS.fetch_add(1, Ordering::Relaxed);
     ARMED_TSC.store(0, Ordering::Relaxed);
+    flush_devices();
     poll_devices();
     let now = time::monotonic_ns();
     loop {

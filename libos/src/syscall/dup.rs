@@ -87,6 +87,27 @@ pub fn fcntl(a: &[u64; 6]) -> Result<u64, Errno> {
     }
 }
 
+/// `fcntl` in a direct call (see `syscall::direct`): the flag commands,
+/// which only read or set the descriptor's and description's flags; `None`
+/// for the others (they trap).
+pub fn fcntl_direct(a: &[u64; 6]) -> Option<u64> {
+    if !matches!(a[1], F_GETFD | F_SETFD | F_GETFL | F_SETFL) {
+        return None;
+    }
+    let o = fd::object(a[0]).ok()?;
+    let r = match a[1] {
+        F_GETFD => fd::cloexec(a[0]).map(u64::from),
+        F_SETFD => fd::set_cloexec(a[0], a[2] & FD_CLOEXEC != 0).map(|_| 0),
+        F_GETFL => Ok(u64::from(o.status_flags())),
+        _ => {
+            o.set_status_flags(a[2] as u32);
+            Ok(0)
+        }
+    };
+    super::release(o);
+    Some(r.unwrap_or_else(super::errno_value))
+}
+
 /// A `struct flock` as the 9P lock wants it: (type, start, length).
 struct Lock {
     ty: u16,

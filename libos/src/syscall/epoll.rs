@@ -59,13 +59,25 @@ pub fn epoll_ctl(a: &[u64; 6]) -> Result<u64, Errno> {
     let target = u64::try_from(fd)
         .map_err(|_| Errno::EBADF)
         .and_then(fd::object)?;
+    ctl(&ep, &target, op, fd, events, data)
+}
+
+/// `epoll_ctl` once the objects are known (and the event read).
+fn ctl(
+    ep: &Object,
+    target: &Object,
+    op: u64,
+    fd: i32,
+    events: u32,
+    data: u64,
+) -> Result<u64, Errno> {
     if !target.epoll_watchable() {
         return Err(Errno::EPERM);
     }
     let Object::Epoll(ep) = ep else {
         return Err(Errno::EINVAL);
     };
-    if target.key() == Arc::as_ptr(&ep) as *const u8 as usize {
+    if target.key() == Arc::as_ptr(ep) as *const u8 as usize {
         return Err(Errno::EINVAL);
     }
     if op != EPOLL_CTL_DEL && events & EPOLLEXCLUSIVE != 0 {
@@ -84,8 +96,46 @@ pub fn epoll_ctl(a: &[u64; 6]) -> Result<u64, Errno> {
         EPOLL_CTL_MOD => Op::Mod,
         _ => return Err(Errno::EINVAL),
     };
-    ep.ctl(op, fd, &target, events, data)?;
+    ep.ctl(op, fd, target, events, data)?;
     Ok(0)
+}
+
+/// `epoll_ctl` in a direct call (see `syscall::direct`): the event read
+/// from a page present now; `None` to trap (a bad descriptor or event, so
+/// that the errors come in Linux's order from the trapped call).
+pub fn ctl_direct(a: &[u64; 6]) -> Option<u64> {
+    let (epfd, op, fd) = (a[0] as i32, a[1] as i32 as i64 as u64, a[2] as i32);
+    let (events, data) = if op == EPOLL_CTL_DEL {
+        (0, 0)
+    } else {
+        let mut b = [0u8; EVENT_SIZE as usize];
+        let irq = crate::arch::cpu::irq_save();
+        let ok = user::present_readable(a[3], EVENT_SIZE);
+        if ok {
+            // SAFETY: 12 bytes of present user memory (checked above,
+            // interrupts off).
+            unsafe { core::ptr::copy_nonoverlapping(a[3] as *const u8, b.as_mut_ptr(), b.len()) };
+        }
+        crate::arch::cpu::irq_restore(irq);
+        if !ok {
+            return None;
+        }
+        let events = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let data = u64::from_le_bytes([b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11]]);
+        (events, data)
+    };
+    let ep = fd::object(u64::try_from(epfd).ok()?).ok()?;
+    let Ok(target) = u64::try_from(fd)
+        .map_err(|_| Errno::EBADF)
+        .and_then(fd::object)
+    else {
+        super::release(ep);
+        return None;
+    };
+    let r = ctl(&ep, &target, op, fd, events, data);
+    super::release(target);
+    super::release(ep);
+    Some(r.unwrap_or_else(super::errno_value))
 }
 
 /// The common part of the waits: checks, waits until `deadline`, writes
@@ -122,6 +172,56 @@ fn wait(epfd: u64, addr: u64, max: u64, deadline: Option<u64>) -> Result<u64, Er
     }
     user::copy_in(addr, &out)?;
     Ok(got.len() as u64)
+}
+
+/// `epoll_wait` (and `epoll_pwait` without a signal mask) in a direct call
+/// (see `syscall::direct`): the events ready now, written to the present,
+/// writable part of the buffer (fewer than ready if it is shorter; the
+/// rest stay ready); `None` to trap when none is ready and the call would
+/// wait, or on any error.
+pub fn wait_direct(a: &[u64; 6], pwait: bool) -> Option<u64> {
+    if pwait && a[4] != 0 {
+        return None;
+    }
+    let (addr, max, timeout) = (a[1], a[2] as i32, a[3] as i32);
+    if max <= 0 || max as u64 > MAX_EVENTS {
+        return None;
+    }
+    let object = fd::object(u64::try_from(a[0] as i32).ok()?).ok()?;
+    let r = match &object {
+        Object::Epoll(ep) => {
+            // Interrupts off from the check to the copy: the pages stay mapped.
+            let irq = crate::arch::cpu::irq_save();
+            let room = user::present_writable_prefix(addr, max as u64 * EVENT_SIZE) / EVENT_SIZE;
+            let got = if room == 0 {
+                None
+            } else if ep.count_ready() == 0 {
+                (timeout == 0).then(Vec::new)
+            } else {
+                Some(ep.take(room as usize))
+            };
+            let r = match got {
+                Some(got) if !got.is_empty() || timeout == 0 => {
+                    for (i, (events, data)) in got.iter().enumerate() {
+                        let at = addr + i as u64 * EVENT_SIZE;
+                        // SAFETY: event `i` < `room` lies in the present,
+                        // writable prefix checked above (interrupts off).
+                        unsafe {
+                            core::ptr::write_unaligned(at as *mut u32, *events);
+                            core::ptr::write_unaligned((at + 4) as *mut u64, *data);
+                        }
+                    }
+                    Some(got.len() as u64)
+                }
+                _ => None,
+            };
+            crate::arch::cpu::irq_restore(irq);
+            r
+        }
+        _ => None,
+    };
+    super::release(object);
+    r
 }
 
 /// A timeout in milliseconds as a deadline: negative waits forever.

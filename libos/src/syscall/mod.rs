@@ -398,6 +398,11 @@ pub fn direct(nr: u64, args: [u64; 6]) -> Option<u64> {
             });
         }
         0 => return read::read_direct(&args, false).inspect(|_| count_call()),
+        1 => return write::write_direct(&args).inspect(|_| count_call()),
+        72 => return dup::fcntl_direct(&args).inspect(|_| count_call()),
+        232 => return epoll::wait_direct(&args, false).inspect(|_| count_call()),
+        281 => return epoll::wait_direct(&args, true).inspect(|_| count_call()),
+        233 => return epoll::ctl_direct(&args).inspect(|_| count_call()),
         17 => return read::read_direct(&args, true).inspect(|_| count_call()),
         _ => return None,
     };

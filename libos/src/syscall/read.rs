@@ -165,6 +165,15 @@ pub fn read_direct(a: &[u64; 6], positional: bool) -> Option<u64> {
         return None;
     }
     let o = fd::object(a[0]).ok()?;
+    if let Object::Like(l) = &o {
+        let r = if positional {
+            None
+        } else {
+            like_now(&**l, o.nonblocking(), addr, len)
+        };
+        super::release(o);
+        return r;
+    }
     let served = (|| {
         let Object::File(f) = &o else { return None };
         let File::P9 {
@@ -208,6 +217,33 @@ pub fn read_direct(a: &[u64; 6], positional: bool) -> Option<u64> {
     })();
     super::release(o);
     served
+}
+
+/// A direct `read` of a socket or eventfd: what it holds now, copied into
+/// present, writable pages; `None` (nothing taken) when the read would
+/// wait or the buffer is not mapped yet.
+fn like_now(l: &dyn fd::FileLike, nonblock: bool, addr: u64, len: u64) -> Option<u64> {
+    // Interrupts off from the check to the copy: the pages stay mapped.
+    let irq = crate::arch::cpu::irq_save();
+    let r = (|| {
+        if !user::present_writable(addr, len) {
+            return None;
+        }
+        match l.read_now(len as usize)? {
+            Ok(bytes) => {
+                let n = bytes.len().min(len as usize);
+                // SAFETY: `[addr, addr+len)` is present, writable user
+                // memory (checked above, interrupts off) and `n <= len`.
+                unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), addr as *mut u8, n) };
+                Some(n as u64)
+            }
+            // Nothing there: a blocking read waits, trapped.
+            Err(Errno::EAGAIN) if !nonblock => None,
+            Err(e) => Some(super::errno_value(e)),
+        }
+    })();
+    crate::arch::cpu::irq_restore(irq);
+    r
 }
 
 /// `read(fd, buf, count)`.

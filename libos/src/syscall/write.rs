@@ -181,3 +181,41 @@ pub fn pwritev(a: &[u64; 6]) -> Result<u64, Errno> {
     }
     writev_at(&fd::object(a[0])?, Some(a[3]), a[1], a[2])
 }
+
+/// `write` in a direct call (see `syscall::direct`): into a socket's send
+/// buffer while its writer is busy, or an eventfd, from pages present now;
+/// `None` to have the call trap (before any effect).
+pub fn write_direct(a: &[u64; 6]) -> Option<u64> {
+    let (addr, len) = (a[1], a[2]);
+    if len == 0 || len > 64 * 1024 {
+        return None;
+    }
+    let o = fd::object(a[0]).ok()?;
+    let r = match &o {
+        Object::Like(l) => {
+            let nonblock = o.nonblocking();
+            // Interrupts off from the check to the copy: the pages stay mapped.
+            let irq = crate::arch::cpu::irq_save();
+            let r = if user::present_readable(addr, len) {
+                // SAFETY: `[addr, addr+len)` is present user memory (checked
+                // above, interrupts off); the program may race on it as with
+                // any write(2), which only affects the bytes sent.
+                let data = unsafe { core::slice::from_raw_parts(addr as *const u8, len as usize) };
+                match l.write_now(data) {
+                    Some(Ok(n)) => Some(n as u64),
+                    // Full: a blocking write waits, trapped.
+                    Some(Err(Errno::EAGAIN)) if !nonblock => None,
+                    Some(Err(e)) => Some(super::errno_value(e)),
+                    None => None,
+                }
+            } else {
+                None
+            };
+            crate::arch::cpu::irq_restore(irq);
+            r
+        }
+        _ => None,
+    };
+    super::release(o);
+    r
+}

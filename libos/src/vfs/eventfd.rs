@@ -114,6 +114,14 @@ impl crate::fd::FileLike for EventFd {
         EventFd::poll(self)
     }
 
+    fn read_now(&self, max: usize) -> Option<Result<alloc::vec::Vec<u8>, Errno>> {
+        Some(crate::fd::FileLike::read(self, max, true))
+    }
+
+    fn write_now(&self, data: &[u8]) -> Option<Result<usize, Errno>> {
+        Some(crate::fd::FileLike::write(self, data, true))
+    }
+
     fn wakes(&self) -> [u64; 3] {
         EventFd::wakes(self)
     }

@@ -355,6 +355,8 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
         return;
     }
     if frame.cs & 3 == 3 {
+        // Requests queued meanwhile reach the device before the program runs.
+        crate::sched::flush_devices();
         let mut regs = frame.user_regs();
         if crate::signal::deliver_pending(&mut regs) {
             frame.set_user_regs(&regs);

@@ -356,6 +356,8 @@ extern "C" fn syscall_dispatch(frame: &mut SyscallFrame) {
             crate::syscall::fatal_user_state("no room for a signal frame", regs.rsp);
         }
     }
+    // Requests the call queued reach the device now, together.
+    crate::sched::flush_devices();
     // On a PVM host the virtual interrupt flag stays set: the host keeps it
     // for the program as `sysretq` finds it (an interrupt in the last
     // instruction before it is moved off the program's stack, see
