@@ -9,7 +9,7 @@
 
 use alloc::vec::Vec;
 use core::ptr::{read_volatile, write_volatile};
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering, fence};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
 
 use astraea_abi::virtio_mmio::{self as vm_abi, reg, status};
 
@@ -258,6 +258,21 @@ pub fn flush() {
     }
 }
 
+/// Requests queued, notifications sent, and completion interrupts taken
+/// (for the exit summary of `--log info`).
+static REQUESTS: AtomicU64 = AtomicU64::new(0);
+static NOTIFICATIONS: AtomicU64 = AtomicU64::new(0);
+static INTERRUPTS: AtomicU64 = AtomicU64::new(0);
+
+/// (requests, notifications, interrupts) so far.
+pub fn stats() -> (u64, u64, u64) {
+    (
+        REQUESTS.load(Ordering::Relaxed),
+        NOTIFICATIONS.load(Ordering::Relaxed),
+        INTERRUPTS.load(Ordering::Relaxed),
+    )
+}
+
 /// Collects completions that came, if any (cheap when none did).
 pub fn poll() {
     if let Some(d) = DEVICE.get() {
@@ -277,6 +292,7 @@ pub fn device() -> Option<&'static Virtio9p> {
 
 /// The completion interrupt.
 pub fn interrupt() {
+    INTERRUPTS.fetch_add(1, Ordering::Relaxed);
     if let Some(d) = DEVICE.get() {
         if ACK_INTERRUPTS.load(Ordering::Relaxed) {
             // A line-based interrupt stays raised until acknowledged: clear
@@ -319,6 +335,31 @@ impl Virtio9p {
             ),
         )?;
         self.wait(head, reply.len())
+    }
+
+    /// Sends every request at once (the device is told once) and then waits
+    /// for each reply, written to the matching buffer of `replies`; returns
+    /// each reply's length.
+    pub fn request_many(
+        &self,
+        requests: &[&[u8]],
+        replies: &mut [&mut [u8]],
+    ) -> Vec<Result<usize, DeviceError>> {
+        let heads: Vec<Result<u16, DeviceError>> = requests
+            .iter()
+            .zip(replies.iter_mut())
+            .map(|(q, r)| {
+                self.submit(
+                    (mm::virt_to_phys(q.as_ptr() as u64), q.len() as u32),
+                    (mm::virt_to_phys(r.as_mut_ptr() as u64), r.len() as u32),
+                )
+            })
+            .collect();
+        heads
+            .into_iter()
+            .zip(replies.iter())
+            .map(|(h, r)| h.and_then(|h| self.wait(h, r.len())))
+            .collect()
     }
 
     /// Sends `request` and has the reply's first `header.len()` bytes
@@ -503,6 +544,7 @@ impl Virtio9p {
                 drop(q);
                 self.in_flight.fetch_add(1, Ordering::Relaxed);
                 self.notify_due.store(true, Ordering::SeqCst);
+                REQUESTS.fetch_add(1, Ordering::Relaxed);
                 return Ok(h);
             }
             drop(q);
@@ -518,6 +560,7 @@ impl Virtio9p {
     /// Notifies the device if requests were queued since the last time.
     fn notify(&self) {
         if self.notify_due.swap(false, Ordering::SeqCst) {
+            NOTIFICATIONS.fetch_add(1, Ordering::Relaxed);
             wr(self.base, reg::QUEUE_NOTIFY, 0);
         }
     }

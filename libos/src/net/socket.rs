@@ -42,6 +42,8 @@ const SEND_BUF: usize = 1024 * 1024;
 /// A write of at least this much, with nothing queued, is written by the
 /// caller (see [`Socket::send`]).
 const LARGE_WRITE: usize = 64 * 1024;
+/// Acceptor threads per listening socket.
+const ACCEPTORS: usize = 2;
 /// Linux's `somaxconn`.
 const SOMAXCONN: usize = 4096;
 
@@ -165,10 +167,10 @@ impl Conv {
 impl Drop for Conv {
     fn drop(&mut self) {
         if let Ok(c) = client() {
-            if let Some(d) = self.data {
-                c.clunk(d);
+            match self.data {
+                Some(d) => c.clunk_many(&[d, self.ctl]),
+                None => c.clunk(self.ctl),
             }
-            c.clunk(self.ctl);
         }
     }
 }
@@ -237,6 +239,9 @@ struct St {
     /// The socket was closed with bytes still queued: the writer hangs up
     /// once they are sent.
     hangup_by_writer: bool,
+    /// `TCP_NODELAY` was set: the writer tells the host socket before it
+    /// writes next (it only matters for what is sent).
+    nodelay_pending: bool,
 }
 
 /// The part of a socket its helper thread shares.
@@ -310,6 +315,7 @@ impl Socket {
                     writer: false,
                     shut_pending: false,
                     hangup_by_writer: false,
+                    nodelay_pending: false,
                 }),
                 readable: WaitQueue::new(),
                 writable: WaitQueue::new(),
@@ -377,8 +383,13 @@ impl Socket {
         // A listener on one address gives its calls that local address: no
         // need to ask the gateway for each (a wildcard one must).
         let local = self.sh.st.lock().local.filter(|a| !a.ip().is_unspecified());
-        crate::sched::spawn("acceptor", move || acceptor(sh, conv, nodelay, local))
-            .ok_or(Errno::ENOMEM)?;
+        // Two acceptors: one sets a call up (several round trips) while the
+        // other's `listen` waits for the next.
+        for _ in 0..ACCEPTORS {
+            let (sh, conv) = (sh.clone(), conv.clone());
+            crate::sched::spawn("acceptor", move || acceptor(sh, conv, nodelay, local))
+                .ok_or(Errno::ENOMEM)?;
+        }
         Ok(())
     }
 
@@ -647,7 +658,11 @@ impl Socket {
                     continue;
                 }
                 st.writing = true;
+                let nodelay = core::mem::take(&mut st.nodelay_pending);
                 drop(st);
+                if nodelay && let Ok(c) = client() {
+                    let _ = conv.ctl(c, "nodelay");
+                }
                 let r = write_all(&conv, &data[done..]);
                 let mut st = sh.st.lock();
                 st.writing = false;
@@ -791,6 +806,18 @@ impl Socket {
         let (int, conv) = {
             let mut st = self.sh.st.lock();
             let int = st.opts.set(level, name, value)?;
+            if int != 0
+                && level == IPPROTO_TCP
+                && name == TCP_NODELAY
+                && st.phase == Phase::Connected
+                && streaming()
+            {
+                // Before the next write, by the writer: the caller does not
+                // wait for the gateway (servers set it on every accepted
+                // connection).
+                st.nodelay_pending = true;
+                return Ok(());
+            }
             (
                 int,
                 st.conv.clone().filter(|_| st.phase == Phase::Connected),
@@ -854,9 +881,10 @@ impl Drop for Socket {
         let (conv, accepts) = {
             let mut st = self.sh.st.lock();
             st.closing = true;
-            // Bytes still queued are sent first, as Linux does after a
-            // close: the writer hangs up then.
-            st.hangup_by_writer = st.writer && Self::busy(&st);
+            // A connection with a writer is hung up by it, after the bytes
+            // still queued (Linux sends them after a close too), and
+            // without the closing thread waiting for the gateway.
+            st.hangup_by_writer = st.writer && st.write_err.is_none();
             let conv = st.conv.clone().filter(|_| !st.hangup_by_writer);
             (conv, core::mem::take(&mut st.accepts))
         };
@@ -867,7 +895,9 @@ impl Drop for Socket {
         if let (Some(conv), Ok(c)) = (conv, client()) {
             let _ = conv.ctl(c, "hangup");
         }
-        self.sh.flush.wake_all();
+        if !self.sh.flush.hand_off() {
+            self.sh.flush.wake_all();
+        }
         self.sh.helper.wake_all();
         self.sh.readable.wake_all();
         self.sh.writable.wake_all();
@@ -1077,6 +1107,14 @@ fn writer(sh: Arc<Shared>, conv: Arc<Conv>) {
                 }
                 continue;
             }
+            if st.nodelay_pending {
+                st.nodelay_pending = false;
+                drop(st);
+                if let Ok(c) = client() {
+                    let _ = conv.ctl(c, "nodelay");
+                }
+                continue;
+            }
             let n = st.out.len().min(chunk);
             if buf.len() < n {
                 buf.resize(n, 0);
@@ -1179,12 +1217,42 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, nodelay: bool, local: Option<Socke
         let call = (|| {
             let fid = c.walk(c.root(), &["net", "tcp", &num, "listen"])?;
             let mut new = Conv::from_ctl(c, fid, "tcp")?;
-            new.open_data(c)?;
+            // The call's data file and addresses, opened and read together.
+            let n = format!("{}", new.n);
+            let mut paths: Vec<(&[&str], u32)> = Vec::with_capacity(3);
+            let data = ["net", "tcp", &n, "data"];
+            let remote_file = ["net", "tcp", &n, "remote"];
+            let local_file = ["net", "tcp", &n, "local"];
+            paths.push((&data, O_RDWR));
+            paths.push((&remote_file, O_RDONLY));
+            if local.is_none() {
+                paths.push((&local_file, O_RDONLY));
+            }
+            let opened = c.open_many(&paths);
+            let mut open_fids: Vec<Fid> = opened[1..].iter().filter_map(|r| (*r).ok()).collect();
+            new.data = Some(match opened[0] {
+                Ok(fid) => fid,
+                Err(e) => {
+                    c.clunk_many(&open_fids);
+                    return Err(e);
+                }
+            });
             if nodelay {
                 let _ = new.ctl(c, "nodelay");
             }
-            let local = local.or_else(|| new.address(c, "local"));
-            let remote = new.address(c, "remote");
+            let texts = c.read_many(&open_fids, 80);
+            let addr_of = |i: usize| {
+                opened
+                    .get(i)
+                    .and_then(|r| r.as_ref().ok())
+                    .and_then(|fid| open_fids.iter().position(|f| f == fid))
+                    .and_then(|k| texts.get(k)?.as_ref().ok())
+                    .and_then(|t| addr::parse_text(t))
+            };
+            let remote = addr_of(1);
+            let local = local.or_else(|| addr_of(2));
+            c.clunk_many(&open_fids);
+            open_fids.clear();
             Ok::<_, Errno>(Accepted {
                 conv: new,
                 local,

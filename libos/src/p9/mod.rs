@@ -222,6 +222,150 @@ impl Client {
         }
     }
 
+    /// Sends `msgs` together (one notification, one wait for the slowest)
+    /// and decodes each reply with `each`; for small replies (`reply_len`
+    /// bytes at most each).
+    fn rpc_batch<R>(
+        &self,
+        msgs: &[TMessage<'_>],
+        reply_len: usize,
+        mut each: impl FnMut(usize, Result<RMessage<'_>, Errno>) -> R,
+    ) -> Vec<R> {
+        let tags: Vec<Tag<'_>> = msgs.iter().map(|_| self.alloc_tag()).collect();
+        let reqs: Vec<Result<Vec<u8>, Errno>> = msgs
+            .iter()
+            .zip(&tags)
+            .map(|(m, t)| {
+                let mut r = Vec::new();
+                m.encode(t.tag, &mut r).map_err(|_| Errno::EINVAL)?;
+                Ok(r)
+            })
+            .collect();
+        // Only the encoded ones go; the others keep their error.
+        let sent: Vec<usize> = (0..msgs.len()).filter(|&i| reqs[i].is_ok()).collect();
+        let bytes: Vec<&[u8]> = sent
+            .iter()
+            .filter_map(|&i| reqs[i].as_ref().ok().map(Vec::as_slice))
+            .collect();
+        let mut bufs: Vec<Vec<u8>> = sent.iter().map(|_| vec![0u8; reply_len]).collect();
+        let lens = {
+            let mut views: Vec<&mut [u8]> = bufs.iter_mut().map(Vec::as_mut_slice).collect();
+            self.dev.request_many(&bytes, &mut views)
+        };
+        let mut out = Vec::with_capacity(msgs.len());
+        let mut k = 0;
+        for (i, req) in reqs.iter().enumerate() {
+            let r = match req {
+                Err(e) => Err(*e),
+                Ok(_) => {
+                    let (len, buf) = (&lens[k], &bufs[k]);
+                    k += 1;
+                    len.as_ref()
+                        .map_err(|_| Errno::EIO)
+                        .and_then(|&n| Self::decode(&buf[..n], tags[i].tag))
+                }
+            };
+            out.push(each(i, r));
+        }
+        out
+    }
+
+    /// Checks a reply's frame and tag and decodes it (`Rlerror` as its errno).
+    fn decode(reply: &[u8], tag: u16) -> Result<RMessage<'_>, Errno> {
+        let frame = Frame::new_checked(reply).map_err(|_| Errno::EPROTO)?;
+        if frame.tag() != tag {
+            return Err(Errno::EPROTO);
+        }
+        match RMessage::decode(&frame).map_err(|_| Errno::EPROTO)? {
+            RMessage::Lerror { ecode } => Err(Errno(ecode)),
+            r => Ok(r),
+        }
+    }
+
+    /// Walks from the root to each of `paths` and opens it with its flags,
+    /// all together: three rounds of requests (walks, opens, and the
+    /// clunks of failed opens) whatever their number. Each result is the
+    /// open fid.
+    pub fn open_many(&self, paths: &[(&[&str], u32)]) -> Vec<Result<Fid, Errno>> {
+        let names: Vec<Vec<Str<'_>>> = paths
+            .iter()
+            .map(|(p, _)| p.iter().map(|n| Str::from(*n)).collect())
+            .collect();
+        let fids: Vec<Fid> = paths.iter().map(|_| self.alloc_fid()).collect();
+        let walks: Vec<TMessage<'_>> = names
+            .iter()
+            .zip(&fids)
+            .map(|(n, &newfid)| TMessage::Walk {
+                fid: self.root,
+                newfid,
+                names: WalkNames::new(n).unwrap_or_default(),
+            })
+            .collect();
+        let walked = self.rpc_batch(&walks, 256, |i, r| match r {
+            _ if paths[i].0.len() > MAXWELEM => Err(Errno::ENAMETOOLONG),
+            Ok(RMessage::Walk { qids }) if qids.len() == paths[i].0.len() => Ok(()),
+            // A partial walk leaves the new fid unused.
+            Ok(RMessage::Walk { .. }) => Err(Errno::ENOENT),
+            Ok(_) => Err(Errno::EPROTO),
+            Err(e) => Err(e),
+        });
+        let opens: Vec<TMessage<'_>> = walked
+            .iter()
+            .zip(&fids)
+            .zip(paths)
+            .filter(|((w, _), _)| w.is_ok())
+            .map(|((_, &fid), &(_, flags))| TMessage::Lopen { fid, flags })
+            .collect();
+        let mut opened = self
+            .rpc_batch(&opens, 256, |_, r| match r {
+                Ok(RMessage::Lopen { .. }) => Ok(()),
+                Ok(_) => Err(Errno::EPROTO),
+                Err(e) => Err(e),
+            })
+            .into_iter();
+        let mut out = Vec::with_capacity(paths.len());
+        let mut failed = Vec::new();
+        for (w, &fid) in walked.into_iter().zip(&fids) {
+            let r = w.and_then(|()| opened.next().unwrap_or(Err(Errno::EIO)).map(|()| fid));
+            if r.is_err() {
+                failed.push(fid);
+            }
+            out.push(r);
+        }
+        // Fids of failed walks were never made (the server clunks nothing);
+        // clunking them is harmless and frees them either way.
+        self.clunk_many(&failed);
+        out
+    }
+
+    /// Reads up to `max` bytes at offset 0 of each of `fids`, all together.
+    pub fn read_many(&self, fids: &[Fid], max: u32) -> Vec<Result<Vec<u8>, Errno>> {
+        let count = max.min(self.iounit());
+        let reads: Vec<TMessage<'_>> = fids
+            .iter()
+            .map(|&fid| TMessage::Read {
+                fid,
+                offset: 0,
+                count,
+            })
+            .collect();
+        self.rpc_batch(&reads, count as usize + 64, |_, r| match r {
+            Ok(RMessage::Read { data }) => Ok(data.to_vec()),
+            Ok(_) => Err(Errno::EPROTO),
+            Err(e) => Err(e),
+        })
+    }
+
+    /// Releases each of `fids`, all together (errors are ignored).
+    pub fn clunk_many(&self, fids: &[Fid]) {
+        if fids.is_empty() {
+            return;
+        }
+        let clunks: Vec<TMessage<'_>> = fids.iter().map(|&fid| TMessage::Clunk { fid }).collect();
+        self.rpc_batch(&clunks, 64, |_, _| ());
+        self.free_fids.lock().extend_from_slice(fids);
+    }
+
     /// Walks from `from` along `names` to a new fid.
     pub fn walk(&self, from: Fid, names: &[&str]) -> Result<Fid, Errno> {
         self.walk_detail(from, names)
