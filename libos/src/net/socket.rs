@@ -39,8 +39,8 @@ const MIN_ROOM: usize = 4096;
 /// The send buffer: bytes `send` accepted that the writer has not yet
 /// handed to the gateway (with streaming on).
 const SEND_BUF: usize = 1024 * 1024;
-/// A write of at least this much, with nothing queued, is written by the
-/// caller (see [`Socket::send`]).
+/// A write of at least this much is written by the caller (see
+/// [`Socket::send`]).
 const LARGE_WRITE: usize = 64 * 1024;
 /// Acceptor threads per listening socket.
 const ACCEPTORS: usize = 2;
@@ -633,10 +633,11 @@ impl Socket {
                     Err(Errno::EPIPE)
                 };
             }
-            // A large write with nothing queued goes out from the caller's
-            // buffer: copying it through the send buffer would cost more
-            // than the wait for the gateway saves.
-            let large = data.len() - done >= LARGE_WRITE && !Self::busy(&st);
+            // A large write goes out from the caller's buffer (a blocking
+            // one after what is queued): copying it through the send buffer
+            // would cost more than the wait for the gateway saves. A
+            // non-blocking one must not wait, so it queues if it cannot go.
+            let large = data.len() - done >= LARGE_WRITE && (!nonblock || !Self::busy(&st));
             let behind = streaming() && !st.eof && st.read_err.is_none() && !large;
             if !behind {
                 // In order after whatever is queued or being written.
