@@ -36,6 +36,7 @@ pub mod nr {
 #[allow(missing_docs)]
 pub mod code {
     pub const SI_USER: i32 = 0;
+    pub const SI_QUEUE: i32 = -1;
     pub const SI_TKILL: i32 = -6;
     pub const SEGV_MAPERR: i32 = 1;
     pub const SEGV_ACCERR: i32 = 2;
@@ -191,25 +192,66 @@ pub fn has_interrupting() -> bool {
     false
 }
 
-/// Marks `sig` pending for the thread `tid` and wakes it if it waits.
+/// A `siginfo_t` as the handler receives it (128 bytes).
+pub type SigInfo = [u8; 128];
+
+/// The most signal instances queued per thread (Linux's `RLIMIT_SIGPENDING`
+/// is per user and larger; a real-time `sigqueue` past it fails `EAGAIN`).
+const MAX_QUEUED: usize = 4096;
+
+/// The `siginfo` of a signal sent by this process with `code` (`SI_USER`
+/// from `kill`, `SI_TKILL` from `tkill`/`tgkill`): the sender's pid and uid.
+pub fn sent_info(sig: u32, code: i32) -> SigInfo {
+    let mut b = [0u8; 128];
+    b[0..4].copy_from_slice(&(sig as i32).to_le_bytes());
+    b[8..12].copy_from_slice(&code.to_le_bytes());
+    b[16..20].copy_from_slice(&(crate::process::pid() as u32).to_le_bytes());
+    b[20..24].copy_from_slice(&crate::vfs::identity::ids().0.to_le_bytes());
+    b
+}
+
+/// Marks `sig` pending for the thread `tid` (as `tkill` sends it) and
+/// wakes it if it waits.
 pub fn send(tid: u64, sig: u32) -> Result<(), Errno> {
+    send_info(tid, sig, sent_info(sig, code::SI_TKILL))
+}
+
+/// Marks `sig` pending for the thread `tid` with `info` (its `si_signo` is
+/// set here) and wakes it if it waits. A standard signal already pending
+/// keeps its first `siginfo`; real-time ones queue, each delivered with its
+/// own (Linux; tests/progs/memdiff.c). `EAGAIN` when the queue is full
+/// (the signal itself stays pending).
+pub fn send_info(tid: u64, sig: u32, mut info: SigInfo) -> Result<(), Errno> {
     if !(1..=64).contains(&sig) {
         return Err(Errno::EINVAL);
     }
     let t = crate::process::thread(tid).ok_or(Errno::ESRCH)?;
-    if sig >= SIGRTMIN {
-        // Real-time signals queue: each one sent is delivered (Linux;
-        // standard signals coalesce). tests/progs/memdiff.c
-        let mut q = t.user.rt_queued.lock();
-        if t.user.pending.fetch_or(bit(sig), Ordering::AcqRel) & bit(sig) != 0 {
-            let n = &mut q[(sig - SIGRTMIN) as usize];
-            *n = n.saturating_add(1);
+    info[0..4].copy_from_slice(&(sig as i32).to_le_bytes());
+    let full = {
+        let mut q = t.user.queued.lock();
+        let was = t.user.pending.fetch_or(bit(sig), Ordering::AcqRel) & bit(sig) != 0;
+        if was && sig < SIGRTMIN {
+            false
+        } else if q.len() >= MAX_QUEUED {
+            true
+        } else {
+            q.push_back((sig, info));
+            false
         }
-    } else {
-        t.user.pending.fetch_or(bit(sig), Ordering::AcqRel);
-    }
+    };
     crate::sched::make_ready(t);
-    Ok(())
+    if full { Err(Errno::EAGAIN) } else { Ok(()) }
+}
+
+/// Raises `SIGPIPE` at the calling thread for a write that failed with
+/// `EPIPE` (a pipe without readers, a socket shut down or reset; not with
+/// `MSG_NOSIGNAL`), as Linux does; returns the error.
+pub fn sigpipe(e: Errno, nosignal: bool) -> Errno {
+    if e == Errno::EPIPE && !nosignal {
+        let me = crate::sched::current().id();
+        let _ = send_info(me, nr::SIGPIPE, sent_info(nr::SIGPIPE, code::SI_USER));
+    }
+    e
 }
 
 /// Signals the VMM forwarded before the program had a thread to take
@@ -257,10 +299,15 @@ pub struct Info {
     pub addr: u64,
     /// The trap number and error code (the sigcontext's `trapno`/`err`).
     pub trap: (u64, u64),
+    /// A sent signal's whole `siginfo` (`kill`, `tkill`, `sigqueue`).
+    pub sent: Option<SigInfo>,
 }
 
 impl Info {
     fn bytes(&self) -> [u8; 128] {
+        if let Some(b) = self.sent {
+            return b;
+        }
         let mut b = [0u8; 128];
         b[0..4].copy_from_slice(&(self.signo as i32).to_le_bytes());
         b[8..12].copy_from_slice(&self.code.to_le_bytes());
@@ -381,24 +428,24 @@ fn deliver_one(regs: &mut UserRegs) -> Option<bool> {
         return None;
     }
     let sig = ready.trailing_zeros() + 1;
-    if sig >= SIGRTMIN {
-        let mut q = me.user.rt_queued.lock();
-        let n = &mut q[(sig - SIGRTMIN) as usize];
-        if *n > 0 {
-            // Another instance stays pending.
-            *n -= 1;
-        } else {
+    let sent = {
+        let mut q = me.user.queued.lock();
+        let at = q.iter().position(|(s, _)| *s == sig);
+        let sent = at.and_then(|i| q.remove(i)).map(|(_, b)| b);
+        // Another instance (a real-time signal's) stays pending.
+        if !q.iter().any(|(s, _)| *s == sig) {
             me.user.pending.fetch_and(!bit(sig), Ordering::AcqRel);
         }
-    } else {
-        me.user.pending.fetch_and(!bit(sig), Ordering::AcqRel);
-    }
+        sent
+    };
     let action = ACTIONS.lock()[sig as usize - 1];
+    let sent = sent.unwrap_or_else(|| sent_info(sig, code::SI_TKILL));
     let info = Info {
         signo: sig,
-        code: code::SI_TKILL,
+        code: i32::from_le_bytes([sent[8], sent[9], sent[10], sent[11]]),
         addr: 0,
         trap: (0, 0),
+        sent: Some(sent),
     };
     Some(match action.handler {
         SIG_IGN => false,

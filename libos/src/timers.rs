@@ -32,18 +32,39 @@ struct Timer {
     interval: u64,
     /// Expiries missed at the last one (`timer_getoverrun`).
     overrun: u32,
+    /// `sigev_value`, delivered in the signal's `si_value`.
+    value: u64,
 }
 
 /// Timer ids of `setitimer`'s three timers (below every POSIX id).
 pub const ITIMER_BASE: i64 = -3;
 
 static TIMERS: IrqLock<BTreeMap<i64, Timer>> = IrqLock::new(BTreeMap::new());
+
+/// The `siginfo` of an expiry of timer `id`: `SI_TIMER` with the timer's
+/// id, overrun and value for a POSIX timer, `SI_KERNEL` for `setitimer`'s.
+fn info(id: i64, t: &Timer) -> crate::signal::SigInfo {
+    const SI_TIMER: i32 = -2;
+    const SI_KERNEL: i32 = 0x80;
+    let mut b = [0u8; 128];
+    if id < 0 {
+        b[8..12].copy_from_slice(&SI_KERNEL.to_le_bytes());
+    } else {
+        b[8..12].copy_from_slice(&SI_TIMER.to_le_bytes());
+        b[16..20].copy_from_slice(&(id as i32).to_le_bytes());
+        b[20..24].copy_from_slice(&t.overrun.to_le_bytes());
+        b[24..32].copy_from_slice(&t.value.to_le_bytes());
+    }
+    b
+}
 static NEXT_ID: IrqLock<i64> = IrqLock::new(0);
 static WORKER: spin::Once<crate::sched::ThreadRef> = spin::Once::new();
 static KICKED: AtomicBool = AtomicBool::new(false);
 
-/// Makes a disarmed timer (`wall`: on the wall clock); returns its id.
-pub fn create(notify: Notify, wall: bool) -> Result<i64, Errno> {
+/// Makes a disarmed timer (`wall`: on the wall clock) whose signals carry
+/// `value` (`None`: its id, as Linux does without a `sigevent`); returns
+/// its id.
+pub fn create(notify: Notify, wall: bool, value: Option<u64>) -> Result<i64, Errno> {
     let mut next = NEXT_ID.lock();
     let mut t = TIMERS.lock();
     // Linux's limit is RLIMIT_SIGPENDING; this one is generous.
@@ -60,6 +81,7 @@ pub fn create(notify: Notify, wall: bool) -> Result<i64, Errno> {
             deadline: 0,
             interval: 0,
             overrun: 0,
+            value: value.unwrap_or(id as u64),
         },
     );
     Ok(id)
@@ -89,6 +111,7 @@ pub fn set(
                 deadline: 0,
                 interval: 0,
                 overrun: 0,
+                value: 0,
             });
         }
         let t = all.get_mut(&id).ok_or(Errno::EINVAL)?;
@@ -162,9 +185,8 @@ fn worker() {
         let mut next: Option<u64> = None;
         {
             let mut all = TIMERS.lock();
-            for t in all.values_mut() {
+            for (&id, t) in all.iter_mut() {
                 if t.deadline != 0 && t.deadline <= now {
-                    fire.push(t.notify);
                     match (now - t.deadline).checked_div(t.interval) {
                         Some(missed) => {
                             t.overrun = u32::try_from(missed).unwrap_or(i32::MAX as u32);
@@ -172,16 +194,17 @@ fn worker() {
                         }
                         None => t.deadline = 0,
                     }
+                    fire.push((t.notify, info(id, t)));
                 }
                 if t.deadline != 0 {
                     next = Some(next.map_or(t.deadline, |n| n.min(t.deadline)));
                 }
             }
         }
-        for n in fire {
+        for (n, info) in fire {
             let _ = match n {
-                Notify::Process(sig) => crate::signal::send(process_target(sig), sig),
-                Notify::Thread(sig, tid) => crate::signal::send(tid, sig),
+                Notify::Process(sig) => crate::signal::send_info(process_target(sig), sig, info),
+                Notify::Thread(sig, tid) => crate::signal::send_info(tid, sig, info),
                 Notify::None => Ok(()),
             };
         }

@@ -480,6 +480,16 @@ mod tests {
         }
     }
 
+    /// What handlers learn from siginfo for each way of sending (kill,
+    /// tgkill, sigqueue, rt_tgsigqueueinfo, timers, SIGPIPE), real-time
+    /// queueing with values, the sigqueue calls' errors, and which thread
+    /// takes a process-directed signal (tests/progs/siginfo.c).
+    fn siginfo(b: Build) {
+        if let Some((dir, _)) = same_as_host("siginfo", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// syscall(999) and fork() fail with ENOSYS in a partition (on the host
     /// fork works), and the partition names the unknown call on stderr.
     fn enosys(b: Build) {
@@ -547,6 +557,7 @@ mod tests {
         xattr: xattr_glibc_dynamic, xattr_musl_static, xattr_musl_static_pie;
         timers: timers_glibc_dynamic, timers_musl_static, timers_musl_static_pie;
         sockets: sockets_glibc_dynamic, sockets_musl_static, sockets_musl_static_pie;
+        siginfo: siginfo_glibc_dynamic, siginfo_musl_static, siginfo_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---

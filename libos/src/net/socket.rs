@@ -871,10 +871,7 @@ impl Socket {
 /// Raises `SIGPIPE` at the calling thread for a send that failed with
 /// `EPIPE` (unless `MSG_NOSIGNAL`), as Linux does; returns the error.
 pub fn sigpipe(e: Errno, nosignal: bool) -> Errno {
-    if e == Errno::EPIPE && !nosignal {
-        let _ = crate::signal::send(crate::sched::current().id(), crate::signal::nr::SIGPIPE);
-    }
-    e
+    crate::signal::sigpipe(e, nosignal)
 }
 
 impl Drop for Socket {

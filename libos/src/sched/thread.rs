@@ -68,9 +68,10 @@ pub struct UserCtx {
     pub saved_sigmask: IrqLock<Option<u64>>,
     /// Signals sent to this thread and not yet delivered.
     pub pending: AtomicU64,
-    /// Real-time signals (32 to 64) are queued: how many more instances of
-    /// each wait beyond the one `pending` marks (index `sig - 32`).
-    pub rt_queued: IrqLock<[u16; 33]>,
+    /// The `siginfo` of each signal instance sent and not yet delivered, in
+    /// the order sent: one per pending standard signal (the first sent),
+    /// every instance of a real-time one (they queue).
+    pub queued: IrqLock<alloc::collections::VecDeque<(u32, crate::signal::SigInfo)>>,
     /// `sigaltstack`: (base, size, flags).
     pub altstack: IrqLock<(u64, u64, u32)>,
     /// The saved extended state (XSAVE area), while another thread owns the FPU.
@@ -90,7 +91,7 @@ impl UserCtx {
             sigmask: AtomicU64::new(0),
             saved_sigmask: IrqLock::new(None),
             pending: AtomicU64::new(0),
-            rt_queued: IrqLock::new([0; 33]),
+            queued: IrqLock::new(alloc::collections::VecDeque::new()),
             altstack: IrqLock::new((0, 0, 2)),
             fpu: IrqLock::new(None),
             cpu_ns: AtomicU64::new(0),

@@ -125,6 +125,8 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (225, "timer_getoverrun", timer::timer_getoverrun),
     (226, "timer_delete", timer::timer_delete),
     (234, "tgkill", signal::tgkill),
+    (129, "rt_sigqueueinfo", signal::rt_sigqueueinfo),
+    (297, "rt_tgsigqueueinfo", signal::rt_tgsigqueueinfo),
     (435, "clone3", clone::clone3),
     (16, "ioctl", ioctl::ioctl),
     (17, "pread64", read::pread64),

@@ -96,6 +96,7 @@ pub fn rt_sigreturn(_: &[u64; 6]) -> Result<u64, Errno> {
                 code: 0,
                 addr: f.user_rsp,
                 trap: (0, 0),
+                sent: None,
             };
             signal::die(&info, &f.user_regs())
         }
@@ -110,6 +111,7 @@ pub fn rt_sigreturn(_: &[u64; 6]) -> Result<u64, Errno> {
             code: 0,
             addr: regs.rsp,
             trap: (0, 0),
+            sent: None,
         };
         signal::die(&info, &regs);
     }
@@ -126,17 +128,35 @@ pub fn rt_sigpending(a: &[u64; 6]) -> Result<u64, Errno> {
     Ok(0)
 }
 
-/// `kill(pid, sig)`: only this process exists.
+/// `kill(pid, sig)`: only this process exists. A process-directed signal
+/// goes to a thread that does not block it (the caller first), else waits
+/// on the caller, as Linux picks.
 pub fn kill(a: &[u64; 6]) -> Result<u64, Errno> {
     let pid = a[0] as i64;
     if pid != crate::process::pid() as i64 && pid != 0 && pid != -1 {
         return Err(Errno::ESRCH);
     }
+    let sig = a[1] as u32;
     if a[1] == 0 {
         return Ok(0);
     }
-    signal::send(crate::sched::current().id(), a[1] as u32)?;
+    if a[1] > 64 {
+        return Err(Errno::EINVAL);
+    }
+    let target = process_target(sig);
+    signal::send_info(target, sig, signal::sent_info(sig, signal::code::SI_USER))?;
     Ok(0)
+}
+
+/// The thread a process-directed `sig` goes to: the caller unless it
+/// blocks it, else another that does not, else the caller.
+fn process_target(sig: u32) -> u64 {
+    let me = crate::sched::current();
+    let bit = 1u64 << (sig - 1);
+    if me.user.sigmask.load(core::sync::atomic::Ordering::Relaxed) & bit == 0 {
+        return me.id();
+    }
+    crate::process::thread_not_blocking(sig).unwrap_or(me.id())
 }
 
 /// `tgkill(tgid, tid, sig)`.
@@ -153,5 +173,54 @@ pub fn tkill(a: &[u64; 6]) -> Result<u64, Errno> {
         return crate::process::thread(a[0]).map(|_| 0).ok_or(Errno::ESRCH);
     }
     signal::send(a[0], a[1] as u32)?;
+    Ok(0)
+}
+
+/// Reads the `siginfo` a `sigqueue`-style call sends.
+fn user_info(addr: u64) -> Result<signal::SigInfo, Errno> {
+    let b = user::slice(addr, 128)?;
+    let mut info = [0u8; 128];
+    info.copy_from_slice(b);
+    Ok(info)
+}
+
+/// `rt_sigqueueinfo(tgid, sig, info)`: `sigqueue(3)`, the caller's
+/// `siginfo` delivered as given (its `si_signo` set to `sig`); only this
+/// process exists, which may send itself any `si_code`.
+pub fn rt_sigqueueinfo(a: &[u64; 6]) -> Result<u64, Errno> {
+    let sig = a[1] as u32;
+    let info = user_info(a[2])?;
+    if a[0] != crate::process::pid() {
+        return Err(Errno::ESRCH);
+    }
+    if a[1] > 64 {
+        return Err(Errno::EINVAL);
+    }
+    if sig == 0 {
+        return Ok(0);
+    }
+    signal::send_info(process_target(sig), sig, info)?;
+    Ok(0)
+}
+
+/// `rt_tgsigqueueinfo(tgid, tid, sig, info)`: the same, to one thread.
+pub fn rt_tgsigqueueinfo(a: &[u64; 6]) -> Result<u64, Errno> {
+    let sig = a[2] as u32;
+    let info = user_info(a[3])?;
+    if a[0] != crate::process::pid() || a[1] as i64 <= 0 {
+        return Err(if a[1] as i64 <= 0 {
+            Errno::EINVAL
+        } else {
+            Errno::ESRCH
+        });
+    }
+    if a[2] > 64 {
+        return Err(Errno::EINVAL);
+    }
+    crate::process::thread(a[1]).ok_or(Errno::ESRCH)?;
+    if sig == 0 {
+        return Ok(0);
+    }
+    signal::send_info(a[1], sig, info)?;
     Ok(0)
 }

@@ -41,6 +41,9 @@ fn clock_kind(clock: u64) -> Result<bool, Errno> {
 /// `timer_create(clockid, sevp, timerid)`.
 pub fn timer_create(a: &[u64; 6]) -> Result<u64, Errno> {
     let wall = clock_kind(a[0])?;
+    let value = (a[1] != 0)
+        .then(|| user::slice(a[1], 8).map(|v| u64::from_le_bytes(v.try_into().unwrap_or([0; 8]))))
+        .transpose()?;
     let notify = if a[1] == 0 {
         Notify::Process(SIGALRM)
     } else {
@@ -60,7 +63,7 @@ pub fn timer_create(a: &[u64; 6]) -> Result<u64, Errno> {
         }
     };
     // The id reaches the program before the timer exists for it.
-    let id = timers::create(notify, wall)?;
+    let id = timers::create(notify, wall, value)?;
     if let Err(e) = user::copy_in(a[2], &(id as i32).to_le_bytes()) {
         let _ = timers::delete(id);
         return Err(e);

@@ -90,7 +90,9 @@ pub fn write_bytes(o: &Object, at: Option<u64>, bytes: &[u8]) -> Result<u64, Err
             if at.is_some() {
                 return Err(Errno::ESPIPE);
             }
-            p.write(bytes, o.nonblocking()).map(|n| n as u64)
+            p.write(bytes, o.nonblocking())
+                .map(|n| n as u64)
+                .map_err(|e| crate::signal::sigpipe(e, false))
         }
         Object::Like(l) => {
             if at.is_some() {

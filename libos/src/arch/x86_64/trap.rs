@@ -520,6 +520,7 @@ fn user_fault(f: &mut TrapFrame) {
         code: code::SEGV_MAPERR,
         addr: f.rip,
         trap: (f.vector, f.error),
+        sent: None,
     };
     // The program runs with no kernel lock held: one still held here was
     // never released by the kernel path that took it.
