@@ -173,8 +173,18 @@ impl Gateway {
         }))
     }
 
-    /// Starts a new 9P connection.
+    /// Starts a new 9P connection whose replies may block (a socket).
     pub fn session(self: &Arc<Self>) -> Session {
-        Session::new(Arc::clone(self))
+        Session::new(Arc::clone(self), false)
+    }
+
+    /// Starts a new 9P connection whose replies never block: they go into a
+    /// virtqueue in shared memory (the VMM's device, a vhost-user
+    /// back end). A request that waited for the network is then answered
+    /// on the network's poll thread when its socket is ready, without a
+    /// hop through the worker pool (one host thread wake-up less per
+    /// reply).
+    pub fn session_nonblocking(self: &Arc<Self>) -> Session {
+        Session::new(Arc::clone(self), true)
     }
 }

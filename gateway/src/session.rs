@@ -98,6 +98,8 @@ pub(crate) struct SessionInner {
     pub(crate) fids: Mutex<HashMap<u32, Arc<Fid>>>,
     tags: Mutex<Tags>,
     tags_changed: Condvar,
+    /// Delivering a reply never blocks (see [`Gateway::session_nonblocking`]).
+    nonblocking: bool,
 }
 
 /// An `Rlerror` frame.
@@ -147,6 +149,11 @@ impl Completion {
                 let owed = owed.take();
                 Box::new(move |fin: Finish| {
                     if let Some(c) = owed {
+                        if c.inner.nonblocking {
+                            // Into shared memory: answered right here.
+                            c.finish(fin);
+                            return;
+                        }
                         // Delivery may block on the transport: not on the
                         // poll thread, nor in the canceller (a transport
                         // thread submitting a Tflush).
@@ -186,7 +193,7 @@ impl Drop for Completion {
 }
 
 impl Session {
-    pub(crate) fn new(gw: Arc<Gateway>) -> Session {
+    pub(crate) fn new(gw: Arc<Gateway>, nonblocking: bool) -> Session {
         let msize = gw.max_msize;
         Session {
             inner: Arc::new(SessionInner {
@@ -195,6 +202,7 @@ impl Session {
                 fids: Mutex::new(HashMap::new()),
                 tags: Mutex::new(Tags::default()),
                 tags_changed: Condvar::new(),
+                nonblocking,
             }),
         }
     }

@@ -452,7 +452,7 @@ impl VhostUserServer {
     /// [`VhostConnection::serve`] serves (on another thread, if this one is
     /// to accept the next VMM meanwhile).
     pub fn accept(&mut self) -> Result<VhostConnection, VhostError> {
-        let session = Arc::new(self.gw.session());
+        let session = Arc::new(self.gw.session_nonblocking());
         let mem: Mem = GuestMemoryAtomic::new(GuestMemoryMmap::new());
         let mut config = (self.tag.len() as u16).to_le_bytes().to_vec();
         config.extend_from_slice(&self.tag);

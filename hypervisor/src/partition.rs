@@ -311,7 +311,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         }
         NinePTarget::Gateway(gcfg) => {
             let gw = astraea_gateway::Gateway::new(gcfg.clone()).map_err(VmmError::Gateway)?;
-            Some(Arc::new(gw.session()))
+            Some(Arc::new(gw.session_nonblocking()))
         }
         NinePTarget::Tcp(addr) => {
             Some(
