@@ -192,6 +192,23 @@ impl Drop for Completion {
     }
 }
 
+impl SessionInner {
+    /// Whether `frame` (of type `msg_type`) reads or writes a `/net` file:
+    /// a socket call that never blocks (it parks instead).
+    fn is_net_io(&self, frame: &[u8], msg_type: u8) -> bool {
+        if msg_type != MsgType::Tread.as_u8() && msg_type != MsgType::Twrite.as_u8() {
+            return false;
+        }
+        let Some(&[a, b, c, d]) = frame.get(7..11) else {
+            return false;
+        };
+        let fid = lock(&self.fids)
+            .get(&u32::from_le_bytes([a, b, c, d]))
+            .cloned();
+        fid.is_some_and(|f| matches!(f.node(), Node::Net(_)))
+    }
+}
+
 impl Session {
     pub(crate) fn new(gw: Arc<Gateway>, nonblocking: bool) -> Session {
         let msize = gw.max_msize;
@@ -260,7 +277,8 @@ impl Session {
             }
         };
         let me = Arc::clone(inner);
-        inner.gw.pool.execute(move || {
+        let inline = inner.nonblocking && inner.is_net_io(&frame, header.msg_type);
+        let run = move || {
             let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 me.handle(&frame, tag, &cancel)
             }))
@@ -272,7 +290,14 @@ impl Session {
                 Handled::Frame(out) => me.complete(tag, out, reply),
                 Handled::Wait(wait) => Completion::park(me, tag, wait, &cancel, reply),
             }
-        });
+        };
+        if inline {
+            // A socket's read or write is one non-blocking call (or parks):
+            // done on the transport's thread, without waking a worker.
+            run();
+        } else {
+            inner.gw.pool.execute(run);
+        }
     }
 
     /// The negotiated msize (the gateway's maximum before `Tversion`).
