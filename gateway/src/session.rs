@@ -193,10 +193,23 @@ impl Drop for Completion {
 }
 
 impl SessionInner {
-    /// Whether `frame` (of type `msg_type`) reads or writes a `/net` file:
-    /// a socket call that never blocks (it parks instead).
+    /// Whether `frame` (of type `msg_type`) reads or writes a `/net` file
+    /// (a socket call that never blocks: it parks instead) and moves little
+    /// (a large write copies and runs the loopback peer's receive path,
+    /// which would hold up the transport's other requests).
     fn is_net_io(&self, frame: &[u8], msg_type: u8) -> bool {
-        if msg_type != MsgType::Tread.as_u8() && msg_type != MsgType::Twrite.as_u8() {
+        const SMALL: usize = 16 * 1024;
+        let small = if msg_type == MsgType::Twrite.as_u8() {
+            frame.len() <= SMALL + 23
+        } else if msg_type == MsgType::Tread.as_u8() {
+            // fid[4] offset[8] count[4] after the 7-byte header.
+            frame
+                .get(19..23)
+                .is_some_and(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as usize <= SMALL)
+        } else {
+            false
+        };
+        if !small {
             return false;
         }
         let Some(&[a, b, c, d]) = frame.get(7..11) else {
