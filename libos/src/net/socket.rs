@@ -624,14 +624,10 @@ impl Socket {
         while done < data.len() {
             let mut st = sh.st.lock();
             if let Some(e) = st.write_err {
-                return if done > 0 { Ok(done) } else { Err(e) };
+                return so_far(done, e);
             }
             if st.shut_wr {
-                return if done > 0 {
-                    Ok(done)
-                } else {
-                    Err(Errno::EPIPE)
-                };
+                return so_far(done, Errno::EPIPE);
             }
             // A large write goes out from the caller's buffer (a blocking
             // one after what is queued): copying it through the send buffer
@@ -643,18 +639,14 @@ impl Socket {
                 // In order after whatever is queued or being written.
                 if st.writing || !st.out.is_empty() {
                     if nonblock {
-                        return if done > 0 {
-                            Ok(done)
-                        } else {
-                            Err(Errno::EAGAIN)
-                        };
+                        return so_far(done, Errno::EAGAIN);
                     }
                     drop(st);
                     if let Err(e) = sh
                         .writable
                         .wait_while_interruptible(|| Self::busy(&sh.st.lock()))
                     {
-                        return if done > 0 { Ok(done) } else { Err(e) };
+                        return so_far(done, e);
                     }
                     continue;
                 }
@@ -679,11 +671,7 @@ impl Socket {
             let n = st.out.push(&data[done..]);
             if n == 0 {
                 if nonblock {
-                    return if done > 0 {
-                        Ok(done)
-                    } else {
-                        Err(Errno::EAGAIN)
-                    };
+                    return so_far(done, Errno::EAGAIN);
                 }
                 drop(st);
                 let r = sh.writable.wait_while_interruptible(|| {
@@ -691,7 +679,7 @@ impl Socket {
                     st.out.space() == 0 && st.write_err.is_none() && !st.shut_wr
                 });
                 if let Err(e) = r {
-                    return if done > 0 { Ok(done) } else { Err(e) };
+                    return so_far(done, e);
                 }
                 continue;
             }
@@ -1049,6 +1037,11 @@ fn dialer(sh: Arc<Shared>, msg: String, nodelay: bool, keepalive: bool) {
     if let Some(conv) = conv {
         reader(sh, conv);
     }
+}
+
+/// What a send that stops early returns: the bytes it took, else the error.
+fn so_far(done: usize, e: Errno) -> Result<usize, Errno> {
+    if done > 0 { Ok(done) } else { Err(e) }
 }
 
 /// Writes all of `data` to the connection's `data` file: the gateway may
