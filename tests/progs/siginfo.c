@@ -171,6 +171,8 @@ int main(void)
            res(syscall(SYS_rt_tgsigqueueinfo, getpid(), 0, SIGUSR1, &si)));
     printf("rt_tgsigqueueinfo unknown tid: %s\n",
            res(syscall(SYS_rt_tgsigqueueinfo, getpid(), 999999, SIGUSR1, &si)));
+    printf("rt_tgsigqueueinfo tgid 0: %s\n",
+           res(syscall(SYS_rt_tgsigqueueinfo, 0, gettid(), SIGUSR1, &si)));
     printf("rt_tgsigqueueinfo other tgid: %s\n",
            res(syscall(SYS_rt_tgsigqueueinfo, 999999, gettid(), SIGUSR1, &si)));
     report("after the errors", 0, 0);

@@ -559,7 +559,10 @@ impl Virtio9p {
 
     /// Notifies the device if requests were queued since the last time.
     fn notify(&self) {
-        if self.notify_due.swap(false, Ordering::SeqCst) {
+        // A plain load first: every return to the program asks, and most
+        // find nothing due (a swap is a locked instruction).
+        if self.notify_due.load(Ordering::Relaxed) && self.notify_due.swap(false, Ordering::SeqCst)
+        {
             NOTIFICATIONS.fetch_add(1, Ordering::Relaxed);
             wr(self.base, reg::QUEUE_NOTIFY, 0);
         }

@@ -64,22 +64,15 @@ fn poke(addr: u64, bytes: &[u8]) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Whether every page of `[addr, addr+len)` is present and writable by the
-/// program now (a private page, not one borrowed from the file cache), so
-/// that a write there cannot fault. The caller keeps interrupts off for as
-/// long as it relies on the answer (no other thread may unmap meanwhile).
-pub fn present_writable(addr: u64, len: u64) -> bool {
-    use super::paging::PteFlags;
+/// Whether every page of `[addr, addr+len)` is mapped for the program now
+/// with a mapping `ok` accepts.
+fn every_page(addr: u64, len: u64, ok: impl Fn(super::paging::PteFlags) -> bool) -> bool {
     if check_range(addr, len).is_err() {
         return false;
     }
     let mut page = addr & !(PAGE_SIZE as u64 - 1);
     while page < addr + len {
-        let ok = translate(page).is_some_and(|t| {
-            t.flags.contains(PteFlags::USER | PteFlags::WRITABLE)
-                && !t.flags.contains(PteFlags::BORROWED)
-        });
-        if !ok {
+        if !translate(page).is_some_and(|t| ok(t.flags)) {
             return false;
         }
         page += PAGE_SIZE as u64;
@@ -87,21 +80,22 @@ pub fn present_writable(addr: u64, len: u64) -> bool {
     true
 }
 
+/// Whether every page of `[addr, addr+len)` is present and writable by the
+/// program now (a private page, not one borrowed from the file cache), so
+/// that a write there cannot fault. The caller keeps interrupts off for as
+/// long as it relies on the answer (no other thread may unmap meanwhile).
+pub fn present_writable(addr: u64, len: u64) -> bool {
+    use super::paging::PteFlags;
+    every_page(addr, len, |f| {
+        f.contains(PteFlags::USER | PteFlags::WRITABLE) && !f.contains(PteFlags::BORROWED)
+    })
+}
+
 /// Whether every page of `[addr, addr+len)` is present for the program now
 /// (readable without a fault). As for [`present_writable`], the caller
 /// keeps interrupts off while it relies on the answer.
 pub fn present_readable(addr: u64, len: u64) -> bool {
-    if check_range(addr, len).is_err() {
-        return false;
-    }
-    let mut page = addr & !(PAGE_SIZE as u64 - 1);
-    while page < addr + len {
-        if !translate(page).is_some_and(|t| t.flags.contains(super::paging::PteFlags::USER)) {
-            return false;
-        }
-        page += PAGE_SIZE as u64;
-    }
-    true
+    every_page(addr, len, |f| f.contains(super::paging::PteFlags::USER))
 }
 
 /// How many bytes from `addr` (up to `len`) lie in pages that are present

@@ -27,7 +27,7 @@ pub use unix::{UnixStream, pair as unix_pair};
 #[cfg(target_os = "none")]
 pub use options::{SOCK_DGRAM, SOCK_STREAM};
 #[cfg(target_os = "none")]
-pub use socket::{Socket, available, set_streaming, sigpipe, streaming};
+pub use socket::{Socket, available, set_streaming, streaming};
 
 /// The `ioctl`s a socket answers: `FIONREAD` (`inq`: what a read would
 /// find) and `SIOCOUTQ` (`outq`: what waits to be sent).

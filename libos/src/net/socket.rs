@@ -236,8 +236,8 @@ struct St {
     writer: bool,
     /// `shutdown(SHUT_WR)` waits for the writer to send `out` first.
     shut_pending: bool,
-    /// The socket was closed with bytes still queued: the writer hangs up
-    /// once they are sent.
+    /// The socket was closed while it had a writer: the writer hangs up
+    /// once the bytes still queued are sent.
     hangup_by_writer: bool,
     /// `TCP_NODELAY` was set: the writer tells the host socket before it
     /// writes next (it only matters for what is sent).
@@ -634,7 +634,7 @@ impl Socket {
             // would cost more than the wait for the gateway saves. A
             // non-blocking one must not wait, so it queues if it cannot go.
             let large = data.len() - done >= LARGE_WRITE && (!nonblock || !Self::busy(&st));
-            let behind = streaming() && !st.eof && st.read_err.is_none() && !large;
+            let behind = Self::buffering(&st) && !large;
             if !behind {
                 // In order after whatever is queued or being written.
                 if st.writing || !st.out.is_empty() {
@@ -710,6 +710,13 @@ impl Socket {
             }
         }
         Ok(done)
+    }
+
+    /// Whether writes go through the send buffer: streaming is on and the
+    /// peer has neither closed nor reset its side (then a write must meet
+    /// the error itself, as on Linux).
+    fn buffering(st: &St) -> bool {
+        streaming() && !st.eof && st.read_err.is_none()
     }
 
     /// Whether bytes wait to be written or a write is under way.
@@ -856,12 +863,6 @@ impl Socket {
     }
 }
 
-/// Raises `SIGPIPE` at the calling thread for a send that failed with
-/// `EPIPE` (unless `MSG_NOSIGNAL`), as Linux does; returns the error.
-pub fn sigpipe(e: Errno, nosignal: bool) -> Errno {
-    crate::signal::sigpipe(e, nosignal)
-}
-
 impl Drop for Socket {
     fn drop(&mut self) {
         let (conv, accepts) = {
@@ -897,17 +898,14 @@ impl FileLike for Socket {
     }
 
     fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
-        self.send(data, nonblock).map_err(|e| sigpipe(e, false))
+        self.send(data, nonblock)
+            .map_err(|e| crate::signal::sigpipe(e, false))
     }
 
     fn read_now(&self, max: usize) -> Option<Result<Vec<u8>, Errno>> {
-        // Only what the receive buffer holds: an empty one declines (the
-        // trapped read posts a read or waits).
-        let st = self.sh.st.lock();
-        (st.phase == Phase::Connected && !st.ring.is_empty() && max > 0).then(|| {
-            drop(st);
-            self.recv(max, true, false, false)
-        })
+        // A non-blocking receive never waits: what the buffer holds, or
+        // EAGAIN (a blocking read then traps and waits).
+        Some(self.recv(max, true, false, false))
     }
 
     fn write_now(&self, data: &[u8]) -> Option<Result<usize, Errno>> {
@@ -916,12 +914,10 @@ impl FileLike for Socket {
         // bytes by the trapped call, which may switch to it.
         let mut st = self.sh.st.lock();
         let ok = st.phase == Phase::Connected
-            && streaming()
+            && Self::buffering(&st)
             && st.writer
             && st.writing
             && !st.shut_wr
-            && !st.eof
-            && st.read_err.is_none()
             && st.write_err.is_none()
             && !data.is_empty()
             && st.out.space() >= data.len();
@@ -1074,46 +1070,45 @@ fn writer(sh: Arc<Shared>, conv: Arc<Conv>) {
             let st = sh.st.lock();
             st.writing || (st.out.is_empty() && !st.shut_pending && !st.closing)
         });
-        let n = {
+        // What to do next, decided under the lock: a `ctl` message that
+        // must go before (nodelay) or after (shutdown, hangup) the bytes
+        // queued, or a write of what has gathered.
+        let (ctl, n) = {
             let mut st = sh.st.lock();
             if st.writing {
                 continue;
             }
-            if st.out.is_empty() {
-                if st.shut_pending {
-                    st.shut_pending = false;
-                    drop(st);
-                    if let Ok(c) = client() {
-                        let _ = conv.ctl(c, "shutdown wr");
-                    }
-                    continue;
-                }
-                if st.closing {
-                    let hangup = st.hangup_by_writer;
-                    drop(st);
-                    if hangup && let Ok(c) = client() {
-                        let _ = conv.ctl(c, "hangup");
-                    }
-                    break;
-                }
-                continue;
-            }
-            if st.nodelay_pending {
-                st.nodelay_pending = false;
+            if st.out.is_empty() && st.shut_pending {
+                st.shut_pending = false;
+                (Some("shutdown wr"), 0)
+            } else if st.out.is_empty() && st.closing {
+                let hangup = st.hangup_by_writer;
                 drop(st);
-                if let Ok(c) = client() {
-                    let _ = conv.ctl(c, "nodelay");
+                if hangup && let Ok(c) = client() {
+                    let _ = conv.ctl(c, "hangup");
                 }
+                break;
+            } else if st.out.is_empty() {
                 continue;
+            } else if st.nodelay_pending {
+                st.nodelay_pending = false;
+                (Some("nodelay"), 0)
+            } else {
+                let n = st.out.len().min(chunk);
+                if buf.len() < n {
+                    buf.resize(n, 0);
+                }
+                st.out.pop(&mut buf[..n]);
+                st.writing = true;
+                (None, n)
             }
-            let n = st.out.len().min(chunk);
-            if buf.len() < n {
-                buf.resize(n, 0);
-            }
-            st.out.pop(&mut buf[..n]);
-            st.writing = true;
-            n
         };
+        if let Some(msg) = ctl {
+            if let Ok(c) = client() {
+                let _ = conv.ctl(c, msg);
+            }
+            continue;
+        }
         // Room came in the send buffer.
         sh.wakes.output();
         sh.writable.wake_all();
@@ -1220,30 +1215,29 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, nodelay: bool, local: Option<Socke
                 paths.push((&local_file, O_RDONLY));
             }
             let opened = c.open_many(&paths);
-            let mut open_fids: Vec<Fid> = opened[1..].iter().filter_map(|r| (*r).ok()).collect();
+            let addr_fids: Vec<Fid> = opened[1..].iter().filter_map(|r| (*r).ok()).collect();
             new.data = Some(match opened[0] {
                 Ok(fid) => fid,
                 Err(e) => {
-                    c.clunk_many(&open_fids);
+                    c.clunk_many(&addr_fids);
                     return Err(e);
                 }
             });
             if nodelay {
                 let _ = new.ctl(c, "nodelay");
             }
-            let texts = c.read_many(&open_fids, 80);
-            let addr_of = |i: usize| {
-                opened
-                    .get(i)
-                    .and_then(|r| r.as_ref().ok())
-                    .and_then(|fid| open_fids.iter().position(|f| f == fid))
-                    .and_then(|k| texts.get(k)?.as_ref().ok())
-                    .and_then(|t| addr::parse_text(t))
-            };
-            let remote = addr_of(1);
-            let local = local.or_else(|| addr_of(2));
-            c.clunk_many(&open_fids);
-            open_fids.clear();
+            // One address per path after `data`, None where it did not open.
+            let mut texts = c.read_many(&addr_fids, 80).into_iter();
+            let addrs: Vec<Option<SocketAddr>> = opened[1..]
+                .iter()
+                .map(|r| {
+                    let text = r.is_ok().then(|| texts.next()).flatten()?;
+                    addr::parse_text(&text.ok()?)
+                })
+                .collect();
+            c.clunk_many(&addr_fids);
+            let remote = addrs[0];
+            let local = local.or(addrs.get(1).copied().flatten());
             Ok::<_, Errno>(Accepted {
                 conv: new,
                 local,

@@ -98,7 +98,7 @@ impl FileLike for UnixStream {
 
     fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
         self.send(data, nonblock)
-            .map_err(|e| super::sigpipe(e, false))
+            .map_err(|e| crate::signal::sigpipe(e, false))
     }
 
     fn poll(&self) -> u16 {

@@ -212,14 +212,7 @@ impl Client {
             buf.resize(self.msize as usize, 0);
         }
         let n = self.dev.request(&req, buf).map_err(|_| Errno::EIO)?;
-        let frame = Frame::new_checked(&buf[..n]).map_err(|_| Errno::EPROTO)?;
-        if frame.tag() != tag {
-            return Err(Errno::EPROTO);
-        }
-        match RMessage::decode(&frame).map_err(|_| Errno::EPROTO)? {
-            RMessage::Lerror { ecode } => Err(Errno(ecode)),
-            r => Ok(r),
-        }
+        Self::decode(&buf[..n], tag)
     }
 
     /// Sends `msgs` together (one notification, one wait for the slowest)
@@ -232,42 +225,35 @@ impl Client {
         mut each: impl FnMut(usize, Result<RMessage<'_>, Errno>) -> R,
     ) -> Vec<R> {
         let tags: Vec<Tag<'_>> = msgs.iter().map(|_| self.alloc_tag()).collect();
-        let reqs: Vec<Result<Vec<u8>, Errno>> = msgs
-            .iter()
-            .zip(&tags)
-            .map(|(m, t)| {
-                let mut r = Vec::new();
-                m.encode(t.tag, &mut r).map_err(|_| Errno::EINVAL)?;
-                Ok(r)
-            })
-            .collect();
-        // Only the encoded ones go; the others keep their error.
-        let sent: Vec<usize> = (0..msgs.len()).filter(|&i| reqs[i].is_ok()).collect();
-        let bytes: Vec<&[u8]> = sent
-            .iter()
-            .filter_map(|&i| reqs[i].as_ref().ok().map(Vec::as_slice))
-            .collect();
-        let mut bufs: Vec<Vec<u8>> = sent.iter().map(|_| vec![0u8; reply_len]).collect();
+        let mut reqs = Vec::with_capacity(msgs.len());
+        for (m, t) in msgs.iter().zip(&tags) {
+            let mut r = Vec::new();
+            if m.encode(t.tag, &mut r).is_err() {
+                // Only a message too large for 9P fails: none is sent.
+                return (0..msgs.len())
+                    .map(|i| each(i, Err(Errno::EINVAL)))
+                    .collect();
+            }
+            reqs.push(r);
+        }
+        let bytes: Vec<&[u8]> = reqs.iter().map(Vec::as_slice).collect();
+        let mut bufs = vec![vec![0u8; reply_len]; msgs.len()];
         let lens = {
             let mut views: Vec<&mut [u8]> = bufs.iter_mut().map(Vec::as_mut_slice).collect();
             self.dev.request_many(&bytes, &mut views)
         };
-        let mut out = Vec::with_capacity(msgs.len());
-        let mut k = 0;
-        for (i, req) in reqs.iter().enumerate() {
-            let r = match req {
-                Err(e) => Err(*e),
-                Ok(_) => {
-                    let (len, buf) = (&lens[k], &bufs[k]);
-                    k += 1;
-                    len.as_ref()
-                        .map_err(|_| Errno::EIO)
-                        .and_then(|&n| Self::decode(&buf[..n], tags[i].tag))
-                }
-            };
-            out.push(each(i, r));
-        }
-        out
+        lens.iter()
+            .zip(&bufs)
+            .zip(&tags)
+            .enumerate()
+            .map(|(i, ((len, buf), t))| {
+                let r = len
+                    .as_ref()
+                    .map_err(|_| Errno::EIO)
+                    .and_then(|&n| Self::decode(&buf[..n], t.tag));
+                each(i, r)
+            })
+            .collect()
     }
 
     /// Checks a reply's frame and tag and decodes it (`Rlerror` as its errno).
@@ -283,28 +269,34 @@ impl Client {
     }
 
     /// Walks from the root to each of `paths` and opens it with its flags,
-    /// all together: three rounds of requests (walks, opens, and the
-    /// clunks of failed opens) whatever their number. Each result is the
+    /// all together: a round of walks, a round of opens (and one of clunks
+    /// for the opens that failed) whatever their number. Each result is the
     /// open fid.
     pub fn open_many(&self, paths: &[(&[&str], u32)]) -> Vec<Result<Fid, Errno>> {
         let names: Vec<Vec<Str<'_>>> = paths
             .iter()
             .map(|(p, _)| p.iter().map(|n| Str::from(*n)).collect())
             .collect();
-        let fids: Vec<Fid> = paths.iter().map(|_| self.alloc_fid()).collect();
-        let walks: Vec<TMessage<'_>> = names
+        let Ok(walk_names) = names
             .iter()
+            .map(|n| WalkNames::new(n))
+            .collect::<Result<Vec<_>, _>>()
+        else {
+            return paths.iter().map(|_| Err(Errno::ENAMETOOLONG)).collect();
+        };
+        let fids: Vec<Fid> = paths.iter().map(|_| self.alloc_fid()).collect();
+        let walks: Vec<TMessage<'_>> = walk_names
+            .into_iter()
             .zip(&fids)
-            .map(|(n, &newfid)| TMessage::Walk {
+            .map(|(names, &newfid)| TMessage::Walk {
                 fid: self.root,
                 newfid,
-                names: WalkNames::new(n).unwrap_or_default(),
+                names,
             })
             .collect();
         let walked = self.rpc_batch(&walks, 256, |i, r| match r {
-            _ if paths[i].0.len() > MAXWELEM => Err(Errno::ENAMETOOLONG),
             Ok(RMessage::Walk { qids }) if qids.len() == paths[i].0.len() => Ok(()),
-            // A partial walk leaves the new fid unused.
+            // A partial walk makes no fid.
             Ok(RMessage::Walk { .. }) => Err(Errno::ENOENT),
             Ok(_) => Err(Errno::EPROTO),
             Err(e) => Err(e),
@@ -324,17 +316,22 @@ impl Client {
             })
             .into_iter();
         let mut out = Vec::with_capacity(paths.len());
-        let mut failed = Vec::new();
+        let mut unopened = Vec::new();
         for (w, &fid) in walked.into_iter().zip(&fids) {
-            let r = w.and_then(|()| opened.next().unwrap_or(Err(Errno::EIO)).map(|()| fid));
-            if r.is_err() {
-                failed.push(fid);
+            let r = match w {
+                Ok(()) => opened.next().unwrap_or(Err(Errno::EIO)).map(|()| fid),
+                Err(e) => {
+                    // Never made at the server: free for reuse at once.
+                    self.free_fids.lock().push(fid);
+                    Err(e)
+                }
+            };
+            if w.is_ok() && r.is_err() {
+                unopened.push(fid);
             }
             out.push(r);
         }
-        // Fids of failed walks were never made (the server clunks nothing);
-        // clunking them is harmless and frees them either way.
-        self.clunk_many(&failed);
+        self.clunk_many(&unopened);
         out
     }
 

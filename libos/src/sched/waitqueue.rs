@@ -90,13 +90,7 @@ impl WaitQueue {
     /// Wakes the longest waiter; returns whether there was one.
     pub fn wake_one(&self) -> bool {
         let t = self.waiters.lock().pop_front();
-        match t {
-            Some(t) => {
-                super::make_ready(t);
-                true
-            }
-            None => false,
-        }
+        t.map(super::make_ready).is_some()
     }
 
     /// Wakes the longest waiter and runs it at once, ahead of other ready
@@ -104,13 +98,7 @@ impl WaitQueue {
     /// whether there was one. Only from a thread that may sleep.
     pub fn hand_off(&self) -> bool {
         let t = self.waiters.lock().pop_front();
-        match t {
-            Some(t) => {
-                super::hand_off(t);
-                true
-            }
-            None => false,
-        }
+        t.map(super::hand_off).is_some()
     }
 
     /// Wakes every waiter; returns how many.

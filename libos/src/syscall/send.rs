@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 
 use crate::errno::Errno;
 use crate::mm::user;
-use crate::net::sigpipe;
+use crate::signal::sigpipe;
 
 const MSG_OOB: u64 = 1;
 const MSG_DONTWAIT: u64 = 0x40;

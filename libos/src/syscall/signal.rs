@@ -207,12 +207,11 @@ pub fn rt_sigqueueinfo(a: &[u64; 6]) -> Result<u64, Errno> {
 pub fn rt_tgsigqueueinfo(a: &[u64; 6]) -> Result<u64, Errno> {
     let sig = a[2] as u32;
     let info = user_info(a[3])?;
-    if a[0] != crate::process::pid() || a[1] as i64 <= 0 {
-        return Err(if a[1] as i64 <= 0 {
-            Errno::EINVAL
-        } else {
-            Errno::ESRCH
-        });
+    if a[0] as i32 <= 0 || a[1] as i32 <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    if a[0] != crate::process::pid() {
+        return Err(Errno::ESRCH);
     }
     if a[2] > 64 {
         return Err(Errno::EINVAL);
