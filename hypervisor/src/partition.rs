@@ -350,7 +350,12 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     let vm_created = t0.elapsed();
     tracing::debug!(?vm_created, tsc_khz, "VM created");
 
+    let pvm_native = pvm_native(&vcpu);
     let mut cmdline = format!("log={}", cfg.log);
+    if pvm_native && host_has_fsgsbase() {
+        // A PVM guest runs with the host's CR4: `wrfsbase` works at CPL 3.
+        cmdline += " cpu.fsgsbase=1";
+    }
     if !cfg.ninep_aname.is_empty() {
         if cfg.ninep_aname.contains(char::is_whitespace) {
             return Err(VmmError::Boot("--9p-aname must not contain spaces".into()));
@@ -444,7 +449,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         cache: Some(&cache),
         cache_dump: cfg.cache_dump.is_some(),
         cache_image,
-        pvm_native: pvm_native(&vcpu),
+        pvm_native,
         terminal: Terminal::of_this_process(),
     };
     let state = boot::prepare(&mem, cfg.mem, &cfg.kernel, &kernel, &params)?;
@@ -702,6 +707,16 @@ fn pvm_native(vcpu: &VcpuFd) -> bool {
         );
     }
     pvm && allowed
+}
+
+/// Whether the host kernel enabled FSGSBASE (Linux lists the flag only when
+/// it did; `nofsgsbase` hides it).
+fn host_has_fsgsbase() -> bool {
+    std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|s| {
+        s.lines()
+            .find(|l| l.starts_with("flags"))
+            .is_some_and(|l| l.split_whitespace().any(|f| f == "fsgsbase"))
+    })
 }
 
 /// Environment variable: seconds after which a running partition is stopped

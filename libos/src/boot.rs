@@ -380,6 +380,14 @@ fn run(
     if let Some(vif) = fdt.pvm_vif {
         cpu::pvm_native_mode(mm::phys_to_virt(vif));
         log::info!("PVM host: running natively (virtual IF page at {vif:#x})");
+        if fdt
+            .bootargs
+            .split_whitespace()
+            .any(|w| w == "cpu.fsgsbase=1")
+        {
+            crate::arch::user::use_fsgsbase();
+            log::info!("FS base written by wrfsbase (the host's CR4 enables it)");
+        }
     }
     let entry = fdt
         .bootargs

@@ -5,7 +5,7 @@
 //! the scheduler publishes in [`KERNEL_RSP`] (as it does in the TSS).
 
 use core::arch::{asm, naked_asm};
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::cpu::wrmsr;
 use super::gdt::{KERNEL_CS, USER_CS, USER_DS, USER32_CS};
@@ -117,11 +117,28 @@ pub fn set_fs_base(base: u64) {
     set_fs_base_cached(base);
 }
 
+/// Whether `wrfsbase` works here: a PVM host runs the guest with its own
+/// CR4, and the VMM says (`cpu.fsgsbase=1`) when that has FSGSBASE. The
+/// instruction costs a few cycles where the MSR write traps to the host
+/// (one per switch between program threads).
+static FSGSBASE: AtomicBool = AtomicBool::new(false);
+
+/// Uses `wrfsbase` for the FS base from now on (at boot).
+pub fn use_fsgsbase() {
+    FSGSBASE.store(true, Ordering::Relaxed);
+}
+
 /// Loads `base` into FS unless it is there already.
 pub fn set_fs_base_cached(base: u64) {
     if FS_NOW.swap(base, Ordering::Relaxed) != base {
-        // SAFETY: FS is used only by user code; the kernel never reads it.
-        unsafe { wrmsr(MSR_FS_BASE, base) };
+        if FSGSBASE.load(Ordering::Relaxed) {
+            // SAFETY: the VMM checked that the hardware CR4 enables the
+            // instruction; FS is used only by user code.
+            unsafe { asm!("wrfsbase {}", in(reg) base, options(nostack, preserves_flags)) };
+        } else {
+            // SAFETY: FS is used only by user code; the kernel never reads it.
+            unsafe { wrmsr(MSR_FS_BASE, base) };
+        }
     }
 }
 
