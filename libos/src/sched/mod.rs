@@ -358,9 +358,60 @@ pub fn cpu_ns(t: &Thread) -> u64 {
 }
 
 fn schedule() {
-    crate::sync::assert_none_held("a thread switch");
+    switch_threads(false);
+}
+
+/// Whether the current thread may leave the CPU inside a direct system
+/// call ([`leave_direct`]): switching from there needs `wrfsbase` (an MSR
+/// write would upgrade every switch) and the thread's own kernel stack.
+pub fn can_leave_direct() -> bool {
+    crate::arch::user::fsgsbase() && current().stack_top().is_some()
+}
+
+/// The current thread, inside a direct system call (`arch::direct`),
+/// leaves the CPU: `yielding` puts it at the back of the run queue (the
+/// caller saw others there), otherwise it blocks (the caller put it where
+/// a waker finds it). Interrupts off. If the next thread also left the CPU
+/// inside a direct call, the switch happens in whatever mode the host
+/// believes the vCPU is in, user mode included, with no event through the
+/// host; otherwise the call is upgraded first and the scheduler switches
+/// as always. Returns once the thread runs again, in either mode.
+pub fn leave_direct(yielding: bool) {
     poll_devices();
-    let (save, next_rsp) = {
+    let me = current();
+    me.resume_direct.store(true, Ordering::Relaxed);
+    let direct = {
+        let mut c = this_cpu().lock();
+        if yielding {
+            me.set_state(State::Ready);
+            c.run_queue.push_back(me.clone());
+        } else {
+            me.set_state(State::Blocked);
+        }
+        c.run_queue
+            .front()
+            .is_some_and(|t| t.resume_direct.load(Ordering::Relaxed) && t.stack_top().is_some())
+    };
+    if direct {
+        switch_threads(true);
+    } else {
+        crate::arch::direct::enter_supervisor();
+        switch_threads(false);
+    }
+    // Set again only by the next `leave_direct` (a switch to this thread
+    // cleared it, unless it was the only one to run).
+    me.resume_direct.store(false, Ordering::Relaxed);
+}
+
+/// Switches to the next thread; `direct`: from a direct call to a thread
+/// that left the CPU in one ([`leave_direct`]), in the host mode of the
+/// moment.
+fn switch_threads(direct: bool) {
+    crate::sync::assert_none_held("a thread switch");
+    if !direct {
+        poll_devices();
+    }
+    let (save, next_rsp, tops) = {
         let mut c = this_cpu().lock();
         let next = match c.run_queue.pop_front() {
             Some(t) => t,
@@ -388,10 +439,29 @@ fn schedule() {
                 );
             }
         }
-        if let Some(top) = next.stack_top() {
-            gdt::set_kernel_stack(top);
-            crate::arch::user::set_syscall_stack(top);
-        }
+        let resume_direct = next.resume_direct.swap(false, Ordering::Relaxed);
+        let tops = match (prev.stack_top(), next.stack_top()) {
+            (Some(cur), Some(top)) if direct => {
+                gdt::set_kernel_stack(top);
+                // SAFETY: `next` is not running. Cleared while the entry
+                // stack is still ours: an upgrade from here on marks our
+                // word, which `switch_direct` carries over.
+                unsafe { crate::arch::direct::set_upgraded(top, false) };
+                Some((top, cur))
+            }
+            (_, Some(top)) => {
+                gdt::set_kernel_stack(top);
+                crate::arch::user::set_syscall_stack(top);
+                if resume_direct {
+                    // It goes on inside its direct call in supervisor mode
+                    // (where this switch runs): it must leave by `sysretq`.
+                    // SAFETY: `next` is not running.
+                    unsafe { crate::arch::direct::set_upgraded(top, true) };
+                }
+                None
+            }
+            (_, None) => None,
+        };
         crate::arch::fpu::switch_user_state(&prev, &next);
         let save = prev.context_ptr();
         let next_rsp = next.saved_rsp();
@@ -400,14 +470,19 @@ fn schedule() {
         c.last = Some(prev);
         c.slice_end_ns = time::monotonic_ns() + SLICE_NS;
         program_timer(&c);
-        (save, next_rsp)
+        (save, next_rsp, tops)
     };
     SWITCHES.fetch_add(1, Ordering::Relaxed);
-    // SAFETY: interrupts are off; `next_rsp` was saved by `switch` or built by
-    // `init_stack` for a thread that is alive (the CPU holds it as current),
-    // and `save` points into `prev`, which `last` keeps alive until
-    // `finish_switch` runs on the other side.
-    unsafe { context::switch(save, next_rsp) };
+    match tops {
+        // SAFETY: as below; both tops are the threads' entry stack tops and
+        // the next one's upgrade word was cleared above.
+        Some((top, cur)) => unsafe { context::switch_direct(save, next_rsp, top, cur) },
+        // SAFETY: interrupts are off; `next_rsp` was saved by `switch` or built by
+        // `init_stack` for a thread that is alive (the CPU holds it as current),
+        // and `save` points into `prev`, which `last` keeps alive until
+        // `finish_switch` runs on the other side.
+        None => unsafe { context::switch(save, next_rsp) },
+    }
     finish_switch();
 }
 

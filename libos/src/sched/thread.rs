@@ -47,6 +47,10 @@ pub struct Thread {
     /// Its 9P requests may wait for the network indefinitely (a socket's
     /// posted read or listen): they leave room in the queue for others.
     posts: AtomicBool,
+    /// It left the CPU inside a direct system call (`sched::leave_direct`),
+    /// where it can go on in either mode of a PVM host: another direct call
+    /// may switch to it without entering supervisor mode.
+    pub(crate) resume_direct: AtomicBool,
     /// What a thread of the program has besides its kernel context.
     pub user: UserCtx,
 }
@@ -122,6 +126,7 @@ impl Thread {
             done: AtomicBool::new(false),
             exited: WaitQueue::new(),
             posts: AtomicBool::new(false),
+            resume_direct: AtomicBool::new(false),
             user: UserCtx::new(),
         })
     }

@@ -72,7 +72,11 @@ pub fn wait(addr: u64, val: u32, bitset: u32, deadline: Option<u64>) -> Result<u
         Some(d) => Some(sched::add_timer(d, me.thread.clone())),
         None => None,
     };
-    if deadline.is_none() || timer.is_some() {
+    // A signal already pending ends the wait before it starts (Linux
+    // checks before it sleeps): a direct wait declines when it sees one,
+    // and so does one that a signal woke, and both come here.
+    let interrupted = crate::signal::has_interrupting();
+    if !interrupted && (deadline.is_none() || timer.is_some()) {
         sched::block();
     }
     if let Some(k) = timer {
@@ -194,23 +198,56 @@ fn wake_op(addr: u64, n: u32, addr2: u64, n2: u32, op: u32) -> Result<u64, Errno
     r
 }
 
-/// A futex wait in a direct call (see `syscall::direct`), served only when
-/// it returns at once: the word, in a page already present, no longer
-/// holds the value (`EAGAIN`). `None` when it would wait or fault, or has
-/// a timeout to read first: the call traps.
+/// A futex wait in a direct call (see `syscall::direct`) without a time
+/// limit, on a word in a page already present: `EAGAIN` at once if it no
+/// longer holds the value; otherwise the thread waits there
+/// (`sched::leave_direct`) and returns 0 once woken. `None` (the call
+/// traps) when it has a timeout to read first, the page is not present, a
+/// signal is pending (the trapped wait delivers it), the thread cannot
+/// leave the CPU from a direct call, or it ran again without being woken
+/// (a signal: the trapped wait, which waits again unless one is pending,
+/// handles it as Linux would).
 pub fn wait_direct(a: &[u64; 6]) -> Option<u64> {
     let op = a[1] & FUTEX_CMD_MASK;
-    let bitset_ok = op == FUTEX_WAIT || (op == FUTEX_WAIT_BITSET && a[5] as u32 != 0);
-    if !bitset_ok || a[3] != 0 || !a[0].is_multiple_of(4) {
+    let bitset = match op {
+        FUTEX_WAIT => BITSET_ANY,
+        FUTEX_WAIT_BITSET if a[5] as u32 != 0 => a[5] as u32,
+        _ => return None,
+    };
+    let addr = a[0];
+    if a[3] != 0 || !addr.is_multiple_of(4) {
         return None;
     }
     let irq = cpu::irq_save();
-    let word = user::present_word(a[0]);
-    cpu::irq_restore(irq);
-    match word {
-        Some(w) if w != a[2] as u32 => Some((-i64::from(Errno::EAGAIN.0)) as u64),
-        _ => None,
+    match user::present_word(addr) {
+        Some(w) if w != a[2] as u32 => {
+            cpu::irq_restore(irq);
+            return Some((-i64::from(Errno::EAGAIN.0)) as u64);
+        }
+        Some(_) if sched::can_leave_direct() && !crate::signal::has_deliverable() => {}
+        _ => {
+            cpu::irq_restore(irq);
+            return None;
+        }
     }
+    // Interrupts off: the check and the enqueue are atomic for wakers.
+    let me = Arc::new(Waiter {
+        thread: sched::current(),
+        bitset,
+        woken: AtomicBool::new(false),
+    });
+    WAITERS
+        .lock()
+        .entry(addr)
+        .or_default()
+        .push_back(me.clone());
+    sched::leave_direct(false);
+    let woken = me.woken.load(Ordering::Acquire);
+    if !woken {
+        remove(addr, &me);
+    }
+    cpu::irq_restore(irq);
+    woken.then_some(0)
 }
 
 /// Whether futex operation `op` only wakes (no wait, no change to memory).

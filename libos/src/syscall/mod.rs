@@ -386,12 +386,22 @@ pub fn direct(nr: u64, args: [u64; 6]) -> Option<u64> {
         202 => return futex::wait_direct(&args).inspect(|_| count_call()),
         // A yield is a scheduling point: completions of the 9P queue are
         // collected (as on every trapped call); with nothing else to run
-        // then, it returns at once.
+        // then, it returns at once, otherwise the thread goes to the back
+        // of the run queue from here (`sched::leave_direct`).
         24 => {
             crate::drivers::virtio9p::poll();
-            return crate::sched::run_queue_empty()
-                .then_some(0)
-                .inspect(|_| count_call());
+            if !crate::sched::run_queue_empty() {
+                if !crate::sched::can_leave_direct() {
+                    return None;
+                }
+                let irq = crate::arch::cpu::irq_save();
+                if !crate::sched::run_queue_empty() {
+                    crate::sched::leave_direct(true);
+                }
+                crate::arch::cpu::irq_restore(irq);
+            }
+            count_call();
+            return Some(0);
         }
         8 => {
             return read::lseek_direct(&args).map(|r| {

@@ -30,6 +30,53 @@ pub unsafe extern "C" fn switch(save_rsp: *mut u64, next_rsp: u64) {
     );
 }
 
+/// [`switch`] for a thread leaving the CPU inside a direct system call
+/// (`super::direct`), possibly in user mode for a PVM host, to another
+/// suspended in one (`sched::leave_direct`). The next thread's entry stack
+/// top `next_top` becomes the kernel stack of system calls and events
+/// (`KERNEL_RSP`) only once the old stack pointer is saved, and just
+/// before the stack changes, so that an event in between finds the stack
+/// pointer inside the stack `KERNEL_RSP` names. If the call was upgraded
+/// meanwhile (the word at `cur_top` set: the host now believes the vCPU
+/// is in supervisor mode), the next thread's word at `next_top` is set as
+/// well, a write that supervisor mode makes safely.
+///
+/// # Safety
+/// As [`switch`]; `cur_top` and `next_top` are the entry stack tops of
+/// the current and the next thread, and the next thread's upgrade word is
+/// 0 (its caller cleared it).
+#[unsafe(naked)]
+pub unsafe extern "C" fn switch_direct(
+    save_rsp: *mut u64,
+    next_rsp: u64,
+    next_top: u64,
+    cur_top: u64,
+) {
+    naked_asm!(
+        "push rbp",
+        "push rbx",
+        "push r12",
+        "push r13",
+        "push r14",
+        "push r15",
+        "mov [rdi], rsp",
+        "mov [rip + {kernel_rsp}], rdx",
+        "mov rsp, rsi",
+        "cmp qword ptr [rcx], 0",
+        "je 2f",
+        "mov qword ptr [rdx], 1",
+        "2:",
+        "pop r15",
+        "pop r14",
+        "pop r13",
+        "pop r12",
+        "pop rbx",
+        "pop rbp",
+        "ret",
+        kernel_rsp = sym super::user::KERNEL_RSP,
+    );
+}
+
 /// Where a new thread starts: align the stack and call `entry`, which never returns.
 #[unsafe(naked)]
 unsafe extern "C" fn trampoline() -> ! {

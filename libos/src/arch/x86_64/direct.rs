@@ -213,6 +213,46 @@ pub fn upgrade() {
 
 static UPGRADED: AtomicU64 = AtomicU64::new(0);
 
+/// Whether the current thread's direct call goes on in supervisor mode for
+/// the host (upgraded). Only meaningful inside a direct call.
+pub fn in_supervisor() -> bool {
+    // SAFETY: the flag word of the current thread's kernel stack.
+    unsafe { flag().read_volatile() != 0 }
+}
+
+/// Sets the upgrade word of the thread whose entry stack top is `top`: 1
+/// when it is resumed in supervisor mode (by the scheduler), 0 before a
+/// switch to it from a direct call (`context::switch_direct`).
+///
+/// # Safety
+/// `top` is the entry stack top of a thread that is not running.
+pub unsafe fn set_upgraded(top: u64, on: bool) {
+    // SAFETY: the caller's promise; nothing else writes the word.
+    unsafe { (top as *mut u64).write_volatile(u64::from(on)) };
+}
+
+/// Upgrades the current direct call on purpose (to switch to a thread that
+/// left the CPU in supervisor mode): an invalid instruction at a known
+/// address, which the trap handler steps over, leaving the host in
+/// supervisor mode (one event through the host, as for any upgrade).
+pub fn enter_supervisor() {
+    if !in_supervisor() {
+        // SAFETY: the trap handler recognises this `ud2` and skips it.
+        unsafe { upgrade_request() };
+    }
+}
+
+/// `ud2; ret`: the trap handler steps over the `ud2` ([`is_upgrade_request`]).
+#[unsafe(naked)]
+unsafe extern "C" fn upgrade_request() {
+    naked_asm!("ud2", "ret");
+}
+
+/// Whether `rip` is [`enter_supervisor`]'s `ud2`.
+pub fn is_upgrade_request(rip: u64) -> bool {
+    rip == upgrade_request as *const () as u64
+}
+
 /// Direct calls that had to go on in supervisor mode.
 pub fn upgrades() -> u64 {
     UPGRADED.load(Ordering::Relaxed)

@@ -450,6 +450,9 @@ fn dispatch(frame: &mut TrapFrame) {
             crate::signal::from_host(super::cpu::inl(astraea_abi::port::HOST_SIGNALS));
             crate::sched::device_interrupt_exit();
         }
+        // `direct::enter_supervisor` found the call in supervisor mode
+        // already, between its test and its `ud2`.
+        6 if frame.cs & 3 == 0 && super::direct::is_upgrade_request(frame.rip) => frame.rip += 2,
         v if v < 32 && frame.cs & 3 == 3 => user_fault(frame),
         v if v < 32 => unhandled_exception(frame),
         v => log::warn!("unexpected interrupt vector {v:#x}"),
@@ -461,6 +464,13 @@ fn dispatch(frame: &mut TrapFrame) {
 /// a kernel bug, reported as one.
 fn direct_fault(f: &mut TrapFrame) {
     if f.vector == 14 && super::direct::warm(super::cpu::cr2(), f.error & 2 != 0) {
+        return;
+    }
+    if f.vector == 6 && super::direct::is_upgrade_request(f.rip) {
+        if !super::direct::upgraded(f.rip) {
+            super::direct::upgrade();
+        }
+        f.rip += 2;
         return;
     }
     // A library-OS page written for the first time, or a privileged

@@ -128,6 +128,11 @@ pub fn use_fsgsbase() {
     FSGSBASE.store(true, Ordering::Relaxed);
 }
 
+/// Whether the FS base is written by `wrfsbase` ([`use_fsgsbase`]).
+pub fn fsgsbase() -> bool {
+    FSGSBASE.load(Ordering::Relaxed)
+}
+
 /// Loads `base` into FS unless it is there already.
 pub fn set_fs_base_cached(base: u64) {
     if FS_NOW.swap(base, Ordering::Relaxed) != base {
