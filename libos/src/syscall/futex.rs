@@ -198,15 +198,15 @@ fn wake_op(addr: u64, n: u32, addr2: u64, n2: u32, op: u32) -> Result<u64, Errno
     r
 }
 
-/// A futex wait in a direct call (see `syscall::direct`) without a time
-/// limit, on a word in a page already present: `EAGAIN` at once if it no
+/// A futex wait in a direct call (see `syscall::direct`), on a word (and a
+/// timespec) in pages already present: `EAGAIN` at once if the word no
 /// longer holds the value; otherwise the thread waits there
-/// (`sched::leave_direct`) and returns 0 once woken. `None` (the call
-/// traps) when it has a timeout to read first, the page is not present, a
-/// signal is pending (the trapped wait delivers it), the thread cannot
-/// leave the CPU from a direct call, or it ran again without being woken
-/// (a signal: the trapped wait, which waits again unless one is pending,
-/// handles it as Linux would).
+/// (`sched::leave_direct`, with a scheduler timer for a time limit) and
+/// returns 0 once woken, `ETIMEDOUT` once the time is up. `None` (the call
+/// traps) when a page is not present, the timespec is invalid, a signal
+/// is pending (the trapped wait delivers it), the thread cannot leave the
+/// CPU from a direct call, or it ran again for a signal (the trapped wait,
+/// which returns at once for a pending signal, handles it as Linux would).
 pub fn wait_direct(a: &[u64; 6]) -> Option<u64> {
     let op = a[1] & FUTEX_CMD_MASK;
     let bitset = match op {
@@ -215,20 +215,30 @@ pub fn wait_direct(a: &[u64; 6]) -> Option<u64> {
         _ => return None,
     };
     let addr = a[0];
-    if a[3] != 0 || !addr.is_multiple_of(4) {
+    if !addr.is_multiple_of(4) {
         return None;
     }
     let irq = cpu::irq_save();
+    let r = wait_direct_off(a, op, bitset);
+    cpu::irq_restore(irq);
+    r
+}
+
+/// [`wait_direct`] with interrupts off (the pages checked stay present).
+fn wait_direct_off(a: &[u64; 6], op: u64, bitset: u32) -> Option<u64> {
+    let addr = a[0];
+    if a[3] != 0 && !user::present_readable(a[3], 16) {
+        return None;
+    }
+    let deadline = deadline(op, a[3]).ok()?;
+    let errno = |e: Errno| Some((-i64::from(e.0)) as u64);
     match user::present_word(addr) {
-        Some(w) if w != a[2] as u32 => {
-            cpu::irq_restore(irq);
-            return Some((-i64::from(Errno::EAGAIN.0)) as u64);
-        }
+        Some(w) if w != a[2] as u32 => return errno(Errno::EAGAIN),
         Some(_) if sched::can_leave_direct() && !crate::signal::has_deliverable() => {}
-        _ => {
-            cpu::irq_restore(irq);
-            return None;
-        }
+        _ => return None,
+    }
+    if deadline.is_some_and(|d| d <= crate::time::monotonic_ns()) {
+        return errno(Errno::ETIMEDOUT);
     }
     // Interrupts off: the check and the enqueue are atomic for wakers.
     let me = Arc::new(Waiter {
@@ -241,13 +251,40 @@ pub fn wait_direct(a: &[u64; 6]) -> Option<u64> {
         .entry(addr)
         .or_default()
         .push_back(me.clone());
+    let timer = deadline.map(|d| sched::add_timer(d, me.thread.clone()));
     sched::leave_direct(false);
-    let woken = me.woken.load(Ordering::Acquire);
-    if !woken {
-        remove(addr, &me);
+    if let Some(k) = timer {
+        sched::cancel_timer(k);
     }
-    cpu::irq_restore(irq);
-    woken.then_some(0)
+    if me.woken.load(Ordering::Acquire) {
+        return Some(0);
+    }
+    remove(addr, &me);
+    if deadline.is_some_and(|d| d <= crate::time::monotonic_ns())
+        && !crate::signal::has_deliverable()
+    {
+        return errno(Errno::ETIMEDOUT);
+    }
+    None
+}
+
+/// A wait's time limit as a monotonic deadline: `FUTEX_WAIT`'s timespec
+/// at `ts` is relative, `FUTEX_WAIT_BITSET`'s absolute (on the wall clock
+/// with `FUTEX_CLOCK_REALTIME`); 0: none.
+fn deadline(op: u64, ts: u64) -> Result<Option<u64>, Errno> {
+    if ts == 0 {
+        return Ok(None);
+    }
+    let t = timespec_ns(ts)?;
+    let now = crate::time::monotonic_ns();
+    Ok(Some(if op & FUTEX_CMD_MASK == FUTEX_WAIT {
+        now.saturating_add(t)
+    } else if op & FUTEX_CLOCK_REALTIME != 0 {
+        // Convert the wall-clock deadline to the monotonic clock.
+        now.saturating_add(t.saturating_sub(crate::time::realtime_ns()))
+    } else {
+        t
+    }))
 }
 
 /// Whether futex operation `op` only wakes (no wait, no change to memory).
@@ -259,29 +296,8 @@ pub fn is_wake(op: u64) -> bool {
 pub fn futex(a: &[u64; 6]) -> Result<u64, Errno> {
     let (addr, op, val) = (a[0], a[1], a[2] as u32);
     match op & FUTEX_CMD_MASK {
-        FUTEX_WAIT => {
-            let deadline = match a[3] {
-                0 => None,
-                t => Some(crate::time::monotonic_ns().saturating_add(timespec_ns(t)?)),
-            };
-            wait(addr, val, BITSET_ANY, deadline)
-        }
-        FUTEX_WAIT_BITSET => {
-            let deadline = match a[3] {
-                0 => None,
-                t => {
-                    let abs = timespec_ns(t)?;
-                    Some(if op & FUTEX_CLOCK_REALTIME != 0 {
-                        // Convert the wall-clock deadline to the monotonic clock.
-                        let now_rt = crate::time::realtime_ns();
-                        crate::time::monotonic_ns().saturating_add(abs.saturating_sub(now_rt))
-                    } else {
-                        abs
-                    })
-                }
-            };
-            wait(addr, val, a[5] as u32, deadline)
-        }
+        FUTEX_WAIT => wait(addr, val, BITSET_ANY, deadline(op, a[3])?),
+        FUTEX_WAIT_BITSET => wait(addr, val, a[5] as u32, deadline(op, a[3])?),
         // Linux wakes at least one waiter even when asked for none (its
         // loop counts after each wake-up; tests/progs/memdiff.c).
         FUTEX_WAKE => Ok(wake(addr, val.max(1), BITSET_ANY)),
