@@ -490,6 +490,16 @@ mod tests {
         }
     }
 
+    /// Threads leaving the CPU inside futex waits (timed, interrupted by
+    /// signals) and `sched_yield`, which direct entry serves by switching
+    /// threads inside direct calls: each thread's pointer and vector
+    /// registers survive (tests/progs/switches.c).
+    fn switches(b: Build) {
+        if let Some((dir, _)) = same_as_host("switches", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// syscall(999) and fork() fail with ENOSYS in a partition (on the host
     /// fork works), and the partition names the unknown call on stderr.
     fn enosys(b: Build) {
@@ -558,6 +568,7 @@ mod tests {
         timers: timers_glibc_dynamic, timers_musl_static, timers_musl_static_pie;
         sockets: sockets_glibc_dynamic, sockets_musl_static, sockets_musl_static_pie;
         siginfo: siginfo_glibc_dynamic, siginfo_musl_static, siginfo_musl_static_pie;
+        switches: switches_glibc_dynamic, switches_musl_static, switches_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---
