@@ -416,6 +416,16 @@ pub fn direct(nr: u64, args: [u64; 6]) -> Option<u64> {
         281 => return epoll::wait_direct(&args, true).inspect(|_| count_call()),
         233 => return epoll::ctl_direct(&args).inspect(|_| count_call()),
         17 => return read::read_direct(&args, true).inspect(|_| count_call()),
+        // What a new thread calls (glibc's `pthread_create`, HotSpot's
+        // thread start): nothing but the thread's own state and small
+        // copies from and to the program's memory.
+        273 => stubs::set_robust_list,
+        435 => clone::clone3,
+        14 => return signal::rt_sigprocmask_direct(&args).inspect(|_| count_call()),
+        204 => return with_present(&[], &[(args[2], 8)], || affinity::sched_getaffinity(&args)),
+        157 if args[0] == prctl::PR_SET_NAME => {
+            return with_present(&[(args[1], 16)], &[], || prctl::prctl(&args));
+        }
         _ => return None,
     };
     let r = handler(&args);
@@ -423,6 +433,28 @@ pub fn direct(nr: u64, args: [u64; 6]) -> Option<u64> {
     Some(match r {
         Ok(v) => v,
         Err(e) => errno_value(e),
+    })
+}
+
+/// Serves a direct call by its usual handler when the program memory it
+/// reads (`reads`) and writes (`writes`), as (address, length), lies in
+/// pages that are present (and writable) now: interrupts stay off from the
+/// check through the call, so no other thread unmaps them and the handler
+/// cannot fault. `None` otherwise (the call traps).
+fn with_present(
+    reads: &[(u64, u64)],
+    writes: &[(u64, u64)],
+    call: impl FnOnce() -> Result<u64, Errno>,
+) -> Option<u64> {
+    use crate::mm::user;
+    let irq = crate::arch::cpu::irq_save();
+    let present = reads.iter().all(|&(a, n)| user::present_readable(a, n))
+        && writes.iter().all(|&(a, n)| user::present_writable(a, n));
+    let r = present.then(call);
+    crate::arch::cpu::irq_restore(irq);
+    r.map(|r| {
+        count_call();
+        r.unwrap_or_else(errno_value)
     })
 }
 

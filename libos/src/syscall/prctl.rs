@@ -19,7 +19,8 @@ const PR_GET_DUMPABLE: u64 = 3;
 const PR_SET_DUMPABLE: u64 = 4;
 const PR_GET_KEEPCAPS: u64 = 7;
 const PR_SET_KEEPCAPS: u64 = 8;
-const PR_SET_NAME: u64 = 15;
+/// `prctl` option: the calling thread's name.
+pub const PR_SET_NAME: u64 = 15;
 const PR_GET_NAME: u64 = 16;
 const PR_GET_SECCOMP: u64 = 21;
 const PR_CAPBSET_READ: u64 = 23;

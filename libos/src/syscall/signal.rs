@@ -59,6 +59,31 @@ pub fn rt_sigprocmask(a: &[u64; 6]) -> Result<u64, Errno> {
     Ok(0)
 }
 
+/// [`rt_sigprocmask`] in a direct call, when its sets lie in present pages.
+/// A change that leaves a signal deliverable is undone and declined: the
+/// trapped call makes it again and delivers the signal on its way out, as
+/// Linux does on the return from `rt_sigprocmask`.
+pub fn rt_sigprocmask_direct(a: &[u64; 6]) -> Option<u64> {
+    let irq = crate::arch::cpu::irq_save();
+    let present = (a[1] == 0 || user::present_readable(a[1], 8))
+        && (a[2] == 0 || user::present_writable(a[2], 8));
+    let r = if !present || signal::has_deliverable() {
+        None
+    } else {
+        let before = signal::set_mask(0, None).unwrap_or(0);
+        let r = rt_sigprocmask(a);
+        if signal::has_deliverable() {
+            // Undo (SIG_SETMASK); nothing else ran meanwhile.
+            let _ = signal::set_mask(2, Some(before));
+            None
+        } else {
+            Some(r)
+        }
+    };
+    crate::arch::cpu::irq_restore(irq);
+    r.map(|r| r.unwrap_or_else(super::errno_value))
+}
+
 /// `sigaltstack(ss, old_ss)`.
 pub fn sigaltstack(a: &[u64; 6]) -> Result<u64, Errno> {
     let new = if a[0] != 0 {
