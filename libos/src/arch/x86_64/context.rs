@@ -3,6 +3,20 @@
 
 use core::arch::naked_asm;
 
+/// Saves the callee-saved registers on the stack (both switches).
+macro_rules! push_callee_saved {
+    () => {
+        "push rbp\npush rbx\npush r12\npush r13\npush r14\npush r15"
+    };
+}
+
+/// Restores what [`push_callee_saved`] saved.
+macro_rules! pop_callee_saved {
+    () => {
+        "pop r15\npop r14\npop r13\npop r12\npop rbx\npop rbp"
+    };
+}
+
 /// Saves the current context, storing its stack pointer in `*save_rsp`, and
 /// resumes the context whose stack pointer is `next_rsp`.
 ///
@@ -12,20 +26,10 @@ use core::arch::naked_asm;
 #[unsafe(naked)]
 pub unsafe extern "C" fn switch(save_rsp: *mut u64, next_rsp: u64) {
     naked_asm!(
-        "push rbp",
-        "push rbx",
-        "push r12",
-        "push r13",
-        "push r14",
-        "push r15",
+        push_callee_saved!(),
         "mov [rdi], rsp",
         "mov rsp, rsi",
-        "pop r15",
-        "pop r14",
-        "pop r13",
-        "pop r12",
-        "pop rbx",
-        "pop rbp",
+        pop_callee_saved!(),
         "ret",
     );
 }
@@ -53,12 +57,7 @@ pub unsafe extern "C" fn switch_direct(
     cur_top: u64,
 ) {
     naked_asm!(
-        "push rbp",
-        "push rbx",
-        "push r12",
-        "push r13",
-        "push r14",
-        "push r15",
+        push_callee_saved!(),
         "mov [rdi], rsp",
         "mov [rip + {kernel_rsp}], rdx",
         "mov rsp, rsi",
@@ -66,12 +65,7 @@ pub unsafe extern "C" fn switch_direct(
         "je 2f",
         "mov qword ptr [rdx], 1",
         "2:",
-        "pop r15",
-        "pop r14",
-        "pop r13",
-        "pop r12",
-        "pop rbx",
-        "pop rbp",
+        pop_callee_saved!(),
         "ret",
         kernel_rsp = sym super::user::KERNEL_RSP,
     );
