@@ -19,6 +19,20 @@ static USER: IrqLock<BTreeMap<u64, u32>> = IrqLock::new(BTreeMap::new());
 /// (`addr2line -e astraea-kernel` on `rip - 0xffff808000200000`).
 static KERNEL_RIPS: IrqLock<BTreeMap<u64, u32>> = IrqLock::new(BTreeMap::new());
 
+/// Trapped system calls by number: (calls, nanoseconds in them, waits
+/// included), for the report's table of where trapped time went.
+const CALL_SLOTS: usize = 512;
+static CALL_COUNT: [AtomicU64; CALL_SLOTS] = [const { AtomicU64::new(0) }; CALL_SLOTS];
+static CALL_NS: [AtomicU64; CALL_SLOTS] = [const { AtomicU64::new(0) }; CALL_SLOTS];
+
+/// Records a trapped system call `nr` that took `ns` (waits included).
+pub fn call(nr: u64, ns: u64) {
+    if let Some(i) = usize::try_from(nr).ok().filter(|&i| i < CALL_SLOTS) {
+        CALL_COUNT[i].fetch_add(1, Ordering::Relaxed);
+        CALL_NS[i].fetch_add(ns, Ordering::Relaxed);
+    }
+}
+
 /// The sampling period.
 pub const PERIOD_NS: u64 = 1_000_000;
 
@@ -85,6 +99,28 @@ pub fn report() -> Option<String> {
     out += "  library OS hot spots (image offset = rip - 0xffff808000200000):\n";
     for (rip, n) in hot.iter().take(10) {
         out += &alloc::format!("    {n:6}  {rip:#x}\n");
+    }
+    let mut calls: Vec<(usize, u64, u64)> = (0..CALL_SLOTS)
+        .map(|i| {
+            (
+                i,
+                CALL_COUNT[i].load(Ordering::Relaxed),
+                CALL_NS[i].load(Ordering::Relaxed),
+            )
+        })
+        .filter(|c| c.1 != 0)
+        .collect();
+    calls.sort_by_key(|c| core::cmp::Reverse(c.2));
+    out += "  trapped system calls by time in them (waits included):
+";
+    for (nr, n, ns) in calls.iter().take(15) {
+        out += &alloc::format!(
+            "    {:>10} us  {n:8} calls  {:>7} ns each  {}
+",
+            ns / 1000,
+            ns / n,
+            crate::syscall::name(*nr as u64)
+        );
     }
     Some(out)
 }

@@ -808,6 +808,18 @@ mod tests {
             profiled.stderr.contains("profile: ") && profiled.stderr.contains("samples"),
             "{profiled:?}"
         );
+        // The trapped calls by time: opening the file always traps.
+        let calls = profiled
+            .stderr
+            .split("trapped system calls by time")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no table of trapped calls: {profiled:?}"));
+        assert!(
+            calls
+                .lines()
+                .any(|l| l.contains(" calls ") && l.ends_with(" openat")),
+            "{profiled:?}"
+        );
         assert!(!plain.stderr.contains("profile: "), "{plain:?}");
     }
 }

@@ -297,12 +297,19 @@ pub fn dispatch(frame: &mut SyscallFrame) {
     // CPU is busy (see `sched::PolledDevice`).
     crate::drivers::virtio9p::poll();
     let t0 = crate::time::monotonic_ns();
+    let nr = frame.rax;
     dispatch_inner(frame);
+    let ns = crate::time::monotonic_ns() - t0;
     CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-    CALL_NS.fetch_add(
-        crate::time::monotonic_ns() - t0,
-        core::sync::atomic::Ordering::Relaxed,
-    );
+    CALL_NS.fetch_add(ns, core::sync::atomic::Ordering::Relaxed);
+    if crate::profile::on() {
+        crate::profile::call(nr, ns);
+    }
+}
+
+/// The name of system call `nr` (`"?"` if unknown).
+pub fn name(nr: u64) -> &'static str {
+    names::name(nr)
 }
 
 fn dispatch_inner(frame: &mut SyscallFrame) {
