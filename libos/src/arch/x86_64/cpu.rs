@@ -231,9 +231,22 @@ pub unsafe fn write_cr3(pml4: u64) {
     unsafe { asm!("mov cr3, {}", in(reg) pml4, options(nostack, preserves_flags)) };
 }
 
-/// Invalidates the TLB entry for one page.
+/// Invalidates the TLB entry for one page. On a PVM host by its hypercall
+/// (rbx = the address, never 0 here: page 0 is never mapped), which costs
+/// about half the emulated `invlpg` (16 pages: 29 against 56 µs). In a
+/// direct call it is `#UD`, and the trap handler upgrades the call so that
+/// it runs (`trap::direct_fault`).
 #[inline]
 pub fn invlpg(va: u64) {
+    if vif().is_some() && va != 0 {
+        // SAFETY: the flush-one-TLB-entry hypercall only drops a TLB entry.
+        unsafe {
+            asm!("xchg rbx, {va}", "int 0x1b", "xchg rbx, {va}",
+                 va = inout(reg) va => _, inout("rax") pvm::HC_FLUSH_TLB_ONE => _,
+                 options(nostack))
+        };
+        return;
+    }
     // SAFETY: dropping a TLB entry is always safe; it is refetched from the tables.
     unsafe { asm!("invlpg [{}]", in(reg) va, options(nostack, preserves_flags)) };
 }

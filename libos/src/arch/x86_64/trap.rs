@@ -486,7 +486,13 @@ fn direct_fault(f: &mut TrapFrame) {
     // user mode. This trap is as good: the interrupt is delivered when
     // `trap_dispatch` sets the flag again on the way out.
     if f.vector == 6 && super::cpu::is_deliver_pending_hypercall(f.rip) {
-        f.rip += 2;
+        if f.rbx != 0 && !super::direct::upgraded(f.rip) {
+            // A TLB flush (`cpu::invlpg`), not the harmless one: it must
+            // happen, so the call goes on in supervisor mode and runs it.
+            super::direct::upgrade();
+        } else {
+            f.rip += 2;
+        }
         return;
     }
     unhandled_exception(f);
