@@ -179,5 +179,40 @@ public class Threads {
             }
         }
         System.err.println("Threads: sleep(50) took avg=" + total / 5 + " ms worst=" + worst + " ms");
+
+        // 7. Thread churn: short threads started and joined 4 at a time.
+        // A joined thread still has its exit to finish (it takes locks
+        // the starting threads take too); the threads the OS sees must not
+        // pile up (a scheduler that starved the exiting ones left
+        // thousands behind). /proc/self/status counts them.
+        int[] sink = new int[64];
+        int maxOs = 0;
+        for (int round = 0; round < 500; round++) {
+            Thread[] ts = new Thread[4];
+            for (int i = 0; i < ts.length; i++) {
+                final int id = i;
+                ts[i] = new Thread(() -> sink[id * 8] += id);
+                ts[i].start();
+            }
+            for (Thread t : ts) {
+                t.join();
+            }
+            if (round % 25 == 24) {
+                maxOs = Math.max(maxOs, osThreads());
+            }
+        }
+        System.err.println("Threads: churn peaked at " + maxOs + " OS threads");
+        System.out.println("churn threads=2000 sum=" + (sink[8] + sink[16] + sink[24])
+                + " os threads under 100=" + (maxOs > 0 && maxOs < 100));
+    }
+
+    /** The process's threads, from /proc/self/status (0 if unreadable). */
+    static int osThreads() throws java.io.IOException {
+        for (String l : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/status"))) {
+            if (l.startsWith("Threads:")) {
+                return Integer.parseInt(l.substring(8).trim());
+            }
+        }
+        return 0;
     }
 }

@@ -474,7 +474,8 @@ mod tests {
                  wait/notify items=100000 sum=5000050000\n\
                  latch done=true sum=36\n\
                  concurrenthashmap keys=110 total=400000 weighted=1400000\n\
-                 pool terminated=true\n"
+                 pool terminated=true\n\
+                 churn threads=2000 sum=3000 os threads under 100=true\n"
                     .into(),
             )
         },

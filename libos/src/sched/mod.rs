@@ -210,6 +210,18 @@ pub fn make_ready(t: ThreadRef) {
     program_timer(&c);
 }
 
+/// [`make_ready`], but ahead of the other ready threads (a thread that
+/// waited long, see `syscall::futex`).
+pub fn make_ready_first(t: ThreadRef) {
+    if t.state() != State::Blocked {
+        return;
+    }
+    t.set_state(State::Ready);
+    let mut c = this_cpu().lock();
+    c.run_queue.push_front(t);
+    program_timer(&c);
+}
+
 /// Gives the CPU to the next ready thread, if any.
 pub fn yield_now() {
     let irq = cpu::irq_save();

@@ -29,7 +29,17 @@ struct Waiter {
     thread: ThreadRef,
     bitset: u32,
     woken: AtomicBool,
+    /// When it began to wait (monotonic ns).
+    since: u64,
 }
+
+/// A waiter woken after waiting this long runs ahead of the ready threads
+/// (`sched::make_ready_first`), as Linux's scheduler favours a task that
+/// slept over those that kept the CPU. Without it, threads woken one at a
+/// time to take a contended lock (glibc's `lll_lock`) queue behind threads
+/// that barge in and take it again, and under thread churn thousands of
+/// exiting Java threads were left waiting for it (the host: none).
+const LONG_WAIT_NS: u64 = 1_000_000;
 
 /// Waiters by word address, in arrival order.
 static WAITERS: IrqLock<BTreeMap<u64, VecDeque<Arc<Waiter>>>> = IrqLock::new(BTreeMap::new());
@@ -54,6 +64,7 @@ pub fn wait(addr: u64, val: u32, bitset: u32, deadline: Option<u64>) -> Result<u
         thread: sched::current(),
         bitset,
         woken: AtomicBool::new(false),
+        since: crate::time::monotonic_ns(),
     });
     let irq = cpu::irq_save();
     // With interrupts off nothing else runs on this CPU: the check and the
@@ -131,9 +142,14 @@ pub fn wake(addr: u64, n: u32, bitset: u32) -> u64 {
             }
         }
     }
+    let now = crate::time::monotonic_ns();
     for w in &woken {
         w.woken.store(true, Ordering::Release);
-        sched::make_ready(w.thread.clone());
+        if now.saturating_sub(w.since) >= LONG_WAIT_NS {
+            sched::make_ready_first(w.thread.clone());
+        } else {
+            sched::make_ready(w.thread.clone());
+        }
     }
     woken.len() as u64
 }
@@ -245,6 +261,7 @@ fn wait_direct_off(a: &[u64; 6], op: u64, bitset: u32) -> Option<u64> {
         thread: sched::current(),
         bitset,
         woken: AtomicBool::new(false),
+        since: crate::time::monotonic_ns(),
     });
     WAITERS
         .lock()
