@@ -199,6 +199,16 @@ pub fn current_is_idle() -> bool {
 /// Makes a blocked (or new) thread runnable; no effect on a ready or
 /// running one.
 pub fn make_ready(t: ThreadRef) {
+    enqueue(t, false);
+}
+
+/// [`make_ready`], but ahead of the other ready threads (a thread that
+/// waited long, see `syscall::futex`).
+pub fn make_ready_first(t: ThreadRef) {
+    enqueue(t, true);
+}
+
+fn enqueue(t: ThreadRef, first: bool) {
     // Only a blocked (or new) thread joins the run queue: a thread woken by
     // one source (a futex) may still be due from another (its timeout).
     if t.state() != State::Blocked {
@@ -206,19 +216,11 @@ pub fn make_ready(t: ThreadRef) {
     }
     t.set_state(State::Ready);
     let mut c = this_cpu().lock();
-    c.run_queue.push_back(t);
-    program_timer(&c);
-}
-
-/// [`make_ready`], but ahead of the other ready threads (a thread that
-/// waited long, see `syscall::futex`).
-pub fn make_ready_first(t: ThreadRef) {
-    if t.state() != State::Blocked {
-        return;
+    if first {
+        c.run_queue.push_front(t);
+    } else {
+        c.run_queue.push_back(t);
     }
-    t.set_state(State::Ready);
-    let mut c = this_cpu().lock();
-    c.run_queue.push_front(t);
     program_timer(&c);
 }
 
