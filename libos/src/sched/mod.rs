@@ -189,7 +189,6 @@ where
     Some(JoinHandle::new(t))
 }
 
-/// Puts a runnable thread at the back of its CPU's run queue.
 /// Whether the CPU is running its idle thread.
 pub fn current_is_idle() -> bool {
     let c = this_cpu().lock();
@@ -310,7 +309,6 @@ pub fn sleep_until_interruptible(deadline: u64) -> bool {
     true
 }
 
-/// Ends the current thread.
 /// Ends the calling thread (a program thread's `exit`).
 pub fn exit_thread() -> ! {
     exit_current()
@@ -326,8 +324,6 @@ pub(crate) fn exit_current() -> ! {
     unreachable!("a dead thread was scheduled");
 }
 
-/// Switches to the next thread. Interrupts must be off; the caller has set
-/// the current thread's state (and queued it if it stays runnable).
 /// Wakes `t` at `deadline` (monotonic ns) unless cancelled; returns the
 /// key for [`cancel_timer`].
 pub fn add_timer(deadline: u64, t: ThreadRef) -> (u64, u64) {
@@ -371,6 +367,8 @@ pub fn cpu_ns(t: &Thread) -> u64 {
     }
 }
 
+/// Switches to the next thread. Interrupts must be off; the caller has set
+/// the current thread's state (and queued it if it stays runnable).
 fn schedule() {
     switch_threads(false);
 }
