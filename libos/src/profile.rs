@@ -111,12 +111,10 @@ pub fn report() -> Option<String> {
         .filter(|c| c.1 != 0)
         .collect();
     calls.sort_by_key(|c| core::cmp::Reverse(c.2));
-    out += "  trapped system calls by time in them (waits included):
-";
+    out += "  trapped system calls by time in them (waits included):\n";
     for (nr, n, ns) in calls.iter().take(15) {
         out += &alloc::format!(
-            "    {:>10} us  {n:8} calls  {:>7} ns each  {}
-",
+            "    {:>10} us  {n:8} calls  {:>7} ns each  {}\n",
             ns / 1000,
             ns / n,
             crate::syscall::name(*nr as u64)

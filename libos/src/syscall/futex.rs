@@ -60,12 +60,6 @@ pub fn wait(addr: u64, val: u32, bitset: u32, deadline: Option<u64>) -> Result<u
     }
     // Fault the word in before interrupts go off.
     read_word(addr)?;
-    let me = Arc::new(Waiter {
-        thread: sched::current(),
-        bitset,
-        woken: AtomicBool::new(false),
-        since: crate::time::monotonic_ns(),
-    });
     let irq = cpu::irq_save();
     // With interrupts off nothing else runs on this CPU: the check and the
     // enqueue are atomic with respect to wakers.
@@ -73,30 +67,16 @@ pub fn wait(addr: u64, val: u32, bitset: u32, deadline: Option<u64>) -> Result<u
         cpu::irq_restore(irq);
         return Err(Errno::EAGAIN);
     }
-    WAITERS
-        .lock()
-        .entry(addr)
-        .or_default()
-        .push_back(me.clone());
-    let timer = match deadline {
-        Some(d) if d <= crate::time::monotonic_ns() => None,
-        Some(d) => Some(sched::add_timer(d, me.thread.clone())),
-        None => None,
-    };
     // A signal already pending ends the wait before it starts (Linux
     // checks before it sleeps): a direct wait declines when it sees one,
     // and so does one that a signal woke, and both come here.
-    let interrupted = crate::signal::has_interrupting();
-    if !interrupted && (deadline.is_none() || timer.is_some()) {
-        sched::block();
-    }
-    if let Some(k) = timer {
-        sched::cancel_timer(k);
-    }
-    let woken = me.woken.load(Ordering::Acquire);
-    if !woken {
-        remove(addr, &me);
-    }
+    let woken = if crate::signal::has_interrupting()
+        || deadline.is_some_and(|d| d <= crate::time::monotonic_ns())
+    {
+        false
+    } else {
+        sleep(addr, bitset, deadline, sched::block)
+    };
     cpu::irq_restore(irq);
     if woken {
         Ok(0)
@@ -111,6 +91,34 @@ pub fn wait(addr: u64, val: u32, bitset: u32, deadline: Option<u64>) -> Result<u
     } else {
         Err(Errno::ETIMEDOUT)
     }
+}
+
+/// Queues the current thread on `addr` (interrupts off, the word checked),
+/// with a scheduler timer for `deadline`, and leaves the CPU by `block`
+/// until a wake, the timer or a signal; returns whether a wake did it.
+/// Either way the thread is off the queue and the timer when it returns.
+fn sleep(addr: u64, bitset: u32, deadline: Option<u64>, block: impl FnOnce()) -> bool {
+    let me = Arc::new(Waiter {
+        thread: sched::current(),
+        bitset,
+        woken: AtomicBool::new(false),
+        since: crate::time::monotonic_ns(),
+    });
+    WAITERS
+        .lock()
+        .entry(addr)
+        .or_default()
+        .push_back(me.clone());
+    let timer = deadline.map(|d| sched::add_timer(d, me.thread.clone()));
+    block();
+    if let Some(k) = timer {
+        sched::cancel_timer(k);
+    }
+    let woken = me.woken.load(Ordering::Acquire);
+    if !woken {
+        remove(addr, &me);
+    }
+    woken
 }
 
 fn remove(addr: u64, w: &Arc<Waiter>) {
@@ -257,26 +265,9 @@ fn wait_direct_off(a: &[u64; 6], op: u64, bitset: u32) -> Option<u64> {
         return errno(Errno::ETIMEDOUT);
     }
     // Interrupts off: the check and the enqueue are atomic for wakers.
-    let me = Arc::new(Waiter {
-        thread: sched::current(),
-        bitset,
-        woken: AtomicBool::new(false),
-        since: crate::time::monotonic_ns(),
-    });
-    WAITERS
-        .lock()
-        .entry(addr)
-        .or_default()
-        .push_back(me.clone());
-    let timer = deadline.map(|d| sched::add_timer(d, me.thread.clone()));
-    sched::leave_direct(false);
-    if let Some(k) = timer {
-        sched::cancel_timer(k);
-    }
-    if me.woken.load(Ordering::Acquire) {
+    if sleep(addr, bitset, deadline, || sched::leave_direct(false)) {
         return Some(0);
     }
-    remove(addr, &me);
     if deadline.is_some_and(|d| d <= crate::time::monotonic_ns())
         && !crate::signal::has_deliverable()
     {

@@ -70,11 +70,14 @@ pub fn rt_sigprocmask_direct(a: &[u64; 6]) -> Option<u64> {
     let r = if !present || signal::has_deliverable() {
         None
     } else {
-        let before = signal::set_mask(0, None).unwrap_or(0);
+        let me = crate::sched::current();
+        let before = me.user.sigmask.load(core::sync::atomic::Ordering::Relaxed);
         let r = rt_sigprocmask(a);
         if signal::has_deliverable() {
-            // Undo (SIG_SETMASK); nothing else ran meanwhile.
-            let _ = signal::set_mask(2, Some(before));
+            // Undo; nothing else ran meanwhile.
+            me.user
+                .sigmask
+                .store(before, core::sync::atomic::Ordering::Relaxed);
             None
         } else {
             Some(r)

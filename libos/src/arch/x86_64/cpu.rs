@@ -125,8 +125,9 @@ fn pvm_deliver_pending(page: u64) {
     }
 }
 
-/// Whether `rip` is the `int 0x1b` of [`pvm_deliver_pending`] (a direct
-/// call, in user mode for the host, gets `#UD` there).
+/// Whether `rip` is an `int 0x1b` of the kernel's: [`pvm_deliver_pending`]'s
+/// (rbx = 0) or [`invlpg`]'s TLB flush (rbx = the address). A direct call,
+/// in user mode for the host, gets `#UD` there.
 pub fn is_deliver_pending_hypercall(rip: u64) -> bool {
     // SAFETY: `rip` is where the kernel itself was executing.
     rip >= crate::mm::DIRECT_MAP
