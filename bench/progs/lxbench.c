@@ -11,12 +11,14 @@
  * mapping per round). stdout gets one line per measurement, `NAME MEDIAN #
  * min MIN max MAX first FIRST ...`, in nanoseconds per operation, FIRST being
  * the first round's; the part after `#` is for people. TESTS, a
- * comma-separated subset of getpid,futex,thread,fault,pread, picks some.
+ * comma-separated subset of getpid,futex,thread,fault,pread,wake,getpidw,cached
+ * picks some.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -220,6 +222,53 @@ static double getpid_wrapper_batch(long n)
     return now_ns() - t0;
 }
 
+/* (7) wake-up behind a CPU-bound thread: the caller and a spinning thread
+ * share CPU 0 (a partition has one CPU; the host is pinned to match) and
+ * the caller sleeps 200 us at a time; ns slept beyond that per sleep
+ * (Linux's timer slack is 50 us of it). */
+#define WAKE_SLEEP_NS 200000L
+static _Atomic int hog_stop;
+
+static void *hog(void *arg)
+{
+    while (!atomic_load_explicit(&hog_stop, memory_order_relaxed))
+        ;
+    return arg;
+}
+
+static double wake_batch(long n)
+{
+    cpu_set_t one, saved;
+    if (sched_getaffinity(0, sizeof saved, &saved) != 0) {
+        perror("sched_getaffinity");
+        exit(1);
+    }
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    /* The spinning thread inherits the mask. */
+    if (sched_setaffinity(0, sizeof one, &one) != 0) {
+        perror("sched_setaffinity");
+        exit(1);
+    }
+    atomic_store(&hog_stop, 0);
+    pthread_t t;
+    if (pthread_create(&t, NULL, hog, NULL) != 0) {
+        perror("pthread_create");
+        exit(1);
+    }
+    const struct timespec d = {0, WAKE_SLEEP_NS};
+    double late = 0;
+    for (long i = 0; i < n; i++) {
+        double t0 = now_ns();
+        nanosleep(&d, NULL);
+        late += now_ns() - t0 - (double)WAKE_SLEEP_NS;
+    }
+    atomic_store(&hog_stop, 1);
+    pthread_join(t, NULL);
+    sched_setaffinity(0, sizeof saved, &saved);
+    return late;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -251,6 +300,8 @@ int main(int argc, char **argv)
         measure("thread_ns", thread_batch, 1000);
     if (strstr(tests, "pread"))
         measure("pread1k_ns", pread_batch, 20000);
+    if (strstr(tests, "wake"))
+        measure("wake_hog_ns", wake_batch, 200);
     if (strstr(tests, "getpidw"))
         measure("getpid_wrapper_ns", getpid_wrapper_batch, 100000);
     if (strstr(tests, "cached") && argc > 4) {

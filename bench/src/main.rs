@@ -489,6 +489,7 @@ const LX_ROWS: &[(&str, &str)] = &[
     ("futex_rt_ns", "futex ping-pong round trip"),
     ("thread_ns", "pthread_create + join"),
     ("pread1k_ns", "pread 1 KiB of a host file"),
+    ("wake_hog_ns", "wake-up behind a spinning thread"),
     ("getpid_wrapper_ns", "getpid, glibc getpid()"),
     ("pread1k_cached_ns", "pread 1 KiB, cached file"),
     ("read1k_cached_ns", "read 1 KiB, cached file"),
@@ -534,7 +535,7 @@ fn linux(rounds: usize) {
     let cached = dir.join("data.bin");
     let cached = cached.to_str().expect("utf-8 temp dir");
     let rounds_s = rounds.to_string();
-    let tests = "getpid,futex,thread,fault,pread,getpidw,cached";
+    let tests = "getpid,futex,thread,fault,pread,wake,getpidw,cached";
     let args = ["./lxbench", "data.bin", &rounds_s, tests, cached];
     let exe = dir.join("lxbench");
     let host = run_timeout(Command::new(&exe).args(&args[1..]), &run_dir);

@@ -27,6 +27,15 @@ use crate::time;
 
 /// Length of a time slice.
 pub const SLICE_NS: u64 = 10_000_000;
+/// Wake-up preemption, as Linux's scheduler does it: a thread that has
+/// wanted the CPU without a break (not blocked) for this long gives it up at
+/// once to a thread that wakes, and one that woke more recently gives it up
+/// this long after it woke; either way a thread woken by I/O waits at most
+/// about this behind one that computes, not a whole slice.
+pub const WAKE_GRANULARITY_NS: u64 = 1_000_000;
+/// The least the running thread keeps the CPU when a wake-up preempts it
+/// (each preemption costs a timer interrupt).
+pub const MIN_RUN_NS: u64 = 100_000;
 
 /// One CPU's scheduling state.
 struct Cpu {
@@ -35,16 +44,25 @@ struct Cpu {
     run_queue: VecDeque<ThreadRef>,
     /// The thread switched away from, dropped once the next one runs.
     last: Option<ThreadRef>,
+    /// When the running thread got the CPU.
+    slice_start_ns: u64,
     slice_end_ns: u64,
 }
 
 impl Cpu {
+    /// The running thread starts a new time slice now.
+    fn start_slice(&mut self) {
+        self.slice_start_ns = time::monotonic_ns();
+        self.slice_end_ns = self.slice_start_ns + SLICE_NS;
+    }
+
     const fn new() -> Self {
         Self {
             current: None,
             idle: None,
             run_queue: VecDeque::new(),
             last: None,
+            slice_start_ns: 0,
             slice_end_ns: 0,
         }
     }
@@ -96,7 +114,7 @@ pub fn init() {
     let mut c = this_cpu().lock();
     c.current = Some(main);
     c.idle = Some(idle);
-    c.slice_end_ns = time::monotonic_ns() + SLICE_NS;
+    c.start_slice();
 }
 
 /// A device that, while the CPU is busy, is polled instead of
@@ -214,11 +232,26 @@ fn enqueue(t: ThreadRef, first: bool) {
         return;
     }
     t.set_state(State::Ready);
+    let now = time::monotonic_ns();
+    t.woke_ns.store(now, Ordering::Relaxed);
     let mut c = this_cpu().lock();
     if first {
         c.run_queue.push_front(t);
     } else {
         c.run_queue.push_back(t);
+    }
+    // The running thread's slice ends a granule after it woke, if that is
+    // sooner (the idle thread's is moot: a wake-up leaves it at once).
+    let woke = c
+        .current
+        .as_ref()
+        .map_or(0, |cur| cur.woke_ns.load(Ordering::Relaxed));
+    let by = woke
+        .saturating_add(WAKE_GRANULARITY_NS)
+        .max(c.slice_start_ns.saturating_add(MIN_RUN_NS))
+        .max(now);
+    if by < c.slice_end_ns {
+        c.slice_end_ns = by;
     }
     program_timer(&c);
 }
@@ -433,7 +466,7 @@ fn switch_threads(direct: bool) {
         if Arc::ptr_eq(&prev, &next) {
             prev.set_state(State::Running);
             c.current = Some(prev);
-            c.slice_end_ns = time::monotonic_ns() + SLICE_NS;
+            c.start_slice();
             program_timer(&c);
             return;
         }
@@ -480,7 +513,7 @@ fn switch_threads(direct: bool) {
         c.current = Some(next);
         debug_assert!(c.last.is_none());
         c.last = Some(prev);
-        c.slice_end_ns = time::monotonic_ns() + SLICE_NS;
+        c.start_slice();
         program_timer(&c);
         (save, next_rsp, tops)
     };

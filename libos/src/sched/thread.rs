@@ -51,6 +51,9 @@ pub struct Thread {
     /// where it can go on in either mode of a PVM host: another direct call
     /// may switch to it without entering supervisor mode.
     pub(crate) resume_direct: AtomicBool,
+    /// When it last became ready after blocking (monotonic ns): how long it
+    /// has wanted the CPU without a break (`sched::enqueue`).
+    pub(crate) woke_ns: AtomicU64,
     /// What a thread of the program has besides its kernel context.
     pub user: UserCtx,
 }
@@ -127,6 +130,7 @@ impl Thread {
             exited: WaitQueue::new(),
             posts: AtomicBool::new(false),
             resume_direct: AtomicBool::new(false),
+            woke_ns: AtomicU64::new(0),
             user: UserCtx::new(),
         })
     }
