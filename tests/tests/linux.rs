@@ -500,6 +500,15 @@ mod tests {
         }
     }
 
+    /// Threads made ready while another computes run at once: a child
+    /// that exits before `clone` returns to its creator is still joined,
+    /// sleeps and pipe round trips beside a spinning thread all complete.
+    fn wakeups(b: Build) {
+        if let Some((dir, _)) = same_as_host("wakeups", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// syscall(999) and fork() fail with ENOSYS in a partition (on the host
     /// fork works), and the partition names the unknown call on stderr.
     fn enosys(b: Build) {
@@ -569,6 +578,7 @@ mod tests {
         sockets: sockets_glibc_dynamic, sockets_musl_static, sockets_musl_static_pie;
         siginfo: siginfo_glibc_dynamic, siginfo_musl_static, siginfo_musl_static_pie;
         switches: switches_glibc_dynamic, switches_musl_static, switches_musl_static_pie;
+        wakeups: wakeups_glibc_dynamic, wakeups_musl_static, wakeups_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---

@@ -202,9 +202,19 @@ pub fn spawn<F>(name: &str, f: F) -> Option<JoinHandle>
 where
     F: FnOnce() + Send + 'static,
 {
-    let t = Thread::new_kernel(name, alloc::boxed::Box::new(f))?;
+    let t = create(name, f)?;
     make_ready(t.clone());
     Some(JoinHandle::new(t))
+}
+
+/// Creates a kernel thread running `f` without starting it: it runs once
+/// [`make_ready`] is called on it (`clone` writes the new thread's id into
+/// the program's memory first, as Linux does before the child can run).
+pub fn create<F>(name: &str, f: F) -> Option<ThreadRef>
+where
+    F: FnOnce() + Send + 'static,
+{
+    Thread::new_kernel(name, alloc::boxed::Box::new(f))
 }
 
 /// Whether the CPU is running its idle thread.
@@ -234,11 +244,23 @@ fn enqueue(t: ThreadRef, first: bool) {
     t.set_state(State::Ready);
     let now = time::monotonic_ns();
     t.woke_ns.store(now, Ordering::Relaxed);
+    t.preempted_ns.store(0, Ordering::Relaxed);
     let mut c = this_cpu().lock();
     if first {
         c.run_queue.push_front(t);
     } else {
-        c.run_queue.push_back(t);
+        // Ahead of threads the timer took the CPU from, as Linux's fair
+        // scheduler runs a thread that slept before ones that kept
+        // computing; but not of one that has waited a slice already, so
+        // threads that keep waking each other cannot starve it.
+        let at = c.run_queue.iter().position(|q| {
+            let p = q.preempted_ns.load(Ordering::Relaxed);
+            p != 0 && now.saturating_sub(p) < SLICE_NS
+        });
+        match at {
+            Some(i) => c.run_queue.insert(i, t),
+            None => c.run_queue.push_back(t),
+        }
     }
     // The running thread's slice ends a granule after it woke, if that is
     // sooner (the idle thread's is moot: a wake-up leaves it at once).
@@ -623,6 +645,7 @@ pub(crate) fn timer_interrupt() {
         } else {
             if !is_idle {
                 cur.set_state(State::Ready);
+                cur.preempted_ns.store(now.max(1), Ordering::Relaxed);
                 c.run_queue.push_back(cur);
                 PREEMPTIONS.fetch_add(1, Ordering::Relaxed);
             }

@@ -43,7 +43,7 @@ pub fn clone(a: &[u64; 6]) -> Result<u64, Errno> {
     };
     let fpu = crate::arch::fpu::fork();
     crate::process::LIVE_THREADS.fetch_add(1, Ordering::AcqRel);
-    let spawned = crate::sched::spawn("program", move || {
+    let created = crate::sched::create("program", move || {
         let t = crate::sched::current();
         t.user.sigmask.store(sigmask, Ordering::Relaxed);
         t.user.fs_base.store(fs, Ordering::Relaxed);
@@ -65,19 +65,24 @@ pub fn clone(a: &[u64; 6]) -> Result<u64, Errno> {
         drop(t);
         crate::arch::user::resume_user(&regs)
     });
-    let Some(h) = spawned else {
+    let Some(child) = created else {
         crate::process::LIVE_THREADS.fetch_sub(1, Ordering::AcqRel);
         return Err(Errno::EAGAIN);
     };
-    let tid = h.thread().id();
+    let tid = child.id();
+    // Both words are written before the child can run, as Linux does (and,
+    // as there, a bad address is ignored): glibc's `pthread_join` waits on
+    // that word, which the child's exit clears, so a child that ran and
+    // exited first would have its cleared word overwritten with its id
+    // and its joiner would wait for ever.
     if flags & CLONE_PARENT_SETTID != 0 {
-        user::copy_in(ptid, &(tid as u32).to_le_bytes())?;
+        let _ = user::copy_in(ptid, &(tid as u32).to_le_bytes());
     }
     if flags & CLONE_CHILD_SETTID != 0 {
-        // Linux writes it in the child's memory before either runs; the
-        // memory is shared, so this is the same word.
+        // The memory is shared, so this is the child's word too.
         let _ = user::copy_in(ctid, &(tid as u32).to_le_bytes());
     }
+    crate::sched::make_ready(child);
     Ok(tid)
 }
 
