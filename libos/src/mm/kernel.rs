@@ -301,7 +301,13 @@ pub fn unmap_user_range_keep(va: u64, len: u64, taken: &mut dyn FnMut(u64, u64))
             log::warn!("unmapping user memory {va:#x}+{len:#x}: {e:?}");
         }
     }
-    flush_user(&pages.iter().map(|p| p.0).collect::<alloc::vec::Vec<_>>());
+    flush_user(
+        &pages
+            .iter()
+            .filter(|p| may_be_cached(p.1))
+            .map(|p| p.0)
+            .collect::<alloc::vec::Vec<_>>(),
+    );
     for (v, e) in pages {
         let pa = e & 0x000f_ffff_ffff_f000;
         if e & PteFlags::SHARED.bits() != 0 {
@@ -361,7 +367,9 @@ pub fn take_user_page(va: u64) -> Option<u64> {
         space.unmap(&mut Tables, va, PageSize::Size4K).ok()?;
         (t.pa & !0xfff) | t.flags.bits()
     };
-    cpu::invlpg(va);
+    if may_be_cached(e) {
+        cpu::invlpg(va);
+    }
     Some(e)
 }
 
@@ -383,6 +391,21 @@ pub fn protect_user_range(va: u64, len: u64, flags: PteFlags) {
     } else {
         flush_all_user();
     }
+}
+
+/// Whether a user page's translation, whose leaf entry was `e`, may be
+/// cached and so needs a flush once the entry changes. On a PVM host, no:
+/// unless the accessed bit is set. Its shadow MMU (KVM's) makes a shadow
+/// entry, the only thing the hardware's TLB can cache for a guest page,
+/// only from a walk that sets the guest entry's accessed bit first, and
+/// prefetches and resyncs only entries with it set. So an entry that the
+/// program never used has nothing to flush. Most pages a fault maps around
+/// the faulting one never are: a thread's exiting `madvise` of its stack
+/// flushed about 16 pages, of which about 2 had been used (each flush is a
+/// hypercall of ≈ 1.8 µs). Elsewhere the CPU's own caching rules apply, and
+/// every present entry is flushed.
+fn may_be_cached(e: u64) -> bool {
+    !cpu::pvm_native() || e & PteFlags::ACCESSED.bits() != 0
 }
 
 /// Drops stale TLB entries for these user pages.
@@ -415,8 +438,14 @@ pub struct KernelStack {
 impl KernelStack {
     /// A stack of `pages` usable pages plus the guard page.
     pub fn new(pages: usize) -> Option<Self> {
-        let base = alloc_frames(pages + 1, 1)?;
-        set_guard(base, true);
+        let base = match STACK_CACHE.lock().take(pages + 1) {
+            Some(base) => base,
+            None => {
+                let base = alloc_frames(pages + 1, 1)?;
+                set_guard(base, true);
+                base
+            }
+        };
         let s = Self {
             base,
             pages: pages + 1,
@@ -447,10 +476,52 @@ impl KernelStack {
 
 impl Drop for KernelStack {
     fn drop(&mut self) {
+        if STACK_CACHE.lock().put(self.base, self.pages) {
+            return;
+        }
         set_guard(self.base, false);
         free_frames(self.base, self.pages);
     }
 }
+
+/// Stacks kept for reuse, at most this many.
+const STACK_CACHE_MAX: usize = 64;
+
+/// Freed kernel stacks, guard page still unmapped: a thread's start and end
+/// then change no page table (a change costs a TLB flush that the PVM host
+/// turns into a sync of its shadow tables; threads come and go by the
+/// thousand under Java's thread churn).
+struct StackCache {
+    /// (first frame, frames with the guard) of each cached stack.
+    stacks: [(u64, usize); STACK_CACHE_MAX],
+    len: usize,
+}
+
+impl StackCache {
+    /// A cached stack of `pages` frames, if one is there.
+    fn take(&mut self, pages: usize) -> Option<u64> {
+        let i = self.stacks[..self.len].iter().position(|s| s.1 == pages)?;
+        let base = self.stacks[i].0;
+        self.len -= 1;
+        self.stacks[i] = self.stacks[self.len];
+        Some(base)
+    }
+
+    /// Keeps a freed stack; false when the cache is full.
+    fn put(&mut self, base: u64, pages: usize) -> bool {
+        if self.len == STACK_CACHE_MAX {
+            return false;
+        }
+        self.stacks[self.len] = (base, pages);
+        self.len += 1;
+        true
+    }
+}
+
+static STACK_CACHE: IrqLock<StackCache> = IrqLock::new(StackCache {
+    stacks: [(0, 0); STACK_CACHE_MAX],
+    len: 0,
+});
 
 fn set_guard(pa: u64, guard: bool) {
     let page = phys_to_virt(pa);
