@@ -485,7 +485,7 @@ impl Drop for KernelStack {
 }
 
 /// Stacks kept for reuse, at most this many.
-const STACK_CACHE_MAX: usize = 64;
+pub const STACK_CACHE_MAX: usize = 64;
 
 /// Freed kernel stacks, guard page still unmapped: a thread's start and end
 /// then change no page table (a change costs a TLB flush that the PVM host

@@ -218,9 +218,28 @@ fn paging_stack_guard() -> TestResult {
     );
     let guard = stack.guard();
     drop(stack);
+    // A freed stack is kept for reuse with its guard page still unmapped...
+    let again = mm::KernelStack::new(4).ok_or("no stack")?;
+    check!(again.guard() == guard, "a freed stack was not reused");
     check!(
-        mm::translate(guard).is_some(),
-        "guard page not restored on free"
+        mm::translate(guard).is_none(),
+        "a reused stack's guard page is mapped"
+    );
+    drop(again);
+    // ...until the cache is full: then its guard page is mapped back.
+    let many = (0..=mm::STACK_CACHE_MAX)
+        .map(|_| mm::KernelStack::new(4))
+        .collect::<Option<Vec<_>>>()
+        .ok_or("no stacks")?;
+    let guards: Vec<u64> = many.iter().map(mm::KernelStack::guard).collect();
+    check!(
+        guards.iter().all(|&g| mm::translate(g).is_none()),
+        "a live stack's guard page is mapped"
+    );
+    drop(many);
+    check!(
+        guards.iter().any(|&g| mm::translate(g).is_some()),
+        "no guard page restored on free once the cache was full"
     );
     Ok(())
 }
