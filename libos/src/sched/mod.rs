@@ -413,13 +413,19 @@ fn account_switch(prev: &Thread, next: &Thread) {
 /// The CPU time `t` has used (ns), its current run included. With one CPU,
 /// a thread other than the caller is not running.
 pub fn cpu_ns(t: &Thread) -> u64 {
+    // With interrupts off: a preemption between the two loads would pair
+    // the time used before it with the start of the run after it, and the
+    // clock would go backwards (`CLOCK_THREAD_CPUTIME_ID`, memdiff).
+    let irq = cpu::irq_save();
     let used = t.user.cpu_ns.load(Ordering::Relaxed);
-    if t.id() == current().id() {
+    let ns = if t.id() == current().id() {
         let since = t.user.on_cpu_since.load(Ordering::Relaxed);
         used + time::monotonic_ns().saturating_sub(since)
     } else {
         used
-    }
+    };
+    cpu::irq_restore(irq);
+    ns
 }
 
 /// Switches to the next thread. Interrupts must be off; the caller has set

@@ -14,7 +14,11 @@ use crate::mm::user;
 
 /// (user, system) CPU nanoseconds used so far.
 pub fn cpu_ns() -> (u64, u64) {
+    // The clock and the idle time read together: an idle period counted
+    // between the two reads would make the result go backwards.
+    let irq = crate::arch::cpu::irq_save();
     let busy = crate::time::monotonic_ns().saturating_sub(crate::sched::stats().idle_ns);
+    crate::arch::cpu::irq_restore(irq);
     let sys = crate::mm::vma::STATS.ns.load(Ordering::Relaxed).min(busy);
     (busy - sys, sys)
 }
