@@ -604,20 +604,11 @@ fn program_timer(c: &Cpu) {
     }
 }
 
-/// End of a device interrupt: if the CPU was idle and the interrupt made a
-/// thread runnable, run it now rather than at the next timer tick.
+/// End of a device interrupt: if it made a thread runnable, run it now
+/// when the CPU was idle or the running thread's turn has ended (a wake-up
+/// preempts it), rather than at the next timer interrupt.
 pub(crate) fn device_interrupt_exit() {
-    let switch = {
-        let c = this_cpu().lock();
-        let idle = match (&c.current, &c.idle) {
-            (Some(cur), Some(idle)) => Arc::ptr_eq(cur, idle),
-            _ => false,
-        };
-        idle && !c.run_queue.is_empty()
-    };
-    if switch {
-        schedule();
-    }
+    preempt_if_due(time::monotonic_ns());
 }
 
 /// The timer interrupt: wakes sleepers whose time has come and preempts the
@@ -641,12 +632,23 @@ pub(crate) fn timer_interrupt() {
             None => break,
         }
     }
+    // Read again: a thread the loop woke may have ended the running
+    // one's turn just now (wake-up preemption), which this interrupt can
+    // do at once rather than by another one.
+    if !preempt_if_due(time::monotonic_ns()) {
+        program_timer(&this_cpu().lock());
+    }
+}
+
+/// End of an interrupt: switches if another thread is ready and the
+/// running one's turn has ended (or the CPU is idle); the preempted thread
+/// goes to the back of the run queue. Whether it switched.
+fn preempt_if_due(now: u64) -> bool {
     let preempt = {
         let mut c = this_cpu().lock();
         let cur = c.current.clone().expect("scheduler not initialised");
         let is_idle = c.idle.as_ref().is_some_and(|i| Arc::ptr_eq(i, &cur));
         if c.run_queue.is_empty() || (!is_idle && now < c.slice_end_ns) {
-            program_timer(&c);
             false
         } else {
             if !is_idle {
@@ -661,6 +663,7 @@ pub(crate) fn timer_interrupt() {
     if preempt {
         schedule();
     }
+    preempt
 }
 
 /// Timer interrupts taken so far.
