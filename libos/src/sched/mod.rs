@@ -1,7 +1,10 @@
-//! Kernel threads and a preemptive round-robin scheduler.
+//! Kernel threads and a preemptive round-robin scheduler with wake-up
+//! preemption.
 //!
 //! Each CPU has its own run queue ([`Cpu`]); a thread runs for a time slice
-//! unless it yields, blocks or sleeps first. The timer is tickless: the APIC
+//! unless it yields, blocks or sleeps first, or a thread wakes while it has
+//! computed without blocking for [`WAKE_GRANULARITY_NS`]: woken threads go
+//! ahead of preempted ones (see `enqueue`). The timer is tickless: the APIC
 //! deadline is set to the end of the slice (only when other threads wait) or
 //! the next sleeper's wake-up, whichever comes first. An idle CPU halts.
 //!
@@ -34,7 +37,7 @@ pub const SLICE_NS: u64 = 10_000_000;
 /// about this behind one that computes, not a whole slice.
 pub const WAKE_GRANULARITY_NS: u64 = 1_000_000;
 /// The least the running thread keeps the CPU when a wake-up preempts it
-/// (each preemption costs a timer interrupt).
+/// (a preemption that no device interrupt brings costs a timer interrupt).
 pub const MIN_RUN_NS: u64 = 100_000;
 
 /// One CPU's scheduling state.

@@ -54,9 +54,9 @@ pub struct Thread {
     /// When it last became ready after blocking (monotonic ns): how long it
     /// has wanted the CPU without a break (`sched::enqueue`).
     pub(crate) woke_ns: AtomicU64,
-    /// When the timer last took the CPU from it while it ran (monotonic ns;
-    /// 0 once it blocks): a thread woken since goes ahead of it in the run
-    /// queue for a slice (`sched::enqueue`).
+    /// When an interrupt last took the CPU from it while it ran (monotonic
+    /// ns; 0 once it blocks): a thread woken since goes ahead of it in the
+    /// run queue for a slice (`sched::enqueue`).
     pub(crate) preempted_ns: AtomicU64,
     /// What a thread of the program has besides its kernel context.
     pub user: UserCtx,

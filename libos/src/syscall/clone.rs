@@ -50,9 +50,6 @@ pub fn clone(a: &[u64; 6]) -> Result<u64, Errno> {
         if flags & CLONE_CHILD_CLEARTID != 0 {
             t.user.clear_child_tid.store(ctid, Ordering::Relaxed);
         }
-        if flags & CLONE_CHILD_SETTID != 0 {
-            let _ = user::copy_in(ctid, &(t.id() as u32).to_le_bytes());
-        }
         // Until `active` is set the scheduler switches nothing of the
         // program's for this thread; from then on every switch back
         // restores its FS base and registers, and `claim` loads them now.
