@@ -240,6 +240,10 @@ int main(int argc, char **argv) {
         /* Read-only: reads work, writes fault. */
         ok &= mprotect(p, page, PROT_READ) == 0 && probe_read(p) == 'm' &&
               probe_write(p, 'z') == -1 && last_code == SEGV_ACCERR && p[0] == 'm';
+        /* Writable again after a read cached the read-only translation:
+         * the write succeeds (no stale-TLB signal). */
+        ok &= probe_read(p + 1) == 'm' && mprotect(p, page, PROT_READ | PROT_WRITE) == 0 &&
+              probe_write(p, 'w') == 0 && p[0] == 'w';
         munmap(p, 3 * page);
         result("mprotect NONE then RW", ok);
     }

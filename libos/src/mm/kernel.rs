@@ -374,23 +374,38 @@ pub fn take_user_page(va: u64) -> Option<u64> {
 }
 
 /// Sets the flags of every present user page in `[va, va+len)`.
+///
+/// Only translations that lose a permission (writing, or executing) are
+/// flushed, and of those only the ones that may be cached
+/// ([`may_be_cached`]). One that gains a permission may stay stale: the
+/// access it now allows faults at most once, and the fault handler finds
+/// the page present and allowed and returns (as Linux's spurious-fault
+/// path does). A JVM's thread start and end (`mprotect` of its stack's
+/// guard zone) and its code cache's changes touch pages that were never
+/// used, or only gain rights, and so flush nothing.
 pub fn protect_user_range(va: u64, len: u64, flags: PteFlags) {
+    let mut lost = alloc::vec::Vec::new();
     {
         let mut ks = KERNEL_SPACE.lock();
         let Some(space) = ks.as_mut() else { return };
-        if let Err(e) = space.protect(&mut Tables, va, len, flags) {
+        let r = space.protect_each(&mut Tables, va, len, flags, &mut |v, old, new| {
+            if loses_permission(old, new) && may_be_cached(old) {
+                lost.push(v);
+            }
+        });
+        if let Err(e) = r {
             log::warn!("protecting user memory {va:#x}+{len:#x}: {e:?}");
         }
     }
-    if len / PAGE_SIZE as u64 <= 64 {
-        let mut v = va;
-        while v < va + len {
-            cpu::invlpg(v);
-            v += PAGE_SIZE as u64;
-        }
-    } else {
-        flush_all_user();
-    }
+    flush_user(&lost);
+}
+
+/// Whether leaf entry `new` allows less than `old`: no longer writable, or
+/// no longer executable.
+fn loses_permission(old: u64, new: u64) -> bool {
+    let w = PteFlags::WRITABLE.bits();
+    let nx = PteFlags::NO_EXECUTE.bits();
+    (old & w != 0 && new & w == 0) || (old & nx == 0 && new & nx != 0)
 }
 
 /// Whether a user page's translation, whose leaf entry was `e`, may be

@@ -478,8 +478,22 @@ impl AddressSpace {
         len: u64,
         flags: PteFlags,
     ) -> Result<(), MapError> {
+        self.protect_each(ta, va, len, flags, &mut |_, _, _| {})
+    }
+
+    /// [`protect`](Self::protect), calling `changed(va, old, new)` for every
+    /// leaf it rewrites (so the caller can flush exactly the translations
+    /// that lost a permission).
+    pub fn protect_each(
+        &mut self,
+        ta: &mut impl TableAlloc,
+        va: u64,
+        len: u64,
+        flags: PteFlags,
+        changed: &mut dyn FnMut(u64, u64, u64),
+    ) -> Result<(), MapError> {
         let (start, end) = check_range(va, len)?;
-        protect_level(ta, self.pml4, 4, start, end, flags)
+        protect_level(ta, self.pml4, 4, start, end, flags, changed)
     }
 
     /// Unmaps every page in `[va, va + len)` (`va` 4 KiB aligned, `len` rounded
@@ -651,6 +665,7 @@ fn protect_level(
     start: u64,
     end: u64,
     flags: PteFlags,
+    changed: &mut dyn FnMut(u64, u64, u64),
 ) -> Result<(), MapError> {
     for_each_present(ta, table, level, start, end, |ta, span, e| {
         if level == 1 || (level == 2 && huge(e) && span.whole) {
@@ -668,13 +683,9 @@ fn protect_level(
             if e & PteFlags::BORROWED.0 != 0 {
                 flags = flags.difference(PteFlags::WRITABLE);
             }
-            set_entry(
-                ta,
-                table,
-                span.start,
-                level,
-                leaf_entry(e & size.addr_mask(), flags, size) | kept,
-            );
+            let new = leaf_entry(e & size.addr_mask(), flags, size) | kept;
+            set_entry(ta, table, span.start, level, new);
+            changed(span.start, e, new);
             return Ok(());
         }
         if huge(e) {
@@ -684,7 +695,7 @@ fn protect_level(
             split(ta, table, span.start)?;
         }
         let next = child(entry(ta, table, span.start, level));
-        protect_level(ta, next, level - 1, span.start, span.end, flags)
+        protect_level(ta, next, level - 1, span.start, span.end, flags, changed)
     })
 }
 
