@@ -2,7 +2,13 @@
  * fixed order, a barrier, thread-local storage and join values, and the
  * thread count in /proc/self/status while all of them are alive. Prints
  * totals that are the same on every run; exits 0 on success. */
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
+#ifndef FUTEX_WAIT
+#define FUTEX_WAIT 0
+#endif
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +89,47 @@ static void *worker(void *arg) {
     return (void *)(tls_value * 100 + id);
 }
 
+/* clone(2) with the tid words: CLONE_PARENT_SETTID and CLONE_CHILD_SETTID
+ * are written before the child runs, CLONE_CHILD_CLEARTID is cleared (and
+ * woken) when it exits. The child uses no libc (it shares the parent's
+ * TLS). */
+static volatile pid_t ptid_word = -1, ctid_word = -1, child_saw_ctid = -2, child_tid = -3;
+
+static int clone_child(void *arg) {
+    (void)arg;
+    long tid;
+    __asm__ volatile("syscall" : "=a"(tid) : "a"((long)SYS_gettid) : "rcx", "r11", "memory");
+    child_tid = (pid_t)tid;
+    child_saw_ctid = ctid_word;
+    return 0;
+}
+
+static int clone_tids(void) {
+    size_t size = 64 * 1024;
+    char *stack = malloc(size);
+    if (stack == NULL)
+        return 0;
+    int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+                CLONE_SYSVSEM | CLONE_PARENT_SETTID | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID;
+    int tid = clone(clone_child, stack + size, flags, NULL, (pid_t *)&ptid_word, NULL,
+                    (pid_t *)&ctid_word);
+    if (tid <= 0)
+        return 0;
+    int parent_ok = ptid_word == tid;
+    /* Wait for the kernel to clear the word at the child's exit. */
+    for (;;) {
+        pid_t v = ctid_word;
+        if (v == 0)
+            break;
+        syscall(SYS_futex, &ctid_word, FUTEX_WAIT, v, NULL, NULL, 0);
+    }
+    int ok = parent_ok && child_tid == tid && child_saw_ctid == tid && ctid_word == 0;
+    printf("clone tids: parent_settid=%d child_settid=%d cleared=%d\n", parent_ok,
+           child_saw_ctid == tid, ctid_word == 0);
+    free(stack);
+    return ok;
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     pthread_t t[NTHREADS];
@@ -126,9 +173,10 @@ int main(void) {
     printf("\n");
     printf("join_sum=%ld tls_ok=%d main_tls=%ld\n", joined, bad_tls == 0, tls_value);
     printf("proc_threads=%d\n", proc_threads);
+    int tids_ok = clone_tids();
     int ok = counter == (long)NTHREADS * ITERS && serial_threads == 1 && all_seen == NTHREADS &&
              norder == NTHREADS && bad_tls == 0 && tls_value == 7 &&
-             proc_threads == NTHREADS + 1;
+             proc_threads == NTHREADS + 1 && tids_ok;
     for (int i = 0; i < norder; i++)
         ok = ok && order[i] == i;
     if (!ok) {
