@@ -328,6 +328,15 @@ const JGF_CASES: [(&str, &str, usize, &str); 5] = [
 
 const THREAD_COUNTS: [usize; 2] = [2, 4];
 
+/// Whether a JGF case runs: all of them, or those whose name contains one
+/// of the comma-separated words of `$THREADS_CASES` (e.g. `ForkJoin`).
+fn case_selected(case: &str) -> bool {
+    std::env::var("THREADS_CASES").map_or(true, |v| {
+        v.split(',')
+            .any(|w| !w.trim().is_empty() && case.contains(w.trim()))
+    })
+}
+
 /// The `"score"` and `"scoreError"` of the `"primaryMetric"` in JMH's JSON
 /// result (one benchmark).
 fn jmh_score(json: &str) -> Option<(f64, f64)> {
@@ -416,6 +425,9 @@ pub fn threads(secs: u64) {
         let java = home.join("bin/java");
         for n in THREAD_COUNTS {
             for (case, bench, t, param) in JGF_CASES {
+                if !case_selected(case) {
+                    continue;
+                }
                 let t = if t == 0 { n } else { t };
                 let json = format!("result-{name}-{n}-{}.json", case.replace(':', "-"));
                 let mut args: Vec<String> = vec![

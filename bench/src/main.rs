@@ -4,7 +4,8 @@
 //! ```text
 //! astraea-bench [boot [RUNS]] [ctxswitch [ROUNDS]] [ninep [N]] [linux [ROUNDS]]
 //!               [jvm [RUNS]] [scimark [SECS]] [threads [SECS]] [net] [search]
-//!               (default: all but `threads`, which takes ≈ 8 minutes)
+//!               (default: all but `threads`, which takes ≈ 8 minutes;
+//!               `THREADS_CASES=ForkJoin,Barrier` runs only those cases)
 //! ```
 //!
 //! It runs the `astraea` binary and kernel images that `./x build` produced

@@ -67,6 +67,11 @@ impl PteFlags {
     /// reference instead of freeing it. With `BORROWED` too it is shown
     /// read-only to a private mapping, which copies it on a write.
     pub const SHARED: Self = Self(1 << 10);
+    /// Software bit: a private anonymous page that `MADV_DONTNEED` zeroed
+    /// where it stands instead of unmapping it (`mincore` reports it not
+    /// resident, as Linux would report the page it dropped). `protect`
+    /// drops the bit.
+    pub const ZEROED: Self = Self(1 << 11);
     /// Requires EFER.NXE, else the bit is reserved and faults.
     pub const NO_EXECUTE: Self = Self(1 << 63);
 
@@ -496,6 +501,38 @@ impl AddressSpace {
         protect_level(ta, self.pml4, 4, start, end, flags, changed)
     }
 
+    /// Calls `f(va, entry)` for every present leaf in `[va, va + len)`, in
+    /// address order, changing nothing (a 2 MiB leaf once, `HUGE` set).
+    pub fn leaves(
+        &self,
+        ta: &mut impl TableAlloc,
+        va: u64,
+        len: u64,
+        f: &mut dyn FnMut(u64, u64),
+    ) -> Result<(), MapError> {
+        let (start, end) = check_range(va, len)?;
+        leaves_level(ta, self.pml4, 4, start, end, f)
+    }
+
+    /// Sets `bits` in the leaf entry of the 4 KiB page at `va` if it is
+    /// present; returns whether it was.
+    pub fn set_leaf_bits(&mut self, ta: &mut impl TableAlloc, va: u64, bits: u64) -> bool {
+        let mut table = self.pml4;
+        for level in (2..=4).rev() {
+            let e = entry(ta, table, va, level);
+            if !present(e) || huge(e) {
+                return false;
+            }
+            table = child(e);
+        }
+        let e = entry(ta, table, va, 1);
+        if !present(e) {
+            return false;
+        }
+        set_entry(ta, table, va, 1, e | bits);
+        true
+    }
+
     /// Unmaps every page in `[va, va + len)` (`va` 4 KiB aligned, `len` rounded
     /// up to 4 KiB); holes are fine. 2 MiB pages fully inside are removed whole,
     /// partial ones are split first. Tables left empty are freed.
@@ -699,6 +736,23 @@ fn protect_level(
     })
 }
 
+fn leaves_level(
+    ta: &mut impl TableAlloc,
+    table: u64,
+    level: usize,
+    start: u64,
+    end: u64,
+    f: &mut dyn FnMut(u64, u64),
+) -> Result<(), MapError> {
+    for_each_present(ta, table, level, start, end, |ta, span, e| {
+        if level == 1 || huge(e) {
+            f(span.start, e);
+            return Ok(());
+        }
+        leaves_level(ta, child(e), level - 1, span.start, span.end, f)
+    })
+}
+
 fn unmap_level(
     ta: &mut impl TableAlloc,
     table: u64,
@@ -852,6 +906,55 @@ mod tests {
         assert_eq!(s.unmap(&mut ta, va + 0x1000, PageSize::Size4K), Ok(0x9000));
         assert_eq!(ta.live, 1, "emptied PT, PD and PDPT freed");
         assert!(ta.table(s.root()).iter().all(|&e| e == 0));
+    }
+
+    #[test]
+    fn leaves_report_present_pages_and_set_leaf_bits_marks_one() {
+        let (mut ta, mut s) = setup();
+        let va = 0x7000_0000;
+        for i in [0u64, 2, 3, 500] {
+            s.map(
+                &mut ta,
+                va + i * 0x1000,
+                0x10_0000 + i * 0x1000,
+                PageSize::Size4K,
+                RW,
+            )
+            .unwrap();
+        }
+        s.map(&mut ta, va + SIZE_2M, 0x4000_0000, PageSize::Size2M, P)
+            .unwrap();
+        let mut seen = alloc::vec::Vec::new();
+        s.leaves(&mut ta, va, 2 * SIZE_2M, &mut |v, e| seen.push((v, e)))
+            .unwrap();
+        let vas: alloc::vec::Vec<u64> = seen.iter().map(|p| p.0).collect();
+        assert_eq!(
+            vas,
+            [
+                va,
+                va + 0x2000,
+                va + 0x3000,
+                va + 500 * 0x1000,
+                va + SIZE_2M
+            ]
+        );
+        assert_eq!(seen[1].1 & ADDR_MASK_4K, 0x10_2000);
+        assert_ne!(seen[4].1 & PteFlags::HUGE.bits(), 0);
+        // Only inside the range asked for.
+        let mut n = 0;
+        s.leaves(&mut ta, va + 0x1000, 0x2000, &mut |_, _| n += 1)
+            .unwrap();
+        assert_eq!(n, 1);
+        let z = PteFlags::ZEROED.bits();
+        assert!(s.set_leaf_bits(&mut ta, va + 0x2000, z));
+        assert!(!s.set_leaf_bits(&mut ta, va + 0x1000, z), "not present");
+        assert!(!s.set_leaf_bits(&mut ta, va + SIZE_2M, z), "2 MiB leaf");
+        let t = s.translate(&mut ta, va + 0x2000).unwrap();
+        assert_eq!(t.flags, RW | PteFlags::ZEROED);
+        assert_eq!(t.pa, 0x10_2000);
+        // `protect` drops the mark.
+        s.protect(&mut ta, va + 0x2000, 0x1000, P).unwrap();
+        assert_eq!(s.translate(&mut ta, va + 0x2000).unwrap().flags, P);
     }
 
     #[test]

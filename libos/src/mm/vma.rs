@@ -559,7 +559,26 @@ pub fn discard(start: u64, len: u64, keep_shared_anon: bool) -> Result<(), Errno
                 free_frames(pa, 1);
             }
         }
-        super::kernel::unmap_user_range(s, e - s);
+        // Private anonymous parts may keep used pages, zeroed; file-backed
+        // ones must read the file again, so their pages go.
+        let first = sp.find(s).map_or(s, |(a, _)| a);
+        let mut from = s;
+        for (&a, area) in sp.areas.range(first..e) {
+            let (lo, hi) = (a.max(s), area.end.min(e));
+            if lo >= hi {
+                continue;
+            }
+            if matches!(area.backing, Backing::Anon) && !area.shared {
+                if lo > from {
+                    super::kernel::unmap_user_range(from, lo - from);
+                }
+                super::kernel::discard_anon(lo, hi - lo);
+                from = hi;
+            }
+        }
+        if e > from {
+            super::kernel::unmap_user_range(from, e - from);
+        }
     }
     Ok(())
 }
@@ -1309,7 +1328,9 @@ pub fn resident(start: u64, end: u64) -> Result<alloc::vec::Vec<bool>, Errno> {
         .step_by(PAGE as usize)
         .map(|p| {
             hidden.binary_search(&p).is_ok()
-                || translate(p).is_some_and(|t| t.flags.contains(PteFlags::USER))
+                || translate(p).is_some_and(|t| {
+                    t.flags.contains(PteFlags::USER) && !t.flags.contains(PteFlags::ZEROED)
+                })
                 || cached(p)
         })
         .collect())
