@@ -509,6 +509,16 @@ mod tests {
         }
     }
 
+    /// Wakers, signals and waiters racing (tests/progs/races.c): a thread
+    /// signalled as soon as it is created, timed semaphore waits against
+    /// posts, futex waits after an interrupted read, `shutdown(SHUT_RD)`
+    /// waking a reader, blocking calls interrupted by signals.
+    fn races(b: Build) {
+        if let Some((dir, _)) = same_as_host("races", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// syscall(999) and fork() fail with ENOSYS in a partition (on the host
     /// fork works), and the partition names the unknown call on stderr.
     fn enosys(b: Build) {
@@ -579,6 +589,7 @@ mod tests {
         siginfo: siginfo_glibc_dynamic, siginfo_musl_static, siginfo_musl_static_pie;
         switches: switches_glibc_dynamic, switches_musl_static, switches_musl_static_pie;
         wakeups: wakeups_glibc_dynamic, wakeups_musl_static, wakeups_musl_static_pie;
+        races: races_glibc_dynamic, races_musl_static, races_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---

@@ -70,6 +70,26 @@ pub struct Area {
     pub name: Option<Arc<str>>,
 }
 
+impl Area {
+    /// Whether `self` is still `other`, the area a fault looked up before
+    /// its I/O ran unlocked: the same extent, protection and sharing, and
+    /// the same backing (the same open file at the same offset). A
+    /// `mmap(MAP_FIXED)` of another file with the same protection over it
+    /// meanwhile must not receive the old file's bytes.
+    fn same_as(&self, other: &Area) -> bool {
+        self.end == other.end
+            && self.prot == other.prot
+            && self.shared == other.shared
+            && match (&self.backing, &other.backing) {
+                (Backing::Anon, Backing::Anon) | (Backing::Beyond, Backing::Beyond) => true,
+                (Backing::File { file: a, offset: x }, Backing::File { file: b, offset: y }) => {
+                    Arc::ptr_eq(a, b) && x == y
+                }
+                _ => false,
+            }
+    }
+}
+
 /// Why a user access faulted, as the signal it raises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
@@ -812,7 +832,7 @@ fn map_cached(
             None
         };
         let sp = SPACE.lock();
-        let same = matches!(sp.find(va), Some((s, a)) if s == start && a.end == area.end && a.prot == area.prot);
+        let same = matches!(sp.find(va), Some((s, a)) if s == start && a.same_as(area));
         let mapped = same
             && match owned {
                 Some(new) => map_user_page(va, new, pte_flags(area.prot)).is_ok(),
@@ -840,7 +860,7 @@ fn map_cached(
 fn copy_on_write(page: u64, area: &Area, start: u64) -> Result<(), Fault> {
     let sp = SPACE.lock();
     match sp.find(page) {
-        Some((s, a)) if s == start && a.end == area.end && a.prot == area.prot => {}
+        Some((s, a)) if s == start && a.same_as(area) => {}
         _ => return Ok(()),
     }
     let Some(e) = super::kernel::take_user_page(page) else {
@@ -890,7 +910,7 @@ fn shared_flags(area: &Area) -> PteFlags {
 /// area is unchanged; else drops the reference (the access faults again).
 fn map_shared_page(page: u64, pa: u64, area: &Area, start: u64) -> Result<(), Fault> {
     let sp = SPACE.lock();
-    let same = matches!(sp.find(page), Some((s, a)) if s == start && a.end == area.end && a.prot == area.prot);
+    let same = matches!(sp.find(page), Some((s, a)) if s == start && a.same_as(area));
     let mapped =
         same && translate(page).is_none() && map_user_page(page, pa, shared_flags(area)).is_ok();
     drop(sp);
@@ -924,7 +944,7 @@ fn populate_shared(
 ) -> Result<(), Fault> {
     let sp = SPACE.lock();
     match sp.find(page) {
-        Some((s, a)) if s == start && a.end == area.end && a.prot == area.prot => {}
+        Some((s, a)) if s == start && a.same_as(area) => {}
         _ => return Ok(()),
     }
     let flags = shared_flags(area);
@@ -996,7 +1016,7 @@ fn populate(
     // The I/O ran unlocked: give up quietly if the area changed meanwhile
     // (the access retries and faults again).
     match sp.find(page) {
-        Some((s, a)) if s == start && a.end == area.end && a.prot == area.prot => {}
+        Some((s, a)) if s == start && a.same_as(area) => {}
         _ => return Ok(()),
     }
     let flags = pte_flags(area.prot);

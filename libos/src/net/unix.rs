@@ -53,6 +53,9 @@ impl UnixStream {
         }
         if how != 1 {
             self.shut_rd.store(true, Ordering::SeqCst);
+            // A reader blocked now gets the end, as Linux's unix_shutdown
+            // wakes it.
+            self.rd.shut_down();
         }
         if how != 0 {
             let wr = self.wr.lock().take();

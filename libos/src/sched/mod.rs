@@ -159,7 +159,14 @@ fn idle_loop() {
             yield_now();
             continue;
         }
-        IDLE_SINCE.store(time::monotonic_ns(), Ordering::Relaxed);
+        // Kept from an earlier round that woke without a thread to run (an
+        // early timer): the CPU has been idle since then.
+        let _ = IDLE_SINCE.compare_exchange(
+            0,
+            time::monotonic_ns(),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
         cpu::enable_and_halt();
     }
 }
@@ -241,10 +248,9 @@ pub fn make_ready_first(t: ThreadRef) {
 fn enqueue(t: ThreadRef, first: bool) {
     // Only a blocked (or new) thread joins the run queue: a thread woken by
     // one source (a futex) may still be due from another (its timeout).
-    if t.state() != State::Blocked {
+    if !t.ready_if_blocked() {
         return;
     }
-    t.set_state(State::Ready);
     let now = time::monotonic_ns();
     t.woke_ns.store(now, Ordering::Relaxed);
     t.preempted_ns.store(0, Ordering::Relaxed);

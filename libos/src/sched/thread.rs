@@ -191,6 +191,20 @@ impl Thread {
         self.state.store(s as u8, Ordering::Release);
     }
 
+    /// Blocked → Ready in one step; whether this call did it. Two wakers
+    /// (a system call and an interrupt handler that preempts it) must not
+    /// both queue the thread.
+    pub(crate) fn ready_if_blocked(&self) -> bool {
+        self.state
+            .compare_exchange(
+                State::Blocked as u8,
+                State::Ready as u8,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+
     pub(crate) fn context_ptr(&self) -> *mut u64 {
         self.rsp.get()
     }

@@ -29,10 +29,20 @@ impl WaitQueue {
                 cpu::irq_restore(irq);
                 return;
             }
-            self.waiters.lock().push_back(super::current());
-            super::block_current();
+            self.block_here();
             cpu::irq_restore(irq);
         }
+    }
+
+    /// Queues the current thread and blocks it (interrupts off); once it
+    /// runs again it is off the queue, whoever woke it (a signal, another
+    /// source): a stale entry would take a later `wake_one` meant for a
+    /// thread that really waits, and fill the queue with duplicates.
+    fn block_here(&self) {
+        let me = super::current();
+        self.waiters.lock().push_back(me.clone());
+        super::block_current();
+        self.waiters.lock().retain(|t| !Arc::ptr_eq(t, &me));
     }
 
     /// [`wait_while`](Self::wait_while), cut short by a signal the thread
@@ -51,8 +61,7 @@ impl WaitQueue {
                 cpu::irq_restore(irq);
                 return Err(crate::errno::Errno::ERESTARTSYS);
             }
-            self.waiters.lock().push_back(super::current());
-            super::block_current();
+            self.block_here();
             cpu::irq_restore(irq);
         }
     }

@@ -45,18 +45,12 @@ pub fn clone(a: &[u64; 6]) -> Result<u64, Errno> {
     crate::process::LIVE_THREADS.fetch_add(1, Ordering::AcqRel);
     let created = crate::sched::create("program", move || {
         let t = crate::sched::current();
-        t.user.sigmask.store(sigmask, Ordering::Relaxed);
-        t.user.fs_base.store(fs, Ordering::Relaxed);
-        if flags & CLONE_CHILD_CLEARTID != 0 {
-            t.user.clear_child_tid.store(ctid, Ordering::Relaxed);
-        }
         // Until `active` is set the scheduler switches nothing of the
         // program's for this thread; from then on every switch back
         // restores its FS base and registers, and `claim` loads them now.
         *t.user.fpu.lock() = fpu;
         t.user.active.store(true, Ordering::Release);
         crate::arch::fpu::claim(&t);
-        crate::process::register(&t);
         // `resume_user` never returns: a reference held on this stack would
         // keep the thread (and its kernel stack) alive after it exits.
         drop(t);
@@ -67,6 +61,14 @@ pub fn clone(a: &[u64; 6]) -> Result<u64, Errno> {
         return Err(Errno::EAGAIN);
     };
     let tid = child.id();
+    // The thread is registered below, before it first runs, as on Linux
+    // once `clone` returns: `pthread_kill` of it, a timer aimed at it and a
+    // signal to the process all find it, with its mask.
+    child.user.sigmask.store(sigmask, Ordering::Relaxed);
+    child.user.fs_base.store(fs, Ordering::Relaxed);
+    if flags & CLONE_CHILD_CLEARTID != 0 {
+        child.user.clear_child_tid.store(ctid, Ordering::Relaxed);
+    }
     // Both words are written before the child can run, as Linux does (and,
     // as there, a bad address is ignored): glibc's `pthread_join` waits on
     // that word, which the child's exit clears, so a child that ran and
@@ -79,7 +81,13 @@ pub fn clone(a: &[u64; 6]) -> Result<u64, Errno> {
         // The memory is shared, so this is the child's word too.
         let _ = user::copy_in(ctid, &(tid as u32).to_le_bytes());
     }
+    // Registered and made ready in one step: a signal sent between the two
+    // would make it ready itself, and it could run before its words above
+    // were written.
+    let irq = crate::arch::cpu::irq_save();
+    crate::process::register(&child);
     crate::sched::make_ready(child);
+    crate::arch::cpu::irq_restore(irq);
     Ok(tid)
 }
 

@@ -176,7 +176,14 @@ fn setlk(o: &Object, addr: u64, wait: bool) -> Result<u64, Errno> {
             P9_LOCK_SUCCESS => return Ok(0),
             // The server does not wait itself: ask again a little later,
             // as Linux's 9P client does.
-            P9_LOCK_BLOCKED if wait => crate::sched::sleep_ns(10_000_000),
+            // A signal ends the wait (`EINTR`, or a restart under
+            // SA_RESTART), as Linux's F_SETLKW.
+            P9_LOCK_BLOCKED if wait => {
+                let until = crate::time::monotonic_ns().saturating_add(10_000_000);
+                if !crate::sched::sleep_until_interruptible(until) {
+                    return Err(Errno::ERESTARTSYS);
+                }
+            }
             P9_LOCK_BLOCKED => return Err(Errno::EAGAIN),
             _ => return Err(Errno::ENOLCK),
         }

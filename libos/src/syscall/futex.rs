@@ -4,7 +4,7 @@
 
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::sync::Arc;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::arch::cpu;
 use crate::errno::Errno;
@@ -28,7 +28,8 @@ const BITSET_ANY: u32 = u32::MAX;
 struct Waiter {
     thread: ThreadRef,
     bitset: u32,
-    woken: AtomicBool,
+    /// The word it waits on: `FUTEX_REQUEUE` moves it (under `WAITERS`).
+    key: AtomicU64,
     /// When it began to wait (monotonic ns).
     since: u64,
 }
@@ -60,36 +61,44 @@ pub fn wait(addr: u64, val: u32, bitset: u32, deadline: Option<u64>) -> Result<u
     }
     // Fault the word in before interrupts go off.
     read_word(addr)?;
-    let irq = cpu::irq_save();
-    // With interrupts off nothing else runs on this CPU: the check and the
-    // enqueue are atomic with respect to wakers.
-    if read_word(addr)? != val {
-        cpu::irq_restore(irq);
-        return Err(Errno::EAGAIN);
-    }
-    // A signal already pending ends the wait before it starts (Linux
-    // checks before it sleeps): a direct wait declines when it sees one,
-    // and so does one that a signal woke, and both come here.
-    let woken = if crate::signal::has_interrupting()
-        || deadline.is_some_and(|d| d <= crate::time::monotonic_ns())
-    {
-        false
-    } else {
-        sleep(addr, bitset, deadline, sched::block)
-    };
-    cpu::irq_restore(irq);
-    if woken {
-        Ok(0)
-    } else if crate::signal::has_deliverable() {
-        // As Linux: a wait without a time limit restarts under SA_RESTART;
-        // one with a limit fails with EINTR.
-        Err(if deadline.is_none() {
-            Errno::ERESTARTSYS
+    loop {
+        let irq = cpu::irq_save();
+        // With interrupts off nothing else runs on this CPU: the check and
+        // the enqueue are atomic with respect to wakers.
+        let word = read_word(addr);
+        if word != Ok(val) {
+            cpu::irq_restore(irq);
+            return Err(word.err().unwrap_or(Errno::EAGAIN));
+        }
+        // A signal already pending ends the wait before it starts (Linux
+        // checks before it sleeps): a direct wait declines when it sees one,
+        // and so does one that a signal woke, and both come here.
+        let woken = if crate::signal::has_interrupting()
+            || deadline.is_some_and(|d| d <= crate::time::monotonic_ns())
+        {
+            false
         } else {
-            Errno::EINTR
-        })
-    } else {
-        Err(Errno::ETIMEDOUT)
+            sleep(addr, bitset, deadline, sched::block)
+        };
+        cpu::irq_restore(irq);
+        if woken {
+            return Ok(0);
+        }
+        if crate::signal::has_deliverable() {
+            // As Linux: a wait without a time limit restarts under
+            // SA_RESTART; one with a limit fails with EINTR.
+            return Err(if deadline.is_none() {
+                Errno::ERESTARTSYS
+            } else {
+                Errno::EINTR
+            });
+        }
+        if deadline.is_some_and(|d| d <= crate::time::monotonic_ns()) {
+            return Err(Errno::ETIMEDOUT);
+        }
+        // Neither a wake, a signal nor the time limit: a wake-up meant for
+        // something else (a wait queue the thread left early, a timer
+        // cancelled too late). Linux waits again; so does this.
     }
 }
 
@@ -101,7 +110,7 @@ fn sleep(addr: u64, bitset: u32, deadline: Option<u64>, block: impl FnOnce()) ->
     let me = Arc::new(Waiter {
         thread: sched::current(),
         bitset,
-        woken: AtomicBool::new(false),
+        key: AtomicU64::new(addr),
         since: crate::time::monotonic_ns(),
     });
     WAITERS
@@ -114,21 +123,26 @@ fn sleep(addr: u64, bitset: u32, deadline: Option<u64>, block: impl FnOnce()) ->
     if let Some(k) = timer {
         sched::cancel_timer(k);
     }
-    let woken = me.woken.load(Ordering::Acquire);
-    if !woken {
-        remove(addr, &me);
-    }
-    woken
+    // A waker takes the waiter off its queue under `WAITERS`: if it is no
+    // longer queued, a wake counted it, whatever else woke the thread first
+    // (its timer, a signal). Linux returns 0 then too.
+    !remove(&me)
 }
 
-fn remove(addr: u64, w: &Arc<Waiter>) {
+/// Takes `w` off the queue it is on; whether it was still queued.
+fn remove(w: &Arc<Waiter>) -> bool {
     let mut all = WAITERS.lock();
-    if let Some(q) = all.get_mut(&addr) {
-        q.retain(|x| !Arc::ptr_eq(x, w));
-        if q.is_empty() {
-            all.remove(&addr);
-        }
+    let addr = w.key.load(Ordering::Relaxed);
+    let Some(q) = all.get_mut(&addr) else {
+        return false;
+    };
+    let before = q.len();
+    q.retain(|x| !Arc::ptr_eq(x, w));
+    let found = q.len() != before;
+    if q.is_empty() {
+        all.remove(&addr);
     }
+    found
 }
 
 /// Wakes up to `n` waiters on `addr` whose bitset meets `bitset`.
@@ -152,7 +166,6 @@ pub fn wake(addr: u64, n: u32, bitset: u32) -> u64 {
     }
     let now = crate::time::monotonic_ns();
     for w in &woken {
-        w.woken.store(true, Ordering::Release);
         if now.saturating_sub(w.since) >= LONG_WAIT_NS {
             sched::make_ready_first(w.thread.clone());
         } else {
@@ -164,6 +177,8 @@ pub fn wake(addr: u64, n: u32, bitset: u32) -> u64 {
 
 /// Wakes `n` waiters on `from` and moves up to `m` others to wait on `to`.
 fn requeue(from: u64, n: u32, to: u64, m: u32) -> u64 {
+    // One step for waiters: none leaves `from` between the wake and the move.
+    let irq = cpu::irq_save();
     let woke = wake(from, n, BITSET_ANY);
     let mut all = WAITERS.lock();
     let mut moved = alloc::vec::Vec::new();
@@ -179,7 +194,12 @@ fn requeue(from: u64, n: u32, to: u64, m: u32) -> u64 {
         }
     }
     let count = moved.len() as u64;
+    for w in &moved {
+        w.key.store(to, Ordering::Relaxed);
+    }
     all.entry(to).or_default().extend(moved);
+    drop(all);
+    cpu::irq_restore(irq);
     woke + count
 }
 
@@ -317,10 +337,17 @@ pub fn futex(a: &[u64; 6]) -> Result<u64, Errno> {
         }
         FUTEX_REQUEUE => Ok(requeue(addr, val, a[4], a[3] as u32)),
         FUTEX_CMP_REQUEUE => {
-            if read_word(addr)? != a[5] as u32 {
-                return Err(Errno::EAGAIN);
-            }
-            Ok(requeue(addr, val, a[4], a[3] as u32))
+            // Faulted in first; then the comparison and the requeue happen
+            // with interrupts off, as one step for waiters and wakers.
+            read_word(addr)?;
+            let irq = cpu::irq_save();
+            let r = match read_word(addr) {
+                Ok(w) if w == a[5] as u32 => Ok(requeue(addr, val, a[4], a[3] as u32)),
+                Ok(_) => Err(Errno::EAGAIN),
+                Err(e) => Err(e),
+            };
+            cpu::irq_restore(irq);
+            r
         }
         FUTEX_WAKE_OP => wake_op(addr, val.max(1), a[4], (a[3] as u32).max(1), a[5] as u32),
         _ => Err(Errno::ENOSYS),

@@ -66,10 +66,11 @@ impl EventFd {
             if nonblock {
                 return Err(Errno::EAGAIN);
             }
-            self.writable.wait_while(|| {
+            // A signal interrupts the wait (restarted under SA_RESTART).
+            self.writable.wait_while_interruptible(|| {
                 let c = self.counter.lock();
                 super::ring::EVENTFD_MAX - c.value < v
-            });
+            })?;
         }
     }
 

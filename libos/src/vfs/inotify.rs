@@ -197,7 +197,7 @@ impl Inotify {
                 return Err(Errno::EAGAIN);
             }
             self.readable
-                .wait_while(|| self.state.lock().queue.is_empty());
+                .wait_while_interruptible(|| self.state.lock().queue.is_empty())?;
         }
     }
 

@@ -18,6 +18,9 @@ struct State {
     ring: Ring,
     readers: usize,
     writers: usize,
+    /// Reading was shut down (a socket pair's `shutdown(SHUT_RD)`): a
+    /// reader finding the ring empty gets the end, whatever writers remain.
+    rd_shut: bool,
 }
 
 /// The shared part of a pipe.
@@ -54,6 +57,7 @@ pub fn new(flags: u32) -> (ReadEnd, WriteEnd) {
             ring: Ring::new(PIPE_SIZE),
             readers: 1,
             writers: 1,
+            rd_shut: false,
         }),
         readable: WaitQueue::new(),
         writable: WaitQueue::new(),
@@ -102,7 +106,7 @@ impl ReadEnd {
                     readiness_changed();
                     return Ok(out);
                 }
-                if st.writers == 0 {
+                if st.writers == 0 || st.rd_shut {
                     return Ok(Vec::new());
                 }
                 if nonblock {
@@ -111,10 +115,17 @@ impl ReadEnd {
             }
             p.readable.wait_while_interruptible(|| {
                 let st = p.state.lock();
-                st.ring.is_empty() && st.writers > 0
+                st.ring.is_empty() && st.writers > 0 && !st.rd_shut
             })?;
             waited = true;
         }
+    }
+
+    /// Shuts reading down: readers waiting on an empty ring get the end
+    /// now, and later ones once the ring is empty.
+    pub fn shut_down(&self) {
+        self.pipe.state.lock().rd_shut = true;
+        self.pipe.readable.wake_all();
     }
 
     /// Bytes ready to read (`FIONREAD`).
@@ -206,11 +217,17 @@ impl WriteEnd {
                     };
                 }
                 WriteStep::Wait => {
-                    p.writable.wait_while(|| {
+                    // A signal ends the wait: the bytes written so far are
+                    // the result, or, with none, the call is interrupted
+                    // (restarted under SA_RESTART), as on Linux.
+                    let r = p.writable.wait_while_interruptible(|| {
                         let st = p.state.lock();
                         st.readers > 0
                             && write_step(total, total - done, st.ring.space()) == WriteStep::Wait
                     });
+                    if let Err(e) = r {
+                        return if done > 0 { Ok(done) } else { Err(e) };
+                    }
                     waited = true;
                 }
             }

@@ -184,7 +184,24 @@ pub fn restore_from_user(addr: u64) -> Result<(), crate::errno::Errno> {
         return Err(Errno::EFAULT);
     }
     let size = area_size() as u64;
-    let b = crate::mm::user::slice(addr, size)?;
+    // Faulted in first; then checked and loaded with interrupts off, so no
+    // other thread of the program can change or unmap the area between the
+    // check and XRSTOR (which would fault in the library OS).
+    crate::mm::user::slice(addr, size)?;
+    let irq = super::cpu::irq_save();
+    let r = restore_checked(addr, size);
+    super::cpu::irq_restore(irq);
+    r
+}
+
+/// [`restore_from_user`] with interrupts off.
+fn restore_checked(addr: u64, size: u64) -> Result<(), crate::errno::Errno> {
+    use crate::errno::Errno;
+    if !crate::mm::user::present_readable(addr, size) {
+        return Err(Errno::EFAULT);
+    }
+    // SAFETY: present program memory (checked just now, interrupts off).
+    let b = unsafe { core::slice::from_raw_parts(addr as *const u8, size as usize) };
     let word = |o: usize| {
         let mut w = [0u8; 8];
         w.copy_from_slice(&b[o..o + 8]);

@@ -373,13 +373,29 @@ extern "C" fn syscall_dispatch(frame: &mut SyscallFrame) {
     // return handles; natively the frame is complete either way, and a
     // signal unblocked by the restore is delivered now, as Linux does.
     if !super::cpu::pvm_native() || frame.rcx != RESUME_AT {
-        let mut regs = frame.user_regs();
-        if crate::signal::deliver_pending(&mut regs) && !frame.set_user_regs(&regs) {
-            crate::syscall::fatal_user_state("no room for a signal frame", regs.rsp);
+        // Interrupts are on here, so a preemption can let another thread
+        // send this one a signal after the delivery: look again with them
+        // off, as Linux's exit-to-user loop does, or the thread would run
+        // on with it pending until its next trap (never, for one that
+        // computes alone). Bounded: each round delivers what it found.
+        for _ in 0..8 {
+            let mut regs = frame.user_regs();
+            if crate::signal::deliver_pending(&mut regs) && !frame.set_user_regs(&regs) {
+                crate::syscall::fatal_user_state("no room for a signal frame", regs.rsp);
+            }
+            // Requests the call queued reach the device now, together.
+            crate::sched::flush_devices();
+            let irq = super::cpu::irq_save();
+            let more = crate::signal::has_deliverable();
+            super::cpu::irq_restore(irq);
+            if !more {
+                break;
+            }
         }
+    } else {
+        // Requests the call queued reach the device now, together.
+        crate::sched::flush_devices();
     }
-    // Requests the call queued reach the device now, together.
-    crate::sched::flush_devices();
     // On a PVM host the virtual interrupt flag stays set: the host keeps it
     // for the program as `sysretq` finds it (an interrupt in the last
     // instruction before it is moved off the program's stack, see
