@@ -82,6 +82,12 @@ pub enum VmmError {
         /// What was given.
         value: String,
     },
+    /// `--prefault` names no size.
+    #[error("--prefault {value:?} is not understood: write a size such as 64M, 0, or auto")]
+    InvalidPrefault {
+        /// What was given.
+        value: String,
+    },
     /// `--mem` is too small to hold the kernel and its initial structures.
     #[error("--mem {given} MiB is too small: this kernel needs at least {needed} MiB")]
     MemTooSmall {

@@ -147,6 +147,60 @@ pub fn overlay_file(mem: &GuestMemory, gpa: u64, file: &File, len: u64) -> Resul
     Ok(())
 }
 
+/// Allocates the first `bytes` of guest RAM in the host from a background
+/// thread (`MADV_POPULATE_WRITE` on our mapping, 2 MiB at a time), while
+/// the partition boots. The library OS hands out the lowest frames first,
+/// so these are the pages it touches first; a page the host has already
+/// allocated costs the guest's first touch (a shadow-page fault on PVM) and
+/// the gateway's first write into it (a reply buffer) much less. Best
+/// effort: a host that refuses (an old kernel, no memory) leaves the pages
+/// to be allocated on demand as before.
+pub fn prefault_in_background(mem: std::sync::Arc<GuestMemory>, bytes: u64) {
+    use vm_memory::{GuestAddress, GuestMemoryBackend as _, GuestMemoryRegion as _};
+    let Some(first) = mem.iter().next().map(|r| r.len()) else {
+        return;
+    };
+    let len = bytes.min(first);
+    let Ok(base) = mem.get_host_address(GuestAddress(0)) else {
+        return;
+    };
+    let base = base as usize;
+    let spawned = std::thread::Builder::new()
+        .name("prefault".into())
+        .spawn(move || {
+            // Held so that the mapping outlives the loop.
+            let _mem = mem;
+            let t = std::time::Instant::now();
+            let chunk = 2u64 << 20;
+            let mut done = 0u64;
+            while done < len {
+                let n = chunk.min(len - done);
+                // SAFETY: `[base+done, +n)` lies inside the first region of
+                // guest RAM, which `_mem` keeps mapped; populating only
+                // allocates pages, it never changes their contents.
+                let r = unsafe {
+                    libc::madvise(
+                        (base + done as usize) as *mut libc::c_void,
+                        n as usize,
+                        libc::MADV_POPULATE_WRITE,
+                    )
+                };
+                if r != 0 {
+                    tracing::debug!(
+                        error = %std::io::Error::last_os_error(),
+                        "prefault stopped"
+                    );
+                    break;
+                }
+                done += n;
+            }
+            tracing::debug!(mib = done >> 20, elapsed = ?t.elapsed(), "prefaulted guest RAM");
+        });
+    if let Err(e) = spawned {
+        tracing::debug!(error = %e, "no prefault thread");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

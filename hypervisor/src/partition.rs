@@ -93,6 +93,9 @@ pub struct PartitionConfig {
     /// Listen on a control socket (see [`crate::control`]) for `astraea ps`
     /// and `astraea cache dump --partition` while the partition runs.
     pub control: bool,
+    /// Bytes of guest RAM (from its start) that a host thread allocates
+    /// while the partition boots (`--prefault`); 0: none.
+    pub prefault: u64,
 }
 
 /// Places a cache image at the top of guest RAM (2 MiB aligned) for the
@@ -282,6 +285,9 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     // `mem` is declared before `vm` so that it is dropped after it: KVM's
     // memory slots point into this mapping for the VM's whole life.
     let mem = Arc::new(memory::create(cfg.mem)?);
+    if cfg.prefault > 0 {
+        memory::prefault_in_background(mem.clone(), cfg.prefault.min(cfg.mem));
+    }
     let kvm = open_kvm()?;
     crate::hostcheck::check(&kvm)?;
     let vm = Arc::new(kvm.create_vm().map_err(|e| match e.errno() {

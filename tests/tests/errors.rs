@@ -56,6 +56,12 @@ mod tests {
     }
 
     #[test]
+    fn prefault_unparsable() {
+        let r = astraea_cmd(&["run", "--prefault", "12Q"]);
+        assert_setup_error(&r, "--prefault \"12Q\" is not understood");
+    }
+
+    #[test]
     fn memory_too_large() {
         let r = astraea_cmd(&["run", "--mem", "100G"]);
         assert_setup_error(&r, "too large");
