@@ -20,8 +20,19 @@ pub fn cpu_ns() -> (u64, u64) {
     let busy = crate::time::monotonic_ns().saturating_sub(crate::sched::stats().idle_ns);
     crate::arch::cpu::irq_restore(irq);
     let sys = crate::mm::vma::STATS.ns.load(Ordering::Relaxed).min(busy);
-    (busy - sys, sys)
+    // Fault time is added in one lump when a fault ends, so the split moves
+    // time from user to system after the fact: each part is kept from going
+    // backwards (as Linux's cputime_adjust does), the user part at the
+    // expense of the split's precision.
+    let mut prev = PREV.lock();
+    let sys = sys.max(prev.1);
+    let user = busy.saturating_sub(sys).max(prev.0);
+    *prev = (user, sys);
+    (user, sys)
 }
+
+/// The (user, system) nanoseconds last reported.
+static PREV: crate::sync::IrqLock<(u64, u64)> = crate::sync::IrqLock::new((0, 0));
 
 fn timeval(ns: u64) -> [u8; 16] {
     let mut tv = [0u8; 16];
