@@ -450,17 +450,9 @@ impl AddressSpace {
     /// frame `pa`; returns whether the bit was set (the caller flushes the
     /// TLB entry).
     pub fn clean(&mut self, ta: &mut impl TableAlloc, va: u64, pa: u64) -> bool {
-        if check_canonical(va).is_err() {
+        let Some(table) = self.leaf_table(ta, va) else {
             return false;
-        }
-        let mut table = self.pml4;
-        for level in (2..=4).rev() {
-            let e = entry(ta, table, va, level);
-            if !present(e) || huge(e) {
-                return false;
-            }
-            table = child(e);
-        }
+        };
         let e = entry(ta, table, va, 1);
         if !present(e) || e & ADDR_MASK_4K != pa || e & PteFlags::DIRTY.0 == 0 {
             return false;
@@ -501,6 +493,21 @@ impl AddressSpace {
         protect_level(ta, self.pml4, 4, start, end, flags, changed)
     }
 
+    /// The page table (level 1) that maps the 4 KiB page at `va`, if every
+    /// level above it is present and none maps a large page.
+    fn leaf_table(&self, ta: &mut impl TableAlloc, va: u64) -> Option<u64> {
+        check_canonical(va).ok()?;
+        let mut table = self.pml4;
+        for level in (2..=4).rev() {
+            let e = entry(ta, table, va, level);
+            if !present(e) || huge(e) {
+                return None;
+            }
+            table = child(e);
+        }
+        Some(table)
+    }
+
     /// Calls `f(va, entry)` for every present leaf in `[va, va + len)`, in
     /// address order, changing nothing (a 2 MiB leaf once, `HUGE` set).
     pub fn leaves(
@@ -517,14 +524,9 @@ impl AddressSpace {
     /// Sets `bits` in the leaf entry of the 4 KiB page at `va` if it is
     /// present; returns whether it was.
     pub fn set_leaf_bits(&mut self, ta: &mut impl TableAlloc, va: u64, bits: u64) -> bool {
-        let mut table = self.pml4;
-        for level in (2..=4).rev() {
-            let e = entry(ta, table, va, level);
-            if !present(e) || huge(e) {
-                return false;
-            }
-            table = child(e);
-        }
+        let Some(table) = self.leaf_table(ta, va) else {
+            return false;
+        };
         let e = entry(ta, table, va, 1);
         if !present(e) {
             return false;
