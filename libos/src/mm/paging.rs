@@ -450,7 +450,7 @@ impl AddressSpace {
     /// frame `pa`; returns whether the bit was set (the caller flushes the
     /// TLB entry).
     pub fn clean(&mut self, ta: &mut impl TableAlloc, va: u64, pa: u64) -> bool {
-        let Some(table) = self.leaf_table(ta, va) else {
+        let Some(table) = self.table_of_4k(ta, va) else {
             return false;
         };
         let e = entry(ta, table, va, 1);
@@ -495,7 +495,7 @@ impl AddressSpace {
 
     /// The page table (level 1) that maps the 4 KiB page at `va`, if every
     /// level above it is present and none maps a large page.
-    fn leaf_table(&self, ta: &mut impl TableAlloc, va: u64) -> Option<u64> {
+    fn table_of_4k(&self, ta: &mut impl TableAlloc, va: u64) -> Option<u64> {
         check_canonical(va).ok()?;
         let mut table = self.pml4;
         for level in (2..=4).rev() {
@@ -524,7 +524,7 @@ impl AddressSpace {
     /// Sets `bits` in the leaf entry of the 4 KiB page at `va` if it is
     /// present; returns whether it was.
     pub fn set_leaf_bits(&mut self, ta: &mut impl TableAlloc, va: u64, bits: u64) -> bool {
-        let Some(table) = self.leaf_table(ta, va) else {
+        let Some(table) = self.table_of_4k(ta, va) else {
             return false;
         };
         let e = entry(ta, table, va, 1);
