@@ -7,6 +7,7 @@
  *  - an untimed FUTEX_WAIT after the thread's blocking read was interrupted
  *    by a signal, while writes to that pipe continue (never ETIMEDOUT);
  *  - shutdown(SHUT_RD) of a socket pair end wakes a reader blocked on it;
+ *  - a connected UDP socket reports an ICMP refusal once, then receives;
  *  - blocking pipe, eventfd and inotify calls interrupted by a signal whose
  *    handler has no SA_RESTART (EINTR), and one with SA_RESTART (restarted).
  *
@@ -24,6 +25,8 @@
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
@@ -334,12 +337,67 @@ static void interrupted_calls(void) {
     printf("alarms handled: %d\n", alarms);
 }
 
+/* --- a connected UDP socket keeps receiving after a refusal ---------- */
+
+static void on_alarm_quiet(int sig) { (void)sig; }
+
+static void udp_after_refusal(void) {
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    /* A port nobody listens on (bound, then closed). */
+    int p = socket(AF_INET, SOCK_DGRAM, 0);
+    bind(p, (struct sockaddr *)&a, sizeof a);
+    getsockname(p, (struct sockaddr *)&a, &al);
+    close(p);
+    struct sockaddr_in closed = a;
+    int s = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(s, (struct sockaddr *)&sa, sizeof sa);
+    al = sizeof sa;
+    getsockname(s, (struct sockaddr *)&sa, &al);
+    connect(s, (struct sockaddr *)&closed, sizeof closed);
+    send(s, "ping", 4, 0);
+    sleep_us(50000);
+    char b[16];
+    long r1 = recv(s, b, sizeof b, MSG_DONTWAIT);
+    int e1 = errno;
+    /* Now a datagram from that port arrives: it is received. */
+    int q = socket(AF_INET, SOCK_DGRAM, 0);
+    int one = 1;
+    setsockopt(q, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    bind(q, (struct sockaddr *)&closed, sizeof closed);
+    sendto(q, "pong", 4, 0, (struct sockaddr *)&sa, sizeof sa);
+    struct sigaction act;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = on_alarm_quiet;
+    sigaction(SIGALRM, &act, NULL);
+    struct itimerval it = {{0, 0}, {2, 0}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    long r2 = recv(s, b, sizeof b, 0);
+    int e2 = errno;
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    printf("connected UDP after a refusal: first=%s then=%s\n",
+           r1 < 0 ? (e1 == ECONNREFUSED ? "ECONNREFUSED" : strerror(e1)) : "data",
+           r2 == 4 && memcmp(b, "pong", 4) == 0 ? "pong" : (r2 < 0 ? strerror(e2) : "other"));
+    check("udp after refusal", r1 < 0 && e1 == ECONNREFUSED && r2 == 4);
+    close(q);
+    close(s);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     create_then_kill();
     timed_sem();
     futex_after_eintr();
     shut_rd_wakes();
+    udp_after_refusal();
     interrupted_calls();
     if (failures) {
         fprintf(stderr, "races: %d FAILED\n", failures);

@@ -20,7 +20,7 @@ use crate::errno::Errno;
 use crate::fd::FileLike;
 use crate::sched::WaitQueue;
 use crate::sync::IrqLock;
-use crate::vfs::poll_bits::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::vfs::poll_bits::{POLLERR, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use crate::vfs::{Wakes, readiness_changed};
 
 /// The gateway's header before each datagram.
@@ -41,6 +41,10 @@ struct St {
     shut_rd: bool,
     shut_wr: bool,
     closing: bool,
+    /// An error the host socket reported (an ICMP port unreachable for a
+    /// connected socket: `ECONNREFUSED`), returned once by the next
+    /// receive or `SO_ERROR`, as Linux's `sk_err`.
+    so_error: Option<Errno>,
 }
 
 struct Shared {
@@ -99,6 +103,7 @@ impl Dgram {
                     shut_rd: false,
                     shut_wr: false,
                     closing: false,
+                    so_error: None,
                 }),
                 readable: WaitQueue::new(),
                 wakes: Wakes::new(),
@@ -227,6 +232,9 @@ impl Dgram {
                 }
                 // Linux: a non-blocking call finds nothing even when shut
                 // down; a blocking one returns 0 instead of waiting.
+                if let Some(e) = st.so_error.take() {
+                    return Err(e);
+                }
                 if nonblock {
                     return Err(Errno::EAGAIN);
                 }
@@ -236,7 +244,7 @@ impl Dgram {
             }
             sh.readable.wait_while_interruptible(|| {
                 let st = sh.st.lock();
-                st.queue.is_empty() && !st.shut_rd && !st.closing
+                st.queue.is_empty() && !st.shut_rd && !st.closing && st.so_error.is_none()
             })?;
         }
     }
@@ -258,6 +266,8 @@ impl Dgram {
             }
             st.remote.is_some()
         };
+        // Every registration looks again (Linux's sk_state_change).
+        self.sh.wakes.all();
         self.sh.readable.wake_all();
         readiness_changed();
         if connected {
@@ -289,7 +299,11 @@ impl Dgram {
     /// `getsockopt`.
     pub fn get_option(&self, level: u32, name: u32) -> Result<Vec<u8>, Errno> {
         match (level, name) {
-            (SOL_SOCKET, SO_ERROR | SO_ACCEPTCONN) => Ok(0i32.to_le_bytes().to_vec()),
+            (SOL_SOCKET, SO_ERROR) => {
+                let e = self.sh.st.lock().so_error.take().map_or(0, |e| e.0);
+                Ok(e.to_le_bytes().to_vec())
+            }
+            (SOL_SOCKET, SO_ACCEPTCONN) => Ok(0i32.to_le_bytes().to_vec()),
             _ => self.sh.st.lock().opts.get(level, name),
         }
     }
@@ -325,6 +339,9 @@ impl FileLike for Dgram {
         let mut ev = POLLOUT | POLLWRNORM;
         if !st.queue.is_empty() || st.shut_rd {
             ev |= POLLIN | POLLRDNORM;
+        }
+        if st.so_error.is_some() {
+            ev |= POLLERR;
         }
         ev
     }
@@ -368,8 +385,22 @@ fn receive(sh: Arc<Shared>, conv: Arc<Conv>, family: u16) {
             break;
         }
         let n = match c.read(fid, 0, &mut buf) {
-            Ok(0) | Err(_) => break,
+            Ok(0) => break,
             Ok(n) => n,
+            // What the network reports (an unreachable port or host) is
+            // the socket's pending error and receiving goes on, as on
+            // Linux; anything else ends the conversation.
+            Err(e @ (Errno::ECONNREFUSED | Errno::EHOSTUNREACH | Errno::ENETUNREACH)) => {
+                if sh.st.lock().closing {
+                    break;
+                }
+                sh.st.lock().so_error = Some(e);
+                sh.wakes.all();
+                sh.readable.wake_all();
+                readiness_changed();
+                continue;
+            }
+            Err(_) => break,
         };
         let Some((from, payload)) = parse(family, &buf[..n]) else {
             continue;

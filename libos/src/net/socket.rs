@@ -264,6 +264,16 @@ impl Shared {
         self.readable.wake_all();
         readiness_changed();
     }
+
+    /// A change of the connection's state (shut down, ended, reset, dialed
+    /// or failed): every epoll registration looks again, whatever events
+    /// it asked for, as Linux's `sk_state_change` wakes with no key.
+    fn notify_state(&self) {
+        self.wakes.all();
+        self.readable.wake_all();
+        self.writable.wake_all();
+        readiness_changed();
+    }
 }
 
 /// A TCP socket (one open file description).
@@ -454,7 +464,13 @@ impl Socket {
                     return Ok(());
                 }
                 Phase::Connected | Phase::Listening => return Err(Errno::EISCONN),
-                Phase::Connecting => return Err(Errno::EALREADY),
+                Phase::Connecting if self.nonblocking() => return Err(Errno::EALREADY),
+                // A blocking call (a restart after a signal, or a new call)
+                // waits for the dial under way, as Linux's does.
+                Phase::Connecting => {
+                    drop(st);
+                    return self.wait_connected();
+                }
                 Phase::Failed if st.so_error.is_some() => {
                     let e = st.so_error.take().unwrap_or(Errno::ECONNABORTED);
                     st.phase = Phase::Fresh;
@@ -486,6 +502,11 @@ impl Socket {
         if self.nonblocking() {
             return Err(Errno::EINPROGRESS);
         }
+        self.wait_connected()
+    }
+
+    /// A blocking `connect`'s wait for the dial's outcome.
+    fn wait_connected(&self) -> Result<(), Errno> {
         let sh = &*self.sh;
         sh.writable
             .wait_while_interruptible(|| sh.st.lock().phase == Phase::Connecting)?;
@@ -629,11 +650,13 @@ impl Socket {
             if st.shut_wr {
                 return so_far(done, Errno::EPIPE);
             }
-            // A large write goes out from the caller's buffer (a blocking
-            // one after what is queued): copying it through the send buffer
+            // A large blocking write goes out from the caller's buffer,
+            // after what is queued: copying it through the send buffer
             // would cost more than the wait for the gateway saves. A
-            // non-blocking one must not wait, so it queues if it cannot go.
-            let large = data.len() - done >= LARGE_WRITE && (!nonblock || !Self::busy(&st));
+            // non-blocking one must not wait for the peer (the gateway
+            // holds a write until the host socket takes a byte), so it
+            // queues what fits and returns that count.
+            let large = data.len() - done >= LARGE_WRITE && !nonblock;
             let behind = Self::buffering(&st) && !large;
             if !behind {
                 // In order after whatever is queued or being written.
@@ -775,7 +798,7 @@ impl Socket {
                 let _ = conv.ctl(client()?, "shutdown wr");
             }
         }
-        self.sh.notify_input();
+        self.sh.notify_state();
         Ok(())
     }
 
@@ -1026,10 +1049,7 @@ fn dialer(sh: Arc<Shared>, msg: String, nodelay: bool, keepalive: bool) {
             }
         }
     };
-    sh.wakes.output();
-    sh.writable.wake_all();
-    sh.readable.wake_all();
-    readiness_changed();
+    sh.notify_state();
     if let Some(conv) = conv {
         reader(sh, conv);
     }
@@ -1174,10 +1194,12 @@ fn reader(sh: Arc<Shared>, conv: Arc<Conv>) {
             }
             st.eof
         };
-        sh.notify_input();
         if end {
+            // The peer's FIN or a reset: EPOLLRDHUP, EPOLLHUP, EPOLLERR.
+            sh.notify_state();
             break;
         }
+        sh.notify_input();
         if filled && buf.len() < READ_CHUNK {
             buf = vec![0u8; buf.len() * 4];
         }
