@@ -428,10 +428,15 @@ impl SessionInner {
             }
         }
         if newfid == fid {
-            if lock(&src.open).is_some() {
+            // Under the `open` lock: an open racing this sees either the
+            // old node or the new one, never opens one and keeps the other
+            // (see `set_open_at`).
+            let open = lock(&src.open);
+            if open.is_some() {
                 return Err(errno(libc::EBUSY));
             }
             *lock(&src.node) = node;
+            drop(open);
         } else {
             self.add_fid(newfid, node)?;
         }
@@ -442,6 +447,21 @@ impl SessionInner {
     fn set_open(fid: &Fid, opened: Opened) -> Result<(), Errno> {
         let mut slot = lock(&fid.open);
         if slot.is_some() {
+            return Err(errno(libc::EBUSY));
+        }
+        *slot = Some(Arc::new(opened));
+        Ok(())
+    }
+
+    /// [`set_open`](Self::set_open), if the fid still names `node`, the
+    /// node the caller checked and opened: a `Twalk` of the same fid that
+    /// ran meanwhile (it changes the node under the `open` lock) must not
+    /// leave it naming one file, in a writable export, while it has another
+    /// open, from a read-only one (`Tsetattr` checks the node, then changes
+    /// the open file).
+    fn set_open_at(fid: &Fid, opened: Opened, node: &Node) -> Result<(), Errno> {
+        let mut slot = lock(&fid.open);
+        if slot.is_some() || *lock(&fid.node) != *node {
             return Err(errno(libc::EBUSY));
         }
         *slot = Some(Arc::new(opened));
@@ -475,7 +495,16 @@ impl SessionInner {
                     return Err(errno(libc::EROFS));
                 }
                 let oflags = open_flags(flags)? & !libc::O_EXCL;
-                let fd = self.ns().open(*export, rel, oflags, 0)?;
+                // Never a blocking open: a FIFO without a writer (or reader)
+                // would hold this worker for ever, and a guest opening many
+                // would stop the gateway for every partition. The flag goes
+                // again unless the client asked for it (a FIFO opened for
+                // writing with no reader then fails with ENXIO rather than
+                // waiting).
+                let fd = self.ns().open(*export, rel, oflags | libc::O_NONBLOCK, 0)?;
+                if oflags & libc::O_NONBLOCK == 0 {
+                    sys::clear_nonblock(fd.as_fd())?;
+                }
                 let st = sys::fstat(fd.as_fd())?;
                 let opened = Opened::Host {
                     file: File::from(fd),
@@ -549,7 +578,11 @@ impl SessionInner {
                 (Opened::Bytes(value), self.ns().qid(&node)?)
             }
         };
-        Self::set_open(&f, opened)?;
+        if matches!(node, Node::Host { .. }) {
+            Self::set_open_at(&f, opened, &node)?;
+        } else {
+            Self::set_open(&f, opened)?;
+        }
         encode(
             tag,
             &RMessage::Lopen {
@@ -777,9 +810,19 @@ impl SessionInner {
         let size = value.len() as u64;
         let f = Fid::new(node);
         *lock(&f.open) = Some(Arc::new(Opened::Bytes(value.into())));
+        // The same rules as any new fid: not NOFID, not in use, and within
+        // the session's limit (a guest looping Txattrwalk must not grow the
+        // table without bound).
         let mut fids = lock(&self.fids);
+        if newfid == NOFID {
+            return Err(errno(libc::EBADF));
+        }
         if fids.contains_key(&newfid) {
             return Err(errno(libc::EEXIST));
+        }
+        if fids.len() >= self.gw.max_fids {
+            tracing::debug!(fid = newfid, "fid limit reached");
+            return Err(errno(libc::EMFILE));
         }
         fids.insert(newfid, Arc::new(f));
         drop(fids);
@@ -808,11 +851,15 @@ impl SessionInner {
         let name = CString::new(name.as_bytes()).map_err(|_| errno(libc::EINVAL))?;
         let value =
             (size > 0 || flags & P9_XATTR_EMPTY != 0).then(|| Mutex::new(vec![0u8; size as usize]));
-        *lock(&f.open) = Some(Arc::new(Opened::XattrWrite {
-            name,
-            value,
-            flags: (flags & !P9_XATTR_EMPTY) as i32,
-        }));
+        Self::set_open_at(
+            &f,
+            Opened::XattrWrite {
+                name,
+                value,
+                flags: (flags & !P9_XATTR_EMPTY) as i32,
+            },
+            &node,
+        )?;
         encode(tag, &RMessage::Xattrcreate)
     }
 
@@ -942,7 +989,14 @@ impl SessionInner {
                 _ => {
                     let fd = self
                         .ns()
-                        .open(e, rel, libc::O_WRONLY | libc::O_NOFOLLOW, 0)?;
+                        // Non-blocking: a FIFO here must not hold the worker
+                        // (truncating one fails, as it does on Linux).
+                        .open(
+                            e,
+                            rel,
+                            libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
+                            0,
+                        )?;
                     let file = File::from(fd);
                     retry_io(|| file.set_len(attr.size))?;
                 }

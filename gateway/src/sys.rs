@@ -355,6 +355,15 @@ fn flock(ty: i16, start: i64, len: i64) -> libc::flock {
     }
 }
 
+/// Clears `O_NONBLOCK` on an open file description (`F_GETFL`/`F_SETFL`).
+pub(crate) fn clear_nonblock(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    // SAFETY: `fd` is open; F_GETFL takes no argument.
+    let fl = retry(|| unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) })?;
+    // SAFETY: `fd` is open; F_SETFL takes the new status flags.
+    retry(|| unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl & !libc::O_NONBLOCK) })
+        .map(drop)
+}
+
 /// `fcntl(fd, F_OFD_SETLK, ...)`: a non-blocking POSIX advisory lock owned
 /// by the open file description (so each fid's open file is its own owner).
 pub(crate) fn ofd_setlk(fd: BorrowedFd<'_>, ty: i16, start: i64, len: i64) -> Result<(), Errno> {

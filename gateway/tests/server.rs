@@ -523,6 +523,34 @@ mod tests {
         assert_eq!(c.clunk(9), Err(EBADF));
     }
 
+    /// Opening a FIFO that nobody writes (or reads) answers at once: a
+    /// blocking open would hold a worker for ever, and enough of them the
+    /// whole gateway.
+    #[test]
+    fn opening_a_fifo_does_not_block() {
+        let t = Tree::new();
+        let fifo = std::ffi::CString::new(t.root().join("fifo").to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let (gw, _) = t.gateway();
+        let c = Client::attached(&gw);
+        let started = std::time::Instant::now();
+        c.walk_path(1, "fifo").unwrap();
+        c.walk_path(2, "fifo").unwrap();
+        // For writing with no reader: ENXIO, not a wait.
+        assert_eq!(c.lopen(2, P9_DOTL_WRONLY), Err(6));
+        // For reading with no writer: opened at once.
+        c.lopen(1, P9_DOTL_RDONLY).unwrap();
+        assert!(started.elapsed() < TIMEOUT);
+        c.clunk(1).unwrap();
+        c.clunk(2).unwrap();
+        still_answers(&c);
+    }
+
+    fn still_answers(c: &Client) {
+        assert_eq!(c.cat("hello.txt").unwrap(), b"hello world");
+    }
+
     fn lock_req(ty: u8) -> Flock<'static> {
         Flock {
             ty,
@@ -1010,6 +1038,15 @@ mod tests {
         c.walk(ROOT, 2, &[]).unwrap();
         c.walk_path(3, "dev/cons").unwrap();
         assert_eq!(c.walk(ROOT, 4, &[]), Err(EMFILE));
+        // Txattrwalk makes a fid too, under the same limit.
+        assert_eq!(
+            c.ok(&TMessage::Xattrwalk {
+                fid: ROOT,
+                newfid: 4,
+                name: Str::from(""),
+            }),
+            Err(EMFILE)
+        );
         assert_eq!(c.session.fid_count(), 4);
         c.clunk(1).unwrap();
         c.walk(ROOT, 4, &[]).unwrap();
