@@ -1074,7 +1074,9 @@ fn parse_addr(s: &str, announce: bool) -> Result<SocketAddr, Errno> {
             h.parse::<IpAddr>().map_err(|_| einval())?
         }
     };
-    if !announce && ip.is_unspecified() {
+    // IPv4-mapped too: `[::ffff:0.0.0.0]` must not dial 0.0.0.0, which
+    // Linux takes as the loopback (and the policy as 0.0.0.0).
+    if !announce && ip.to_canonical().is_unspecified() {
         return Err(einval());
     }
     Ok(SocketAddr::new(ip, port))
@@ -1113,6 +1115,9 @@ pub(crate) struct Call(TcpStream, SocketAddr);
 
 struct Slot {
     conv: Arc<Conv>,
+    /// The session that made it (`SessionInner::id`): only it may open
+    /// the connection's files.
+    owner: u64,
     /// Open fids (and in-flight requests on them) holding the connection.
     opens: usize,
 }
@@ -1255,8 +1260,9 @@ impl Net {
         })
     }
 
-    /// Opens `clone`: a new connection, lowest free number first.
-    pub(crate) fn clone_conv(&self, proto: Proto) -> Result<ConvRef, Errno> {
+    /// Opens `clone`: a new connection, lowest free number first, owned by
+    /// session `owner`.
+    pub(crate) fn clone_conv(&self, proto: Proto, owner: u64) -> Result<ConvRef, Errno> {
         let reg = self.registrar()?;
         let table_ref = &self.tables[proto.index()];
         let mut table = lock(table_ref);
@@ -1272,6 +1278,7 @@ impl Net {
         let slot = table.get_mut(n).ok_or(Errno(libc::EIO))?;
         *slot = Some(Slot {
             conv: Arc::clone(&conv),
+            owner,
             opens: 1,
         });
         Ok(ConvRef {
@@ -1280,13 +1287,16 @@ impl Net {
         })
     }
 
-    /// Opens a file of existing connection `n`.
-    pub(crate) fn open(&self, proto: Proto, n: usize) -> Result<ConvRef, Errno> {
+    /// Opens a file of existing connection `n`, for session `owner`: one
+    /// session (one partition, on a shared gateway) cannot read, write,
+    /// hang up or take the calls of another's connection.
+    pub(crate) fn open(&self, proto: Proto, n: usize, owner: u64) -> Result<ConvRef, Errno> {
         let table_ref = &self.tables[proto.index()];
         let mut table = lock(table_ref);
         let slot = table
             .get_mut(n)
             .and_then(Option::as_mut)
+            .filter(|s| s.owner == owner)
             .ok_or(Errno(libc::ENOENT))?;
         slot.opens += 1;
         Ok(ConvRef {
@@ -1312,8 +1322,8 @@ impl Net {
     }
 
     /// A new connection carrying an accepted call.
-    pub(crate) fn answer(&self, call: Call) -> Result<ConvRef, Errno> {
-        let conv = self.clone_conv(Proto::Tcp)?;
+    pub(crate) fn answer(&self, call: Call, owner: u64) -> Result<ConvRef, Errno> {
+        let conv = self.clone_conv(Proto::Tcp, owner)?;
         conv.conv.adopt(call.0, call.1)?;
         Ok(conv)
     }
@@ -1440,6 +1450,9 @@ mod tests {
             b"connect 127.0.0.1!0",
             b"connect *!80",
             b"connect 0.0.0.0!80",
+            b"connect [::]!80",
+            b"connect [::ffff:0.0.0.0]!80",
+            b"connect ::ffff:0.0.0.0!80",
             b"connect example.org!80",
             b"connect 1.2.3.4!80 extra",
             b"shutdown",

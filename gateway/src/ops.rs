@@ -535,7 +535,7 @@ impl SessionInner {
                     NetOpen::Now(opened, now) => (opened, now),
                     NetOpen::Listen(announced) => {
                         let wait = self.ns().net()?.listen(announced, move |s, call| {
-                            let conv = s.ns().net()?.answer(call)?;
+                            let conv = s.ns().net()?.answer(call, s.id)?;
                             // The fid is now the call's ctl.
                             let now = NetNode::File(
                                 conv.conv().proto(),
@@ -598,15 +598,15 @@ impl SessionInner {
     fn net_open(&self, node: NetNode, write: bool) -> Result<NetOpen, Errno> {
         let net = self.ns().net()?;
         let (conv, file) = match node {
-            NetNode::Clone(proto) => (net.clone_conv(proto)?, ConvFile::Ctl),
+            NetNode::Clone(proto) => (net.clone_conv(proto, self.id)?, ConvFile::Ctl),
             NetNode::File(proto, n, ConvFile::Listen) => {
-                return Ok(NetOpen::Listen(net.open(proto, n)?));
+                return Ok(NetOpen::Listen(net.open(proto, n, self.id)?));
             }
             NetNode::File(proto, n, file) => {
                 if write && !file.writable() {
                     return Err(errno(libc::EACCES));
                 }
-                (net.open(proto, n)?, file)
+                (net.open(proto, n, self.id)?, file)
             }
             NetNode::Root | NetNode::Dir(_) | NetNode::Conv(..) => {
                 return Err(errno(libc::EISDIR));

@@ -100,7 +100,14 @@ pub(crate) struct SessionInner {
     tags_changed: Condvar,
     /// Delivering a reply never blocks (see [`Gateway::session_nonblocking`]).
     nonblocking: bool,
+    /// Unique in the gateway: the owner of the `/net` connections this
+    /// session made (another session, another partition on a shared
+    /// gateway, cannot open them).
+    pub(crate) id: u64,
 }
+
+/// Session ids, from 1.
+static SESSION_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// An `Rlerror` frame.
 pub(crate) fn lerror(tag: u16, e: Errno) -> Vec<u8> {
@@ -233,6 +240,7 @@ impl Session {
                 tags: Mutex::new(Tags::default()),
                 tags_changed: Condvar::new(),
                 nonblocking,
+                id: SESSION_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             }),
         }
     }

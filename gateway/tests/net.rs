@@ -353,6 +353,32 @@ mod tests {
         net.c.clunk(ctl2).unwrap();
     }
 
+    /// On a gateway shared by several partitions, a session cannot open
+    /// another's connections: not their data, ctl or listen files.
+    #[test]
+    fn sessions_cannot_open_each_others_connections() {
+        let (l, addr) = listener();
+        let gw = gateway_with(GatewayConfig {
+            net: true,
+            ..GatewayConfig::default()
+        });
+        let a = Net::on(&gw);
+        let b = Net::on(&gw);
+        let (ctl, data, n) = a.dial(addr);
+        let _host = accept(&l);
+        for file in ["data", "ctl", "listen", "status", "remote"] {
+            assert_eq!(
+                b.open_with(&format!("net/tcp/{n}/{file}"), P9_DOTL_RDONLY),
+                Err(ENOENT),
+                "{file}"
+            );
+        }
+        // Its own are still its own.
+        assert_eq!(a.file(n, "status"), "Established\n");
+        a.c.clunk(data).unwrap();
+        a.c.clunk(ctl).unwrap();
+    }
+
     #[test]
     fn hangup_ends_the_connection() {
         let (l, addr) = listener();
