@@ -175,6 +175,28 @@ impl<'a> Iterator for Dirents<'a> {
     }
 }
 
+/// Bytes of a parked `/net` write, counted in the session's budget while
+/// this lives (dropped with the reply, or with the request if cancelled).
+struct ParkedBytes(Arc<std::sync::atomic::AtomicUsize>, usize);
+
+impl ParkedBytes {
+    fn take(total: &Arc<std::sync::atomic::AtomicUsize>, n: usize) -> Result<Self, Errno> {
+        let before = total.fetch_add(n, Ordering::AcqRel);
+        if before + n > crate::session::MAX_PARKED_BYTES {
+            total.fetch_sub(n, Ordering::AcqRel);
+            tracing::debug!(n, before, "parked /net writes over budget");
+            return Err(errno(libc::EAGAIN));
+        }
+        Ok(Self(Arc::clone(total), n))
+    }
+}
+
+impl Drop for ParkedBytes {
+    fn drop(&mut self) {
+        self.0.fetch_sub(self.1, Ordering::AcqRel);
+    }
+}
+
 impl SessionInner {
     fn ns(&self) -> &Namespace {
         &self.gw.ns
@@ -740,10 +762,14 @@ impl SessionInner {
                 conv,
                 file: ConvFile::Data,
             } => {
-                // The open file is held while the write waits.
+                // The open file is held while the write waits, and its
+                // bytes count against the session's parked budget until it
+                // is answered or cancelled.
                 let hold = Arc::clone(&opened);
+                let budget = ParkedBytes::take(&self.parked, data.len())?;
                 let wait = conv.conv().write(data.to_vec(), move |_, n| {
                     drop(hold);
+                    drop(budget);
                     reply(n)
                 });
                 return Ok(Step::Wait(wait));

@@ -104,7 +104,16 @@ pub(crate) struct SessionInner {
     /// session made (another session, another partition on a shared
     /// gateway, cannot open them).
     pub(crate) id: u64,
+    /// Bytes of `/net` writes parked until their host socket has room (a
+    /// copy of each is held): bounded by [`MAX_PARKED_BYTES`].
+    pub(crate) parked: Arc<std::sync::atomic::AtomicUsize>,
 }
+
+/// The most bytes of parked `/net` writes one session may hold: a guest
+/// whose peers never read must not pin the host's memory (a write is up to
+/// msize, and thousands can be parked). The library OS parks one write per
+/// connection at a time, of at most its iounit.
+pub(crate) const MAX_PARKED_BYTES: usize = 256 << 20;
 
 /// Session ids, from 1.
 static SESSION_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -241,6 +250,7 @@ impl Session {
                 tags_changed: Condvar::new(),
                 nonblocking,
                 id: SESSION_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                parked: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             }),
         }
     }

@@ -379,6 +379,48 @@ mod tests {
         a.c.clunk(ctl).unwrap();
     }
 
+    /// Writes parked for a peer that never reads are bounded per session
+    /// (the gateway holds a copy of each): past the budget a write is
+    /// refused with EAGAIN instead of pinning more host memory.
+    #[test]
+    fn parked_writes_are_bounded() {
+        let (l, addr) = listener();
+        let net = Net::new();
+        let (ctl, data, _) = net.dial(addr);
+        let _host = accept(&l);
+        let chunk = vec![7u8; (1 << 20) - 4096];
+        let mut parked = Vec::new();
+        let mut refused = false;
+        for _ in 0..400 {
+            let frame = encode(
+                net.c.tag(),
+                &TMessage::Write {
+                    fid: data,
+                    offset: 0,
+                    data: &chunk,
+                },
+            );
+            let rx = net.c.send_raw(frame);
+            match rx.recv_timeout(Duration::from_millis(5)) {
+                Ok(reply) if errno_of(&reply) == Some(libc::EAGAIN as u32) => {
+                    refused = true;
+                    break;
+                }
+                Ok(reply) => assert_eq!(errno_of(&reply), None),
+                Err(_) => parked.push(rx),
+            }
+        }
+        assert!(refused, "{} writes parked, none refused", parked.len());
+        assert!(parked.len() >= 200, "only {} parked", parked.len());
+        // Hanging up answers the parked writes, and frees the budget.
+        net.ctl(ctl, "hangup").unwrap();
+        for rx in parked {
+            rx.recv_timeout(TIMEOUT).expect("a parked write's answer");
+        }
+        net.c.clunk(data).unwrap();
+        net.c.clunk(ctl).unwrap();
+    }
+
     #[test]
     fn hangup_ends_the_connection() {
         let (l, addr) = listener();
