@@ -39,6 +39,7 @@ impl Errno {
     pub const ENOTTY: Errno = Errno(25);
     pub const ESPIPE: Errno = Errno(29);
     pub const ERANGE: Errno = Errno(34);
+    pub const EDOM: Errno = Errno(33);
     pub const ELOOP: Errno = Errno(40);
     pub const EAGAIN: Errno = Errno(11);
     pub const EDEADLK: Errno = Errno(35);
@@ -92,6 +93,7 @@ impl Errno {
             28 => "ENOSPC",
             29 => "ESPIPE",
             32 => "EPIPE",
+            33 => "EDOM",
             34 => "ERANGE",
             35 => "EDEADLK",
             37 => "ENOLCK",

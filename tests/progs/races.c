@@ -8,6 +8,7 @@
  *    by a signal, while writes to that pipe continue (never ETIMEDOUT);
  *  - shutdown(SHUT_RD) of a socket pair end wakes a reader blocked on it;
  *  - a connected UDP socket reports an ICMP refusal once, then receives;
+ *  - SO_RCVTIMEO ends blocking accept and receives with EAGAIN;
  *  - blocking pipe, eventfd and inotify calls interrupted by a signal whose
  *    handler has no SA_RESTART (EINTR), and one with SA_RESTART (restarted).
  *
@@ -391,6 +392,55 @@ static void udp_after_refusal(void) {
     close(s);
 }
 
+/* --- SO_RCVTIMEO ends blocking accept and receives ------------------ */
+
+static const char *after_timeout(long rc, int err) {
+    if (rc >= 0)
+        return "data";
+    return err == EAGAIN ? "EAGAIN" : strerror(err);
+}
+
+static void socket_timeouts(void) {
+    struct timeval tv = {0, 50000};
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    bind(l, (struct sockaddr *)&a, sizeof a);
+    listen(l, 4);
+    getsockname(l, (struct sockaddr *)&a, &al);
+    setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    long r = accept(l, NULL, NULL);
+    const char *acc = after_timeout(r, errno);
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    connect(c, (struct sockaddr *)&a, sizeof a);
+    int s = accept(l, NULL, NULL);
+    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b[8];
+    r = recv(c, b, sizeof b, 0);
+    const char *rcv = after_timeout(r, errno);
+    int u = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in ua = {0};
+    ua.sin_family = AF_INET;
+    ua.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(u, (struct sockaddr *)&ua, sizeof ua);
+    setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    r = recv(u, b, sizeof b, 0);
+    const char *udp = after_timeout(r, errno);
+    struct timeval bad = {0, 2000000};
+    int br = setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &bad, sizeof bad);
+    const char *badr = br == 0 ? "ok" : (errno == EDOM ? "EDOM" : strerror(errno));
+    printf("SO_RCVTIMEO: accept=%s recv=%s udp recv=%s usec=2000000 %s\n", acc, rcv, udp, badr);
+    check("socket timeouts", strcmp(acc, "EAGAIN") == 0 && strcmp(rcv, "EAGAIN") == 0 &&
+                                 strcmp(udp, "EAGAIN") == 0 && strcmp(badr, "EDOM") == 0);
+    close(u);
+    close(s);
+    close(c);
+    close(l);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     create_then_kill();
@@ -398,6 +448,7 @@ int main(void) {
     futex_after_eintr();
     shut_rd_wakes();
     udp_after_refusal();
+    socket_timeouts();
     interrupted_calls();
     if (failures) {
         fprintf(stderr, "races: %d FAILED\n", failures);

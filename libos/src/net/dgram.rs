@@ -218,6 +218,12 @@ impl Dgram {
         peek: bool,
     ) -> Result<(Vec<u8>, Option<SocketAddr>, usize), Errno> {
         let sh = &*self.sh;
+        let deadline = sh
+            .st
+            .lock()
+            .opts
+            .timeout_ns(false)
+            .map(|t| crate::time::monotonic_ns().saturating_add(t));
         loop {
             {
                 let mut st = sh.st.lock();
@@ -242,10 +248,14 @@ impl Dgram {
                     return Ok((Vec::new(), None, 0));
                 }
             }
-            sh.readable.wait_while_interruptible(|| {
+            let timed_out = sh.readable.wait_while_interruptible_until(deadline, || {
                 let st = sh.st.lock();
                 st.queue.is_empty() && !st.shut_rd && !st.closing && st.so_error.is_none()
             })?;
+            if timed_out {
+                // `SO_RCVTIMEO` passed.
+                return Err(Errno::EAGAIN);
+            }
         }
     }
 

@@ -103,12 +103,44 @@ impl Options {
         }
     }
 
+    /// The receive (`SO_RCVTIMEO`) or send (`SO_SNDTIMEO`) time limit of
+    /// a blocking call, in nanoseconds; `None`: none (never set, or 0).
+    pub fn timeout_ns(&self, send: bool) -> Option<u64> {
+        let name = if send { SO_SNDTIMEO } else { SO_RCVTIMEO };
+        let o = self
+            .set
+            .iter()
+            .find(|o| o.level == SOL_SOCKET && o.name == name)?;
+        let word = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(o.value.get(i..i + 8)?);
+            Some(i64::from_le_bytes(w))
+        };
+        let (sec, usec) = (word(0)?, word(8)?);
+        let ns = u64::try_from(sec)
+            .ok()?
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::try_from(usec).ok()?.saturating_mul(1000));
+        (ns > 0).then_some(ns)
+    }
+
     /// `setsockopt`: keeps the value; returns it as an integer (for the
     /// options the socket passes on).
     pub fn set(&mut self, level: u32, name: u32, value: &[u8]) -> Result<i32, Errno> {
         let size = self.size(level, name)?;
         if value.len() < size.min(4) {
             return Err(Errno::EINVAL);
+        }
+        if level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO) {
+            if value.len() < 16 {
+                return Err(Errno::EINVAL);
+            }
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&value[8..16]);
+            let usec = i64::from_le_bytes(w);
+            if !(0..1_000_000).contains(&usec) {
+                return Err(Errno::EDOM);
+            }
         }
         let mut v = value[..value.len().min(size)].to_vec();
         v.resize(size, 0);

@@ -340,6 +340,13 @@ impl Socket {
         self.sh.st.lock().opts.int(level, name)
     }
 
+    /// When a blocking receive (or, with `send`, a send) started now gives
+    /// up with `EAGAIN` (`SO_RCVTIMEO`, `SO_SNDTIMEO`); `None`: never.
+    fn deadline(&self, send: bool) -> Option<u64> {
+        let t = self.sh.st.lock().opts.timeout_ns(send)?;
+        Some(crate::time::monotonic_ns().saturating_add(t))
+    }
+
     /// `bind`: announces `addr` at the gateway at once, so the host
     /// socket's port (a port-0 bind's real one) is known.
     pub fn bind(&self, addr: SocketAddr) -> Result<(), Errno> {
@@ -407,6 +414,7 @@ impl Socket {
     /// with `flags`, and the peer's address.
     pub fn accept(&self, flags: u32) -> Result<(Socket, Option<SocketAddr>), Errno> {
         let nonblock = self.nonblocking();
+        let deadline = self.deadline(false);
         let sh = &*self.sh;
         loop {
             {
@@ -433,10 +441,13 @@ impl Socket {
                     return Err(Errno::EAGAIN);
                 }
             }
-            sh.readable.wait_while_interruptible(|| {
+            let timed_out = sh.readable.wait_while_interruptible_until(deadline, || {
                 let st = sh.st.lock();
                 st.accepts.is_empty() && st.phase == Phase::Listening
             })?;
+            if timed_out {
+                return Err(Errno::EAGAIN);
+            }
         }
     }
 
@@ -533,6 +544,7 @@ impl Socket {
         waitall: bool,
     ) -> Result<Vec<u8>, Errno> {
         let sh = &*self.sh;
+        let deadline = self.deadline(false);
         let mut out: Vec<u8> = Vec::new();
         if max == 0 {
             return match sh.st.lock().phase {
@@ -592,16 +604,25 @@ impl Socket {
                 st.demand = true;
             }
             sh.helper.wake_all();
-            let r = sh.readable.wait_while_interruptible(|| {
+            let r = sh.readable.wait_while_interruptible_until(deadline, || {
                 let st = sh.st.lock();
                 st.ring.is_empty()
                     && !st.eof
                     && !st.shut_rd
                     && matches!(st.phase, Phase::Connected | Phase::Connecting)
             });
-            if let Err(e) = r {
-                // Bytes already taken are the call's result.
-                return if out.is_empty() { Err(e) } else { Ok(out) };
+            // Bytes already taken are the call's result; with none, the
+            // error or, once `SO_RCVTIMEO` has passed, EAGAIN.
+            match r {
+                Err(e) => return if out.is_empty() { Err(e) } else { Ok(out) },
+                Ok(true) => {
+                    return if out.is_empty() {
+                        Err(Errno::EAGAIN)
+                    } else {
+                        Ok(out)
+                    };
+                }
+                Ok(false) => {}
             }
         }
     }
@@ -621,6 +642,7 @@ impl Socket {
     /// writes to the gateway itself and waits for the answer.
     pub fn send(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
         let sh = &*self.sh;
+        let deadline = self.deadline(true);
         let conv = loop {
             let st = sh.st.lock();
             if st.shut_wr {
@@ -665,11 +687,14 @@ impl Socket {
                         return so_far(done, Errno::EAGAIN);
                     }
                     drop(st);
-                    if let Err(e) = sh
+                    match sh
                         .writable
-                        .wait_while_interruptible(|| Self::busy(&sh.st.lock()))
+                        .wait_while_interruptible_until(deadline, || Self::busy(&sh.st.lock()))
                     {
-                        return so_far(done, e);
+                        Err(e) => return so_far(done, e),
+                        // `SO_SNDTIMEO` passed.
+                        Ok(true) => return so_far(done, Errno::EAGAIN),
+                        Ok(false) => {}
                     }
                     continue;
                 }
@@ -697,12 +722,14 @@ impl Socket {
                     return so_far(done, Errno::EAGAIN);
                 }
                 drop(st);
-                let r = sh.writable.wait_while_interruptible(|| {
+                let r = sh.writable.wait_while_interruptible_until(deadline, || {
                     let st = sh.st.lock();
                     st.out.space() == 0 && st.write_err.is_none() && !st.shut_wr
                 });
-                if let Err(e) = r {
-                    return so_far(done, e);
+                match r {
+                    Err(e) => return so_far(done, e),
+                    Ok(true) => return so_far(done, Errno::EAGAIN),
+                    Ok(false) => {}
                 }
                 continue;
             }

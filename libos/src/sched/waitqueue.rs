@@ -96,6 +96,43 @@ impl WaitQueue {
         }
     }
 
+    /// [`wait_while_interruptible`](Self::wait_while_interruptible) with a
+    /// time limit (`None`: none, exactly that method): `Ok(true)` if the
+    /// time ran out with the condition still holding (a socket's
+    /// `SO_RCVTIMEO`/`SO_SNDTIMEO`).
+    pub fn wait_while_interruptible_until(
+        &self,
+        deadline: Option<u64>,
+        mut cond: impl FnMut() -> bool,
+    ) -> Result<bool, crate::errno::Errno> {
+        let Some(d) = deadline else {
+            return self.wait_while_interruptible(cond).map(|()| false);
+        };
+        loop {
+            let irq = cpu::irq_save();
+            if !cond() {
+                cpu::irq_restore(irq);
+                return Ok(false);
+            }
+            if crate::signal::has_interrupting() {
+                cpu::irq_restore(irq);
+                return Err(crate::errno::Errno::ERESTARTSYS);
+            }
+            if crate::time::monotonic_ns() >= d {
+                cpu::irq_restore(irq);
+                return Ok(true);
+            }
+            let me = super::current();
+            self.waiters.lock().push_back(me.clone());
+            let timer = super::add_timer(d, me.clone());
+            super::block_current();
+            super::cancel_timer(timer);
+            self.waiters.lock().retain(|t| !Arc::ptr_eq(t, &me));
+            drop(me);
+            cpu::irq_restore(irq);
+        }
+    }
+
     /// Wakes the longest waiter; returns whether there was one.
     pub fn wake_one(&self) -> bool {
         let t = self.waiters.lock().pop_front();
