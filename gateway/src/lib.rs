@@ -56,7 +56,7 @@ pub use session::{Reply, Session};
 pub use stream::{Stream, serve_stream};
 pub use vhost::{
     MAX_TAG_LEN, Request, VHOST_MOUNT_TAG, VHOST_QUEUE_SIZE, VhostError, VhostStats,
-    VhostUserServer, gather_request, scatter_reply,
+    VhostUserServer, gather_request, log_rejected_chain, scatter_reply,
 };
 
 /// The largest msize the gateway negotiates (1 MiB).

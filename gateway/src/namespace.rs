@@ -153,6 +153,20 @@ impl Namespace {
             children: BTreeMap::new(),
             backing: None,
         }];
+        // A read-only export inside a writable export's host directory is
+        // writable through the writable one (a symlink made there reaches
+        // it): said at start, since the guest can do it.
+        for ro in cfg.exports.iter().filter(|e| e.read_only) {
+            for rw in cfg.exports.iter().filter(|e| !e.read_only) {
+                if ro.host.starts_with(&rw.host) {
+                    tracing::warn!(
+                        read_only = %ro.host.display(),
+                        writable = %rw.host.display(),
+                        "a read-only export lies inside a writable one: the partition can change it through the writable export"
+                    );
+                }
+            }
+        }
         let mut exports = Vec::new();
         for Export {
             host,

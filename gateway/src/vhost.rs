@@ -152,7 +152,7 @@ impl NinePDevice {
                     );
                 }
                 Some(Err((head, why))) => {
-                    tracing::warn!(head, why, "rejected a 9P descriptor chain");
+                    log_rejected_chain(head, why);
                     self.stats.rejected.fetch_add(1, Ordering::Relaxed);
                     complete(vring, head, 0);
                 }
@@ -254,6 +254,17 @@ pub struct Request {
     pub frame: Vec<u8>,
     /// The writable `(guest address, length)` ranges for the R-message.
     pub segments: Vec<(u64, u32)>,
+}
+
+/// Logs a descriptor chain refused by [`gather_request`]: the first ten,
+/// then one in 10,000 with the running count, so that a guest looping bad
+/// chains cannot fill the host's disk with the log.
+pub fn log_rejected_chain(head: u16, why: &str) {
+    static REJECTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = REJECTED.fetch_add(1, Ordering::Relaxed) + 1;
+    if n <= 10 || n.is_multiple_of(10_000) {
+        tracing::warn!(head, why, rejected = n, "rejected a 9P descriptor chain");
+    }
 }
 
 /// Reads a descriptor chain into a [`Request`]: readable descriptors first

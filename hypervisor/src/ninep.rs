@@ -92,10 +92,19 @@ impl NinePBackend for TcpForwarder {
             reply(Vec::new());
             return;
         };
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(tag, reply);
+        {
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            // A tag already in flight (a buggy or hostile guest): answered
+            // here, so the earlier request keeps its own reply and neither
+            // is lost.
+            if pending.contains_key(&tag) {
+                drop(pending);
+                tracing::debug!(tag, "9P request reuses a tag in flight; refused");
+                reply(rlerror(tag, libc::EINVAL as u32));
+                return;
+            }
+            pending.insert(tag, reply);
+        }
         let sent = self
             .writer
             .lock()

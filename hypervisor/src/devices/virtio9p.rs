@@ -513,7 +513,7 @@ fn drain(shared: &Arc<Shared>, backend: &Arc<dyn NinePBackend>) -> bool {
                 );
             }
             Err((head, why)) => {
-                tracing::warn!(head, why, "rejected a 9P descriptor chain");
+                astraea_gateway::log_rejected_chain(head, why);
                 // Answer with nothing: the driver sees a zero-length reply.
                 let s = shared.clone();
                 let _ = s
