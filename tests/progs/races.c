@@ -9,6 +9,7 @@
  *  - shutdown(SHUT_RD) of a socket pair end wakes a reader blocked on it;
  *  - a connected UDP socket reports an ICMP refusal once, then receives;
  *  - SO_RCVTIMEO ends blocking accept and receives with EAGAIN;
+ *  - poll's events after shutting a TCP connection down one way, then both;
  *  - blocking pipe, eventfd and inotify calls interrupted by a signal whose
  *    handler has no SA_RESTART (EINTR), and one with SA_RESTART (restarted).
  *
@@ -26,6 +27,7 @@
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/socket.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <sys/syscall.h>
@@ -441,6 +443,42 @@ static void socket_timeouts(void) {
     close(l);
 }
 
+/* --- poll after shutting a TCP connection down ------------------------ */
+
+static void show_events(const char *when, short ev) {
+    printf("  %s:%s%s%s%s%s\n", when, ev & POLLIN ? " IN" : "", ev & POLLOUT ? " OUT" : "",
+           ev & POLLRDHUP ? " RDHUP" : "", ev & POLLHUP ? " HUP" : "", ev & POLLERR ? " ERR" : "");
+}
+
+static void poll_after_shutdown(void) {
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    bind(l, (struct sockaddr *)&a, sizeof a);
+    listen(l, 4);
+    getsockname(l, (struct sockaddr *)&a, &al);
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    connect(c, (struct sockaddr *)&a, sizeof a);
+    int s = accept(l, NULL, NULL);
+    struct pollfd p = {c, POLLIN | POLLOUT | POLLRDHUP, 0};
+    printf("poll of a TCP connection:\n");
+    poll(&p, 1, 0);
+    show_events("connected", p.revents);
+    shutdown(c, SHUT_WR);
+    sleep_us(20000);
+    poll(&p, 1, 0);
+    show_events("after SHUT_WR", p.revents);
+    shutdown(c, SHUT_RD);
+    poll(&p, 1, 0);
+    show_events("after SHUT_RD too", p.revents);
+    close(s);
+    close(c);
+    close(l);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     create_then_kill();
@@ -449,6 +487,7 @@ int main(void) {
     shut_rd_wakes();
     udp_after_refusal();
     socket_timeouts();
+    poll_after_shutdown();
     interrupted_calls();
     if (failures) {
         fprintf(stderr, "races: %d FAILED\n", failures);

@@ -992,7 +992,9 @@ impl FileLike for Socket {
                 if st.eof || st.shut_rd {
                     ev |= POLLRDHUP;
                 }
-                if !st.shut_wr && (st.out.space() >= MIN_ROOM || st.write_err.is_some()) {
+                // As Linux's tcp_poll: writable once shut down for writing
+                // too (a write then fails at once with EPIPE).
+                if st.shut_wr || st.out.space() >= MIN_ROOM || st.write_err.is_some() {
                     ev |= POLLOUT | POLLWRNORM;
                 }
                 if st.write_err.is_some() {
@@ -1001,7 +1003,8 @@ impl FileLike for Socket {
                 if st.read_err.is_some() {
                     ev |= POLLERR;
                 }
-                if (st.eof && st.shut_wr) || st.read_err.is_some() {
+                // Both directions shut (by us or by the peer's FIN), or reset.
+                if ((st.eof || st.shut_rd) && st.shut_wr) || st.read_err.is_some() {
                     ev |= POLLHUP;
                 }
                 // Whoever polls wants data: with streaming off, that is
