@@ -6,7 +6,8 @@
  *    the successful waits plus what is left equal the posts);
  *  - an untimed FUTEX_WAIT after the thread's blocking read was interrupted
  *    by a signal, while writes to that pipe continue (never ETIMEDOUT);
- *  - shutdown(SHUT_RD) of a socket pair end wakes a reader blocked on it;
+ *  - shutdown(SHUT_RD) of a socket pair end wakes a reader blocked on it,
+ *    and shutdown(SHUT_WR) a sender blocked on it (EPIPE);
  *  - a connected UDP socket reports an ICMP refusal once, then receives;
  *  - SO_RCVTIMEO ends blocking accept and receives with EAGAIN;
  *  - poll's events after shutting a TCP connection down one way, then both;
@@ -234,6 +235,50 @@ static void shut_rd_wakes(void) {
     check("shut_rd", r == 0 && shut_read_rc == 0);
     close(sv[0]);
     close(sv[1]);
+}
+
+/* --- shutdown(SHUT_WR) while another thread is blocked sending ------ */
+
+static int wsv[2];
+static volatile long blocked_send_rc = -2;
+static volatile int blocked_send_errno;
+
+static void *blocked_sender(void *arg) {
+    (void)arg;
+    char b[4096];
+    memset(b, 's', sizeof b);
+    blocked_send_rc = send(wsv[0], b, sizeof b, MSG_NOSIGNAL);
+    blocked_send_errno = errno;
+    return NULL;
+}
+
+static void shut_wr_wakes_sender(void) {
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, wsv) != 0)
+        return;
+    fcntl(wsv[0], F_SETFL, O_NONBLOCK);
+    char b[4096];
+    memset(b, 'f', sizeof b);
+    long queued = 0, n;
+    while ((n = send(wsv[0], b, sizeof b, MSG_NOSIGNAL)) > 0)
+        queued += n;
+    fcntl(wsv[0], F_SETFL, 0);
+    pthread_t t;
+    pthread_create(&t, NULL, blocked_sender, NULL);
+    sleep_us(20000);
+    int r = shutdown(wsv[0], SHUT_WR);
+    pthread_join(t, NULL);
+    /* The peer reads what was queued, then the end. */
+    long got = 0;
+    while ((n = read(wsv[1], b, sizeof b)) > 0)
+        got += n;
+    printf("shutdown(SHUT_WR) of a socket pair end: shutdown=%d blocked send=%s peer read all=%d "
+           "then end=%d\n",
+           r, blocked_send_rc == -1 && blocked_send_errno == EPIPE ? "EPIPE" : "other",
+           got == queued, n == 0);
+    check("shut_wr", r == 0 && blocked_send_rc == -1 && blocked_send_errno == EPIPE &&
+                         got == queued && n == 0);
+    close(wsv[0]);
+    close(wsv[1]);
 }
 
 /* --- blocking calls interrupted by a signal -------------------------- */
@@ -485,6 +530,7 @@ int main(void) {
     timed_sem();
     futex_after_eintr();
     shut_rd_wakes();
+    shut_wr_wakes_sender();
     udp_after_refusal();
     socket_timeouts();
     poll_after_shutdown();

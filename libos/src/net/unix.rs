@@ -59,6 +59,12 @@ impl UnixStream {
         }
         if how != 0 {
             let wr = self.wr.lock().take();
+            // Another thread blocked in `send` holds the write side too: it
+            // wakes to EPIPE, and the peer reads the end now, not when that
+            // send gives up (as Linux's unix_shutdown).
+            if let Some(w) = &wr {
+                w.shut_down();
+            }
             drop(wr);
         }
         readiness_changed();

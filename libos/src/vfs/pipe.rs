@@ -21,6 +21,10 @@ struct State {
     /// Reading was shut down (a socket pair's `shutdown(SHUT_RD)`): a
     /// reader finding the ring empty gets the end, whatever writers remain.
     rd_shut: bool,
+    /// Writing was shut down (a socket pair's `shutdown(SHUT_WR)`): the
+    /// reader gets the end once the ring is empty, and writers, a writer
+    /// already waiting for room included, get `EPIPE`.
+    wr_shut: bool,
 }
 
 /// The shared part of a pipe.
@@ -58,6 +62,7 @@ pub fn new(flags: u32) -> (ReadEnd, WriteEnd) {
             readers: 1,
             writers: 1,
             rd_shut: false,
+            wr_shut: false,
         }),
         readable: WaitQueue::new(),
         writable: WaitQueue::new(),
@@ -106,7 +111,7 @@ impl ReadEnd {
                     readiness_changed();
                     return Ok(out);
                 }
-                if st.writers == 0 || st.rd_shut {
+                if st.writers == 0 || st.rd_shut || st.wr_shut {
                     return Ok(Vec::new());
                 }
                 if nonblock {
@@ -115,7 +120,7 @@ impl ReadEnd {
             }
             p.readable.wait_while_interruptible(|| {
                 let st = p.state.lock();
-                st.ring.is_empty() && st.writers > 0 && !st.rd_shut
+                st.ring.is_empty() && st.writers > 0 && !st.rd_shut && !st.wr_shut
             })?;
             waited = true;
         }
@@ -145,7 +150,7 @@ impl ReadEnd {
         if !st.ring.is_empty() {
             ev |= POLLIN | POLLRDNORM;
         }
-        if st.writers == 0 {
+        if st.writers == 0 || st.wr_shut {
             ev |= POLLHUP;
         }
         ev
@@ -184,7 +189,7 @@ impl WriteEnd {
             let chunk: Vec<u8> = data[done..total.min(done + PIPE_SIZE)].to_vec();
             let step = {
                 let mut st = p.state.lock();
-                if st.readers == 0 {
+                if st.readers == 0 || st.wr_shut {
                     return if done > 0 {
                         Ok(done)
                     } else {
@@ -223,6 +228,7 @@ impl WriteEnd {
                     let r = p.writable.wait_while_interruptible(|| {
                         let st = p.state.lock();
                         st.readers > 0
+                            && !st.wr_shut
                             && write_step(total, total - done, st.ring.space()) == WriteStep::Wait
                     });
                     if let Err(e) = r {
@@ -237,6 +243,18 @@ impl WriteEnd {
     /// The writers' queue's wake-ups (epoll's edges).
     pub fn wakes(&self) -> [u64; 3] {
         self.pipe.wr_wakes.get()
+    }
+
+    /// Shuts writing down for every holder of this pipe's write side: the
+    /// reader sees the end after what is buffered, and a writer waiting
+    /// for room wakes to `EPIPE` (or its partial count).
+    pub fn shut_down(&self) {
+        self.pipe.state.lock().wr_shut = true;
+        self.pipe.rd_wakes.all();
+        self.pipe.wr_wakes.all();
+        self.pipe.readable.wake_all();
+        self.pipe.writable.wake_all();
+        readiness_changed();
     }
 
     /// `poll` events: room to write, and an error once no reader is left.
