@@ -385,30 +385,28 @@ static void interrupted_calls(void) {
     printf("alarms handled: %d\n", alarms);
 }
 
+/* A socket of `type` bound to 127.0.0.1 on a port the kernel picks; its
+ * address in `*a`. */
+static int bound_loopback(int type, struct sockaddr_in *a) {
+    socklen_t al = sizeof *a;
+    memset(a, 0, sizeof *a);
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, type, 0);
+    bind(fd, (struct sockaddr *)a, sizeof *a);
+    getsockname(fd, (struct sockaddr *)a, &al);
+    return fd;
+}
+
 /* --- a connected UDP socket keeps receiving after a refusal ---------- */
 
 static void on_alarm_quiet(int sig) { (void)sig; }
 
 static void udp_after_refusal(void) {
-    struct sockaddr_in a;
-    socklen_t al = sizeof a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     /* A port nobody listens on (bound, then closed). */
-    int p = socket(AF_INET, SOCK_DGRAM, 0);
-    bind(p, (struct sockaddr *)&a, sizeof a);
-    getsockname(p, (struct sockaddr *)&a, &al);
-    close(p);
-    struct sockaddr_in closed = a;
-    int s = socket(AF_INET, SOCK_DGRAM, 0);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(s, (struct sockaddr *)&sa, sizeof sa);
-    al = sizeof sa;
-    getsockname(s, (struct sockaddr *)&sa, &al);
+    struct sockaddr_in closed, sa;
+    close(bound_loopback(SOCK_DGRAM, &closed));
+    int s = bound_loopback(SOCK_DGRAM, &sa);
     connect(s, (struct sockaddr *)&closed, sizeof closed);
     send(s, "ping", 4, 0);
     sleep_us(50000);
@@ -450,14 +448,8 @@ static const char *after_timeout(long rc, int err) {
 static void socket_timeouts(void) {
     struct timeval tv = {0, 50000};
     struct sockaddr_in a;
-    socklen_t al = sizeof a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    bind(l, (struct sockaddr *)&a, sizeof a);
+    int l = bound_loopback(SOCK_STREAM, &a);
     listen(l, 4);
-    getsockname(l, (struct sockaddr *)&a, &al);
     setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     long r = accept(l, NULL, NULL);
     const char *acc = after_timeout(r, errno);
@@ -468,11 +460,8 @@ static void socket_timeouts(void) {
     char b[8];
     r = recv(c, b, sizeof b, 0);
     const char *rcv = after_timeout(r, errno);
-    int u = socket(AF_INET, SOCK_DGRAM, 0);
-    struct sockaddr_in ua = {0};
-    ua.sin_family = AF_INET;
-    ua.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(u, (struct sockaddr *)&ua, sizeof ua);
+    struct sockaddr_in ua;
+    int u = bound_loopback(SOCK_DGRAM, &ua);
     setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     r = recv(u, b, sizeof b, 0);
     const char *udp = after_timeout(r, errno);
@@ -497,14 +486,8 @@ static void show_events(const char *when, short ev) {
 
 static void poll_after_shutdown(void) {
     struct sockaddr_in a;
-    socklen_t al = sizeof a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    bind(l, (struct sockaddr *)&a, sizeof a);
+    int l = bound_loopback(SOCK_STREAM, &a);
     listen(l, 4);
-    getsockname(l, (struct sockaddr *)&a, &al);
     int c = socket(AF_INET, SOCK_STREAM, 0);
     connect(c, (struct sockaddr *)&a, sizeof a);
     int s = accept(l, NULL, NULL);
