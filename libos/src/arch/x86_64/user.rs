@@ -374,8 +374,9 @@ extern "C" fn syscall_dispatch(frame: &mut SyscallFrame) {
     // signal unblocked by the restore is delivered now, as Linux does.
     if !super::cpu::pvm_native() || frame.rcx != RESUME_AT {
         // Interrupts are on here, so a preemption can let another thread
-        // send this one a signal after the delivery: look again with them
-        // off, as Linux's exit-to-user loop does, or the thread would run
+        // send this one a signal after the delivery (or during the device
+        // flush, an exit to the host): look again, as Linux's exit-to-user
+        // loop does, or the thread would run
         // on with it pending until its next trap (never, for one that
         // computes alone). Bounded: each round delivers what it found.
         for _ in 0..8 {
@@ -385,10 +386,7 @@ extern "C" fn syscall_dispatch(frame: &mut SyscallFrame) {
             }
             // Requests the call queued reach the device now, together.
             crate::sched::flush_devices();
-            let irq = super::cpu::irq_save();
-            let more = crate::signal::has_deliverable();
-            super::cpu::irq_restore(irq);
-            if !more {
+            if !crate::signal::has_deliverable() {
                 break;
             }
         }
