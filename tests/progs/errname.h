@@ -7,6 +7,7 @@ static const char *errname(int e)
     static char buf[32];
     switch (e) {
     case EIO: return "EIO";
+    case EFAULT: return "EFAULT";
     case ENOSPC: return "ENOSPC";
     case EDQUOT: return "EDQUOT";
     case EFBIG: return "EFBIG";

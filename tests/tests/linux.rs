@@ -519,6 +519,17 @@ mod tests {
         }
     }
 
+    /// Buffers with holes (tests/progs/holes.c): writes, sends and reads
+    /// whose buffer ends in an unmapped or PROT_NONE page return what Linux
+    /// returns (the count before the hole, or EFAULT), and a write whose
+    /// buffer another thread unmaps meanwhile ends early instead of
+    /// faulting in the kernel.
+    fn holes(b: Build) {
+        if let Some((dir, _)) = same_as_host("holes", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// syscall(999) and fork() fail with ENOSYS in a partition (on the host
     /// fork works), and the partition names the unknown call on stderr.
     fn enosys(b: Build) {
@@ -590,6 +601,7 @@ mod tests {
         switches: switches_glibc_dynamic, switches_musl_static, switches_musl_static_pie;
         wakeups: wakeups_glibc_dynamic, wakeups_musl_static, wakeups_musl_static_pie;
         races: races_glibc_dynamic, races_musl_static, races_musl_static_pie;
+        holes: holes_glibc_dynamic, holes_musl_static, holes_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---

@@ -31,12 +31,94 @@ pub fn slice(addr: u64, len: u64) -> Result<&'static [u8], Errno> {
     Ok(unsafe { core::slice::from_raw_parts(addr as *const u8, len as usize) })
 }
 
+/// Copies the program's bytes at `[addr, addr+dst.len())` into `dst`,
+/// safe against the pages going meanwhile (another thread's `munmap`
+/// while the call waits or is preempted): `EFAULT` then, with the bytes
+/// before the hole copied. Use it rather than [`slice`] for bytes read
+/// after a wait, or read over a long time.
+pub fn read(addr: u64, dst: &mut [u8]) -> Result<(), Errno> {
+    check_range(addr, dst.len() as u64)?;
+    let len = dst.len();
+    let mut done = 0;
+    // A page is brought in by the fault itself (`trap::kernel_user_fault`)
+    // when interrupts are on; otherwise here, before copying again. A page
+    // that keeps going between the two is reported as a hole.
+    for _ in 0..8 {
+        // SAFETY: `dst[done..]` is kernel memory; the source lies in the
+        // user half (checked above), where a fault ends the copy.
+        let left = unsafe {
+            crate::arch::user::copy_user(
+                dst[done..].as_mut_ptr(),
+                (addr + done as u64) as *const u8,
+                len - done,
+            )
+        };
+        if left == 0 {
+            return Ok(());
+        }
+        done = len - left;
+        super::vma::ensure(addr + done as u64, (len - done) as u64, false)?;
+    }
+    Err(Errno::EFAULT)
+}
+
+/// The program's bytes at `[addr, addr+len)` as a kernel copy ([`read`]).
+pub fn read_vec(addr: u64, len: u64) -> Result<alloc::vec::Vec<u8>, Errno> {
+    check_range(addr, len)?;
+    let mut v = alloc::vec![0u8; len as usize];
+    read(addr, &mut v)?;
+    Ok(v)
+}
+
+/// Appends the program's bytes at `[addr, addr+len)` to `v` ([`read`]); on
+/// `EFAULT`, `v` keeps the bytes before the hole and the error says how
+/// many went: `Err(n)` with `n` appended.
+pub fn read_append(v: &mut alloc::vec::Vec<u8>, addr: u64, len: u64) -> Result<(), (usize, Errno)> {
+    check_range(addr, len).map_err(|e| (0, e))?;
+    let at = v.len();
+    v.resize(at + len as usize, 0);
+    let mut done = 0usize;
+    // Page by page, so that a hole leaves what came before it.
+    while done < len as usize {
+        let va = addr + done as u64;
+        let n = (PAGE_SIZE - va as usize % PAGE_SIZE).min(len as usize - done);
+        if let Err(e) = read(va, &mut v[at + done..at + done + n]) {
+            v.truncate(at + done);
+            return Err((done, e));
+        }
+        done += n;
+    }
+    Ok(())
+}
+
 /// Copies `bytes` to the program's memory at `addr`, as a write by the
 /// program would (`EFAULT` where it may not write).
 pub fn copy_in(addr: u64, bytes: &[u8]) -> Result<(), Errno> {
     check_range(addr, bytes.len() as u64)?;
     super::vma::ensure(addr, bytes.len() as u64, true)?;
     poke(addr, bytes)
+}
+
+/// Copies `bytes` to the program's memory at `addr` up to the first page
+/// it may not write, as Linux's reads do: how many bytes went; `EFAULT`
+/// when none could.
+pub fn copy_in_prefix(addr: u64, bytes: &[u8]) -> Result<usize, Errno> {
+    check_range(addr, bytes.len() as u64)?;
+    let mut done = 0usize;
+    while done < bytes.len() {
+        let va = addr + done as u64;
+        let n = (PAGE_SIZE - va as usize % PAGE_SIZE).min(bytes.len() - done);
+        if super::vma::ensure(va, n as u64, true).is_err()
+            || poke(va, &bytes[done..done + n]).is_err()
+        {
+            break;
+        }
+        done += n;
+    }
+    if done == 0 && !bytes.is_empty() {
+        return Err(Errno::EFAULT);
+    }
+    Ok(done)
 }
 
 /// Fills the program's memory at `addr` with `bytes` whatever its
@@ -52,13 +134,21 @@ fn poke(addr: u64, bytes: &[u8]) -> Result<(), Errno> {
     let mut done = 0usize;
     while done < bytes.len() {
         let va = addr + done as u64;
-        let t = translate(va).ok_or(Errno::EFAULT)?;
         let in_page = PAGE_SIZE - (va as usize % PAGE_SIZE);
         let n = in_page.min(bytes.len() - done);
+        // Interrupts off from the lookup to the copy: no other thread can
+        // unmap the page and free its frame in between.
+        let irq = crate::arch::cpu::irq_save();
+        let Some(t) = translate(va) else {
+            crate::arch::cpu::irq_restore(irq);
+            return Err(Errno::EFAULT);
+        };
         let dst = phys_to_virt(t.pa) as *mut u8;
-        // SAFETY: `t.pa` is the frame behind a mapped user page; the kernel
-        // reaches it through the direct map; `n` stays inside that page.
+        // SAFETY: `t.pa` is the frame behind a mapped user page (it stays,
+        // interrupts off); the kernel reaches it through the direct map;
+        // `n` stays inside that page.
         unsafe { core::ptr::copy_nonoverlapping(bytes[done..].as_ptr(), dst, n) };
+        crate::arch::cpu::irq_restore(irq);
         done += n;
     }
     Ok(())

@@ -50,9 +50,15 @@ fn read_file(f: &File, offset: Option<u64>, addr: u64, len: u64) -> Result<u64, 
             Err(e) if n == 0 => return Err(e),
             Err(_) => break,
         };
-        user::copy_in(addr + n as u64, &buf[..got])?;
-        n += got;
-        if got < want {
+        // Up to a hole in the buffer, as Linux: the bytes before it count
+        // (and move the position), none is EFAULT.
+        let put = match user::copy_in_prefix(addr + n as u64, &buf[..got]) {
+            Ok(p) => p,
+            Err(e) if n == 0 => return Err(e),
+            Err(_) => 0,
+        };
+        n += put;
+        if got < want || put < got {
             break;
         }
     }

@@ -12,7 +12,7 @@ use crate::signal::sigpipe;
 const MSG_OOB: u64 = 1;
 const MSG_DONTWAIT: u64 = 0x40;
 const MSG_NOSIGNAL: u64 = 0x4000;
-/// The most one call gathers (Linux sends in pieces too).
+/// The most gathered into one kernel copy (Linux sends in pieces too).
 const MAX_SEND: u64 = 1 << 20;
 
 fn send_bytes(fd: u64, data: &[u8], flags: u64, to: (u64, u64)) -> Result<u64, Errno> {
@@ -33,21 +33,71 @@ fn send_bytes(fd: u64, data: &[u8], flags: u64, to: (u64, u64)) -> Result<u64, E
         .map_err(|e| sigpipe(e, flags & MSG_NOSIGNAL != 0 || !stream))
 }
 
+/// Sends the program's `pieces`, copied into the kernel 1 MiB at a time
+/// (a hole in the program's memory ends the send with the pieces before
+/// it, or `EFAULT`): a
+/// stream goes on piece by piece while each is taken whole, a datagram is
+/// one message.
+fn send_user(fd: u64, pieces: &[(u64, u64)], flags: u64, to: (u64, u64)) -> Result<u64, Errno> {
+    let want: u64 = pieces.iter().map(|p| p.1).sum();
+    let mut total = 0u64;
+    let mut data = Vec::with_capacity(want.min(MAX_SEND) as usize);
+    let (mut i, mut off) = (0usize, 0u64);
+    loop {
+        data.clear();
+        let mut hole = None;
+        while (data.len() as u64) < MAX_SEND && i < pieces.len() {
+            let (base, len) = pieces[i];
+            let take = (len - off).min(MAX_SEND - data.len() as u64);
+            if take > 0
+                && let Err((_, e)) = user::read_append(&mut data, base + off, take)
+            {
+                // Linux sends nothing of the message it was copying.
+                data.clear();
+                hole = Some(e);
+                break;
+            }
+            off += take;
+            if off == len {
+                (i, off) = (i + 1, 0);
+            }
+        }
+        if data.is_empty() && hole.is_some() {
+            return match hole {
+                Some(e) if total == 0 => Err(e),
+                _ => Ok(total),
+            };
+        }
+        let n = match send_bytes(fd, &data, flags, to) {
+            Ok(n) => n,
+            Err(_) if total > 0 => return Ok(total),
+            Err(e) => return Err(e),
+        };
+        total += n;
+        // A datagram is one message; a stream stops at a short send, a
+        // hole or its end.
+        if !is_stream(fd) || n < data.len() as u64 || hole.is_some() || i == pieces.len() {
+            return Ok(total);
+        }
+    }
+}
+
+/// Whether `fd` is a stream socket (sent in pieces).
+fn is_stream(fd: u64) -> bool {
+    super::socket::object(fd).is_ok_and(|o| {
+        o.socket()
+            .is_some_and(|s| matches!(s, crate::net::AnySocket::Stream(_)))
+    })
+}
+
 /// `sendto(fd, buf, len, flags, dest_addr, addrlen)`.
 pub fn sendto(a: &[u64; 6]) -> Result<u64, Errno> {
-    send_bytes(a[0], user::slice(a[1], a[2])?, a[3], (a[4], a[5]))
+    user::check_range(a[1], a[2])?;
+    send_user(a[0], &[(a[1], a[2])], a[3], (a[4], a[5]))
 }
 
 /// `sendmsg(fd, msg, flags)`.
 pub fn sendmsg(a: &[u64; 6]) -> Result<u64, Errno> {
     let m = super::socket::MsgHdr::read(a[1])?;
-    let mut data = Vec::new();
-    for (base, len) in m.iov {
-        let take = len.min(MAX_SEND - data.len() as u64);
-        data.extend_from_slice(user::slice(base, take)?);
-        if data.len() as u64 >= MAX_SEND {
-            break;
-        }
-    }
-    send_bytes(a[0], &data, a[2], (m.name, m.name_len))
+    send_user(a[0], &m.iov, a[2], (m.name, m.name_len))
 }

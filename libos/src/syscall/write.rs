@@ -5,10 +5,50 @@ use crate::console::{self, Stream};
 use crate::errno::Errno;
 use crate::fd::{self, File, O_ACCMODE, O_APPEND, Object};
 use crate::mm::user;
+use alloc::vec::Vec;
 
-/// Writes user bytes at `[addr, addr+len)` to `f` (at `at`, or at and past
-/// the file position); returns how many were written.
-fn write_file(f: &File, at: Option<u64>, bytes: &[u8]) -> Result<u64, Errno> {
+/// What a write takes its bytes from: the kernel's own (a gathered
+/// `writev`, `sendfile`), or the program's memory, copied a piece at a time
+/// as the write goes, so that a page another thread unmaps meanwhile ends
+/// the write early (`EFAULT` or the count so far, as on Linux) instead of
+/// faulting in the kernel.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Kernel(&'a [u8]),
+    User { addr: u64, len: u64 },
+}
+
+impl Source<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Source::Kernel(b) => b.len(),
+            Source::User { len, .. } => *len as usize,
+        }
+    }
+
+    /// Bytes `[off, off+n)`: borrowed, or copied into `buf`. Fewer than
+    /// `n` when a hole in the program's memory starts inside, `EFAULT` when
+    /// one starts at `off`.
+    fn piece<'b>(&'b self, off: usize, n: usize, buf: &'b mut Vec<u8>) -> Result<&'b [u8], Errno> {
+        match self {
+            Source::Kernel(b) => Ok(&b[off..off + n]),
+            Source::User { addr, .. } => {
+                buf.clear();
+                match user::read_append(buf, addr + off as u64, n as u64) {
+                    Ok(()) => Ok(buf),
+                    Err((0, e)) => Err(e),
+                    Err(_) => Ok(buf),
+                }
+            }
+        }
+    }
+}
+
+/// Writes `src` to `f` (at `at`, or at and past the file position);
+/// returns how many bytes were written.
+fn write_file(f: &File, at: Option<u64>, src: Source<'_>) -> Result<u64, Errno> {
+    let total = src.len();
+    let mut buf = Vec::new();
     match f {
         File::Console { fd } => {
             // The VMM reads console buffers by guest-physical address, and
@@ -18,13 +58,17 @@ fn write_file(f: &File, at: Option<u64>, bytes: &[u8]) -> Result<u64, Errno> {
             } else {
                 Stream::Stdout
             };
-            let mut kernel_copy = alloc::vec::Vec::new();
-            for chunk in bytes.chunks(64 * 1024) {
-                kernel_copy.clear();
-                kernel_copy.extend_from_slice(chunk);
-                console::write(s, &kernel_copy);
+            let mut done = 0;
+            while done < total {
+                let piece = match src.piece(done, (total - done).min(64 * 1024), &mut buf) {
+                    Ok(p) => p,
+                    Err(_) if done > 0 => break,
+                    Err(e) => return Err(e),
+                };
+                console::write(s, piece);
+                done += piece.len();
             }
-            Ok(bytes.len() as u64)
+            Ok(done as u64)
         }
         File::P9 {
             fid,
@@ -38,7 +82,7 @@ fn write_file(f: &File, at: Option<u64>, bytes: &[u8]) -> Result<u64, Errno> {
             if flags & O_ACCMODE == 0 {
                 return Err(Errno::EBADF);
             }
-            if bytes.is_empty() {
+            if total == 0 {
                 // Nothing written moves nothing, not even with O_APPEND.
                 return Ok(0);
             }
@@ -49,13 +93,22 @@ fn write_file(f: &File, at: Option<u64>, bytes: &[u8]) -> Result<u64, Errno> {
                 Some(p) => p,
                 None => *offset.lock(),
             };
-            let mut done = 0u64;
-            for chunk in bytes.chunks(c.iounit() as usize) {
-                let n = c.write(*fid, pos, chunk)? as u64;
-                crate::mm::shared::wrote(*ino, pos, &chunk[..n as usize]);
+            let mut done = 0usize;
+            let mut failed = None;
+            while done < total {
+                let want = (total - done).min(c.iounit() as usize);
+                let piece = match src.piece(done, want, &mut buf) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                };
+                let n = c.write(*fid, pos, piece)?;
+                crate::mm::shared::wrote(*ino, pos, &piece[..n]);
                 done += n;
-                pos += n;
-                if n < chunk.len() as u64 {
+                pos += n as u64;
+                if n < want {
                     break;
                 }
             }
@@ -67,38 +120,51 @@ fn write_file(f: &File, at: Option<u64>, bytes: &[u8]) -> Result<u64, Errno> {
             {
                 crate::vfs::inotify::notify(path, crate::vfs::inotify::IN_MODIFY);
             }
-            Ok(done)
+            match failed {
+                Some(e) if done == 0 => Err(e),
+                _ => Ok(done as u64),
+            }
         }
     }
 }
 
 /// Writes `[addr, addr+len)` to `o` at `at` (or the position).
 pub fn write_object(o: &Object, at: Option<u64>, addr: u64, len: u64) -> Result<u64, Errno> {
-    write_bytes(o, at, user::slice(addr, len)?)
+    user::check_range(addr, len)?;
+    if is_stream(o) {
+        return gather_write(o, at, &[(addr, len)]);
+    }
+    write_source(o, at, Source::User { addr, len })
 }
 
-/// Writes `bytes` (the program's or the kernel's) to `o` at `at` (or the
-/// position).
+/// Writes `bytes` (the kernel's) to `o` at `at` (or the position).
 pub fn write_bytes(o: &Object, at: Option<u64>, bytes: &[u8]) -> Result<u64, Errno> {
-    let len = bytes.len() as u64;
-    match o {
-        Object::File(f) => write_file(f, at, bytes),
-        Object::Synthetic(_) | Object::PipeRead(_) => Err(Errno::EBADF),
-        Object::Epoll(_) => Err(Errno::EINVAL),
-        Object::Device(d) => d.write(len),
-        Object::PipeWrite(p) => {
-            if at.is_some() {
-                return Err(Errno::ESPIPE);
-            }
-            p.write(bytes, o.nonblocking())
-                .map(|n| n as u64)
-                .map_err(|e| crate::signal::sigpipe(e, false))
-        }
-        Object::Like(l) => {
-            if at.is_some() {
-                return Err(Errno::ESPIPE);
-            }
+    write_source(o, at, Source::Kernel(bytes))
+}
+
+/// Whether `o` takes a write's bytes as one stream (a pipe, a socket…),
+/// which is handed kernel copies (it may wait for room part-way).
+fn is_stream(o: &Object) -> bool {
+    matches!(o, Object::Like(_) | Object::PipeWrite(_))
+}
+
+fn write_source(o: &Object, at: Option<u64>, src: Source<'_>) -> Result<u64, Errno> {
+    let len = src.len() as u64;
+    match (o, src) {
+        (Object::File(f), src) => write_file(f, at, src),
+        (Object::Synthetic(_) | Object::PipeRead(_), _) => Err(Errno::EBADF),
+        (Object::Epoll(_), _) => Err(Errno::EINVAL),
+        (Object::Device(d), _) => d.write(len),
+        (Object::PipeWrite(_) | Object::Like(_), _) if at.is_some() => Err(Errno::ESPIPE),
+        (Object::PipeWrite(p), Source::Kernel(bytes)) => p
+            .write(bytes, o.nonblocking())
+            .map(|n| n as u64)
+            .map_err(|e| crate::signal::sigpipe(e, false)),
+        (Object::Like(l), Source::Kernel(bytes)) => {
             l.write(bytes, o.nonblocking()).map(|n| n as u64)
+        }
+        (Object::PipeWrite(_) | Object::Like(_), Source::User { addr, len }) => {
+            gather_write(o, at, &[(addr, len)])
         }
     }
 }
@@ -116,44 +182,75 @@ pub fn pwrite64(a: &[u64; 6]) -> Result<u64, Errno> {
     write_object(&fd::object(a[0])?, Some(a[3]), a[1], a[2])
 }
 
-fn writev_at(o: &Object, mut at: Option<u64>, iov: u64, count: u64) -> Result<u64, Errno> {
-    if matches!(o, Object::Like(_) | Object::PipeWrite(_)) {
-        // A stream gets the pieces gathered, as Linux does: a pipe write of
-        // at most PIPE_BUF bytes stays atomic across them, a socket sends
-        // one message to the gateway. Gathered 1 MiB at a time.
-        const GATHER: usize = 1 << 20;
-        let mut total = 0u64;
-        let mut chunk = alloc::vec::Vec::new();
-        let pieces = super::read::iovecs(iov, count)?;
-        // The next byte to gather: piece `i`, `off` bytes into it.
-        let (mut i, mut off) = (0usize, 0u64);
-        while i < pieces.len() {
-            chunk.clear();
-            while chunk.len() < GATHER && i < pieces.len() {
-                let (base, len) = pieces[i];
-                let take = (len - off).min((GATHER - chunk.len()) as u64);
-                if take > 0 {
-                    chunk.extend_from_slice(user::slice(base + off, take)?);
-                }
-                off += take;
-                if off == len {
-                    (i, off) = (i + 1, 0);
-                }
-            }
-            let n = match write_bytes(o, at, &chunk) {
-                Ok(n) => n,
-                Err(_) if total > 0 => break,
-                Err(e) => return Err(e),
-            };
-            total += n;
-            if (n as usize) < chunk.len() {
+/// Writes the program's `pieces` to a stream gathered into kernel copies,
+/// as Linux does: a pipe write of at most `PIPE_BUF` bytes stays atomic
+/// across them, a socket sends one message to the gateway. Gathered 1 MiB
+/// at a time; a hole in the program's memory ends the write (see below
+/// for what goes before it).
+/// A pipe's buffers hold a page each; a write fills them one at a time.
+const PIPE_PAGE: usize = 4096;
+
+fn gather_write(o: &Object, at: Option<u64>, pieces: &[(u64, u64)]) -> Result<u64, Errno> {
+    const GATHER: usize = 1 << 20;
+    if at.is_some() {
+        return Err(Errno::ESPIPE);
+    }
+    let want: u64 = pieces.iter().map(|p| p.1).sum();
+    let mut total = 0u64;
+    let mut chunk = Vec::with_capacity((want as usize).min(GATHER));
+    // The next byte to gather: piece `i`, `off` bytes into it.
+    let (mut i, mut off) = (0usize, 0u64);
+    let mut hole = None;
+    while i < pieces.len() && hole.is_none() {
+        chunk.clear();
+        while chunk.len() < GATHER && i < pieces.len() {
+            let (base, len) = pieces[i];
+            let take = (len - off).min((GATHER - chunk.len()) as u64);
+            if take > 0
+                && let Err((_, e)) = user::read_append(&mut chunk, base + off, take)
+            {
+                // What Linux keeps of a write that meets a hole: a pipe the
+                // whole pages (buffers) before it, a socket nothing of the
+                // message it was copying.
+                let keep = match o {
+                    Object::PipeWrite(_) => chunk.len() - chunk.len() % PIPE_PAGE,
+                    _ => 0,
+                };
+                chunk.truncate(keep);
+                hole = Some(e);
                 break;
             }
+            off += take;
+            if off == len {
+                (i, off) = (i + 1, 0);
+            }
         }
-        return Ok(total);
+        if chunk.is_empty() {
+            break;
+        }
+        let n = match write_source(o, None, Source::Kernel(&chunk)) {
+            Ok(n) => n,
+            Err(_) if total > 0 => return Ok(total),
+            Err(e) => return Err(e),
+        };
+        total += n;
+        if (n as usize) < chunk.len() {
+            return Ok(total);
+        }
+    }
+    match hole {
+        Some(e) if total == 0 => Err(e),
+        _ => Ok(total),
+    }
+}
+
+fn writev_at(o: &Object, mut at: Option<u64>, iov: u64, count: u64) -> Result<u64, Errno> {
+    let pieces = super::read::iovecs(iov, count)?;
+    if is_stream(o) {
+        return gather_write(o, at, &pieces);
     }
     let mut total = 0u64;
-    for (base, len) in super::read::iovecs(iov, count)? {
+    for (base, len) in pieces {
         if len == 0 {
             continue;
         }

@@ -174,7 +174,8 @@ impl Drop for ReadEnd {
 }
 
 impl WriteEnd {
-    /// Writes `data` (a whole write of at most `PIPE_BUF` bytes at once):
+    /// Writes `data` (kernel bytes: the caller copied the program's; a whole
+    /// write of at most `PIPE_BUF` bytes at once):
     /// waits for room unless `nonblock`. Returns how much went in; `EPIPE`
     /// if no reader is left, `EAGAIN` if nothing could go in without waiting.
     pub fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
@@ -184,9 +185,6 @@ impl WriteEnd {
         // Linux wakes the next writer only after having waited itself.
         let mut waited = false;
         loop {
-            // Copy the bytes out of the caller's memory before taking the
-            // lock: touching user memory with interrupts off is not allowed.
-            let chunk: Vec<u8> = data[done..total.min(done + PIPE_SIZE)].to_vec();
             let step = {
                 let mut st = p.state.lock();
                 if st.readers == 0 || st.wr_shut {
@@ -198,7 +196,7 @@ impl WriteEnd {
                 }
                 let step = write_step(total, total - done, st.ring.space());
                 if let WriteStep::Copy(n) = step {
-                    done += st.ring.push(&chunk[..n.min(chunk.len())]);
+                    done += st.ring.push(&data[done..(done + n).min(total)]);
                 }
                 step
             };

@@ -454,6 +454,7 @@ fn dispatch(frame: &mut TrapFrame) {
         // already, between its test and its `ud2`.
         6 if frame.cs & 3 == 0 && super::direct::is_upgrade_request(frame.rip) => frame.rip += 2,
         v if v < 32 && frame.cs & 3 == 3 => user_fault(frame),
+        14 => kernel_user_fault(frame),
         v if v < 32 => unhandled_exception(frame),
         v => log::warn!("unexpected interrupt vector {v:#x}"),
     }
@@ -464,6 +465,15 @@ fn dispatch(frame: &mut TrapFrame) {
 /// a kernel bug, reported as one.
 fn direct_fault(f: &mut TrapFrame) {
     if f.vector == 14 && super::direct::warm(super::cpu::cr2(), f.error & 2 != 0) {
+        return;
+    }
+    if f.vector == 14
+        && super::cpu::cr2() < crate::mm::user::USER_MAX
+        && let Some(fixup) = super::user::copy_user_fixup(f.rip)
+    {
+        // A user copy in a direct call runs with interrupts off: no
+        // populating here, the caller falls back to the trapped call.
+        f.rip = fixup;
         return;
     }
     if f.vector == 6 && super::direct::is_upgrade_request(f.rip) {
@@ -496,6 +506,41 @@ fn direct_fault(f: &mut TrapFrame) {
         return;
     }
     unhandled_exception(f);
+}
+
+/// A page fault in the kernel. On the program's memory it is the kernel
+/// reading or writing it for a system call, and the page may have gone
+/// since the call checked it (another thread's `munmap`, `mprotect` or
+/// `MADV_DONTNEED` while the call waited or was preempted): a page the areas
+/// still allow is brought back, as for the program itself; otherwise the
+/// user copy ends early ([`super::user::copy_user`]), and the call fails
+/// with `EFAULT` as on Linux. Anything else is a kernel bug.
+fn kernel_user_fault(f: &mut TrapFrame) {
+    let cr2 = super::cpu::cr2();
+    if cr2 >= crate::mm::user::USER_MAX || f.error & 0x10 != 0 {
+        unhandled_exception(f);
+    }
+    // Populating may wait (9P I/O, a frame): only where the kernel could
+    // have waited itself, with interrupts on and no lock held.
+    if f.rflags & (1 << 9) != 0 && crate::sync::held_lock().is_none() {
+        super::cpu::irq_restore(true);
+        let r = crate::mm::vma::fault(cr2, f.error & 2 != 0, false);
+        super::cpu::irq_save();
+        if r.is_ok() {
+            return;
+        }
+    }
+    if let Some(fixup) = super::user::copy_user_fixup(f.rip) {
+        f.rip = fixup;
+        return;
+    }
+    // A plain access (not through `mm::user`'s copies): it cannot be undone
+    // half-way, so the program ends as if the access had been its own.
+    crate::eprintln!(
+        "astraea: a system call touched the program's memory at {cr2:#x} after the program unmapped or protected it (kernel rip {:#x}); the program is stopped with SIGSEGV (Linux would fail the call with EFAULT)",
+        f.rip
+    );
+    crate::boot::exit(128 + 11)
 }
 
 /// The decoded page-fault error code, printed without allocating (the fault

@@ -444,3 +444,41 @@ pub unsafe fn enter_user(rip: u64, rsp: u64) -> ! {
 pub fn set_syscall_stack(top: u64) {
     KERNEL_RSP.store(top, Ordering::Relaxed);
 }
+
+/// Copies `len` bytes from `src` to `dst` where either may be the program's
+/// memory, which another thread may unmap meanwhile: a page fault in the
+/// copy that the memory areas do not allow ends it early instead of being a
+/// kernel fault (the trap handler resumes at the fixup, Linux's exception
+/// table reduced to one entry). Returns how many bytes were *not* copied.
+///
+/// # Safety
+/// `dst..dst+len` and `src..src+len` are kernel memory or lie in the user
+/// half (checked by the caller); kernel parts must be valid as for `memcpy`.
+#[unsafe(naked)]
+pub unsafe extern "C" fn copy_user(dst: *mut u8, src: *const u8, len: usize) -> usize {
+    naked_asm!(
+        "mov rcx, rdx",
+        ".global astraea_copy_user_insn",
+        "astraea_copy_user_insn:",
+        // Interruptible and restartable: at a fault rcx counts what is left.
+        "rep movsb",
+        "xor eax, eax",
+        "ret",
+        ".global astraea_copy_user_fixup",
+        "astraea_copy_user_fixup:",
+        "mov rax, rcx",
+        "ret",
+    )
+}
+
+unsafe extern "C" {
+    fn astraea_copy_user_insn();
+    fn astraea_copy_user_fixup();
+}
+
+/// Where a fault at `rip` in the kernel resumes if it is the user copy's
+/// (see [`copy_user`]).
+pub fn copy_user_fixup(rip: u64) -> Option<u64> {
+    (rip == astraea_copy_user_insn as *const () as u64)
+        .then_some(astraea_copy_user_fixup as *const () as u64)
+}
