@@ -31,35 +31,49 @@ pub fn slice(addr: u64, len: u64) -> Result<&'static [u8], Errno> {
     Ok(unsafe { core::slice::from_raw_parts(addr as *const u8, len as usize) })
 }
 
-/// Copies the program's bytes at `[addr, addr+dst.len())` into `dst`,
-/// safe against the pages going meanwhile (another thread's `munmap`
-/// while the call waits or is preempted): `EFAULT` then, with the bytes
-/// before the hole copied. Use it rather than [`slice`] for bytes read
-/// after a wait, or read over a long time.
-pub fn read(addr: u64, dst: &mut [u8]) -> Result<(), Errno> {
-    check_range(addr, dst.len() as u64)?;
-    let len = dst.len();
+/// Copies the program's `len` bytes at `addr` to `dst`: how many came
+/// before a hole (a page the program may not read), `len` without one.
+/// Safe against the pages going meanwhile (another thread's `munmap` while
+/// the call waits or is preempted), unlike reading a [`slice`].
+///
+/// # Safety
+/// `dst` is valid kernel memory for `len` bytes; `[addr, addr+len)` lies in
+/// user space ([`check_range`]).
+unsafe fn copy_prefix(dst: *mut u8, addr: u64, len: usize) -> usize {
     let mut done = 0;
     // A page is brought in by the fault itself (`trap::kernel_user_fault`)
     // when interrupts are on; otherwise here, before copying again. A page
     // that keeps going between the two is reported as a hole.
     for _ in 0..8 {
-        // SAFETY: `dst[done..]` is kernel memory; the source lies in the
-        // user half (checked above), where a fault ends the copy.
+        // SAFETY: the caller's contract; a fault in the user range ends
+        // the copy early instead of faulting in the kernel.
         let left = unsafe {
             crate::arch::user::copy_user(
-                dst[done..].as_mut_ptr(),
+                dst.add(done),
                 (addr + done as u64) as *const u8,
                 len - done,
             )
         };
-        if left == 0 {
-            return Ok(());
-        }
         done = len - left;
-        super::vma::ensure(addr + done as u64, (len - done) as u64, false)?;
+        if left == 0 || super::vma::ensure(addr + done as u64, 1, false).is_err() {
+            return done;
+        }
     }
-    Err(Errno::EFAULT)
+    done
+}
+
+/// Copies the program's bytes at `[addr, addr+dst.len())` into `dst`
+/// (see [`copy_prefix`]); `EFAULT` at a hole. Use it rather than [`slice`]
+/// for bytes read after a wait, or read over a long time.
+pub fn read(addr: u64, dst: &mut [u8]) -> Result<(), Errno> {
+    check_range(addr, dst.len() as u64)?;
+    // SAFETY: `dst` is the kernel's; the range was checked.
+    let n = unsafe { copy_prefix(dst.as_mut_ptr(), addr, dst.len()) };
+    if n == dst.len() {
+        Ok(())
+    } else {
+        Err(Errno::EFAULT)
+    }
 }
 
 /// The program's bytes at `[addr, addr+len)` as a kernel copy ([`read`]).
@@ -70,25 +84,24 @@ pub fn read_vec(addr: u64, len: u64) -> Result<alloc::vec::Vec<u8>, Errno> {
     Ok(v)
 }
 
-/// Appends the program's bytes at `[addr, addr+len)` to `v` ([`read`]); on
-/// `EFAULT`, `v` keeps the bytes before the hole and the error says how
-/// many went: `Err(n)` with `n` appended.
+/// Appends the program's bytes at `[addr, addr+len)` to `v` (see
+/// [`copy_prefix`]); at a hole, `v` keeps the bytes before it and the error
+/// says how many: `Err((n, EFAULT))` with `n` appended.
 pub fn read_append(v: &mut alloc::vec::Vec<u8>, addr: u64, len: u64) -> Result<(), (usize, Errno)> {
     check_range(addr, len).map_err(|e| (0, e))?;
+    let len = len as usize;
+    v.reserve(len);
     let at = v.len();
-    v.resize(at + len as usize, 0);
-    let mut done = 0usize;
-    // Page by page, so that a hole leaves what came before it.
-    while done < len as usize {
-        let va = addr + done as u64;
-        let n = (PAGE_SIZE - va as usize % PAGE_SIZE).min(len as usize - done);
-        if let Err(e) = read(va, &mut v[at + done..at + done + n]) {
-            v.truncate(at + done);
-            return Err((done, e));
-        }
-        done += n;
+    // SAFETY: `reserve` made room for `len` more bytes past `at`; the range
+    // was checked. No zeroing first: a bulk send copies each byte once.
+    let n = unsafe { copy_prefix(v.as_mut_ptr().add(at), addr, len) };
+    // SAFETY: `copy_prefix` initialised exactly `n` bytes past `at`.
+    unsafe { v.set_len(at + n) };
+    if n == len {
+        Ok(())
+    } else {
+        Err((n, Errno::EFAULT))
     }
-    Ok(())
 }
 
 /// Copies `bytes` to the program's memory at `addr`, as a write by the
