@@ -489,6 +489,19 @@ static void udp(void)
     close(a);
 }
 
+/* Writes "12", "34", "56", then "78", "9a", "bc", 10 ms apart. */
+static void *dribble(void *arg)
+{
+    int fd = *(int *)arg;
+    const char *pieces[] = {"12", "34", "56", "78", "9a", "bc"};
+    for (int i = 0; i < 6; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        write(fd, pieces[i], 2);
+    }
+    return NULL;
+}
+
 static void pair(void)
 {
     int sv[2];
@@ -501,6 +514,23 @@ static void pair(void)
     ioctl(sv[0], FIONREAD, &avail);
     memset(buf, 0, sizeof buf);
     printf("other way: FIONREAD %d, %s '%s'\n", avail, res(read(sv[0], buf, sizeof buf)), buf);
+    write(sv[1], "peek", 4);
+    memset(buf, 0, sizeof buf);
+    printf("pair MSG_PEEK: %s '%s'", res(recv(sv[0], buf, sizeof buf, MSG_PEEK)), buf);
+    memset(buf, 0, sizeof buf);
+    printf(", then read: %s '%s'\n", res(read(sv[0], buf, sizeof buf)), buf);
+    /* The pieces come 10 ms apart: MSG_WAITALL waits for all of them,
+     * MSG_PEEK|MSG_WAITALL takes what is there without waiting (Linux's
+     * Unix streams), then MSG_WAITALL the rest. */
+    pthread_t t;
+    pthread_create(&t, NULL, dribble, &sv[1]);
+    memset(buf, 0, sizeof buf);
+    printf("pair MSG_WAITALL: %s '%s'\n", res(recv(sv[0], buf, 6, MSG_WAITALL)), buf);
+    memset(buf, 0, sizeof buf);
+    printf("pair MSG_PEEK|MSG_WAITALL: %s '%s'", res(recv(sv[0], buf, 6, MSG_PEEK | MSG_WAITALL)), buf);
+    memset(buf, 0, sizeof buf);
+    printf(", then read: %s '%s'\n", res(recv(sv[0], buf, 6, MSG_WAITALL)), buf);
+    pthread_join(t, NULL);
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
     getsockname(sv[0], (void *)&ss, &len);
@@ -534,7 +564,7 @@ static void pair(void)
             socketpair(AF_UNIX, SOCK_STREAM, 0, fds);
         struct iovec out[3] = {{"ab", 2}, {NULL, 0}, {"cd", 2}};
         printf("%s writev: %s\n", kind ? "pair" : "pipe", res(writev(fds[1], out, 3)));
-        char a[4] = {0}, b[8] = {0};
+        char a[5] = {0}, b[8] = {0};
         struct iovec in[2] = {{a, 4}, {b, 8}};
         printf("%s readv: %s '%s' '%s'\n", kind ? "pair" : "pipe", res(readv(fds[0], in, 2)), a, b);
         close(fds[0]);

@@ -140,8 +140,7 @@ mod any {
                     (d, None, n)
                 }),
                 AnySocket::Dgram(d) => d.recv_from(max, nonblock, peek),
-                AnySocket::Unix(_) if peek || waitall => Err(Errno::EOPNOTSUPP),
-                AnySocket::Unix(u) => u.recv(max, nonblock).map(|d| {
+                AnySocket::Unix(u) => u.recv(max, nonblock, peek, waitall).map(|d| {
                     let n = d.len();
                     (d, None, n)
                 }),

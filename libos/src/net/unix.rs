@@ -71,12 +71,37 @@ impl UnixStream {
         Ok(())
     }
 
-    /// Receives up to `max` bytes (`peek` is not supported on a pair).
-    pub fn recv(&self, max: usize, nonblock: bool) -> Result<Vec<u8>, Errno> {
+    /// Receives up to `max` bytes; with `peek` leaves them there; with
+    /// `waitall` (blocking, no `peek`) waits for all `max` unless the end, a
+    /// signal or a shutdown comes first (then what came), as Linux's
+    /// `unix_stream_read_generic`.
+    pub fn recv(
+        &self,
+        max: usize,
+        nonblock: bool,
+        peek: bool,
+        waitall: bool,
+    ) -> Result<Vec<u8>, Errno> {
         if self.shut_rd.load(Ordering::SeqCst) && self.rd.available() == 0 {
             return Ok(Vec::new());
         }
-        self.rd.read(max, nonblock)
+        // Linux's Unix streams do not wait for all with MSG_PEEK.
+        if !waitall || nonblock || peek {
+            return self.rd.receive(max, nonblock, peek);
+        }
+        let mut out = Vec::new();
+        while out.len() < max {
+            match self.rd.receive(max - out.len(), false, false) {
+                Ok(v) if v.is_empty() => break,
+                Ok(v) => out.extend_from_slice(&v),
+                Err(_) if !out.is_empty() => break,
+                Err(e) => return Err(e),
+            }
+            if self.shut_rd.load(Ordering::SeqCst) && self.rd.available() == 0 {
+                break;
+            }
+        }
+        Ok(out)
     }
 
     /// Sends `data`; `EPIPE` once this end or the peer is shut down.
@@ -102,7 +127,7 @@ impl UnixStream {
 
 impl FileLike for UnixStream {
     fn read(&self, max: usize, nonblock: bool) -> Result<Vec<u8>, Errno> {
-        self.recv(max, nonblock)
+        self.recv(max, nonblock, false, false)
     }
 
     fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {

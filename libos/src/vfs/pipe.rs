@@ -85,6 +85,12 @@ impl ReadEnd {
     /// Reads up to `max` bytes: waits for data unless `nonblock`; an empty
     /// vector means end of file (no writer left).
     pub fn read(&self, max: usize, nonblock: bool) -> Result<Vec<u8>, Errno> {
+        self.receive(max, nonblock, false)
+    }
+
+    /// [`read`](Self::read), or with `peek` a copy of what is there, left
+    /// in place (a socket pair's `MSG_PEEK`).
+    pub fn receive(&self, max: usize, nonblock: bool, peek: bool) -> Result<Vec<u8>, Errno> {
         if max == 0 {
             return Ok(Vec::new());
         }
@@ -94,6 +100,12 @@ impl ReadEnd {
         loop {
             {
                 let mut st = p.state.lock();
+                if !st.ring.is_empty() && peek {
+                    let mut out = vec![0u8; max.min(st.ring.len())];
+                    let n = st.ring.peek(&mut out);
+                    out.truncate(n);
+                    return Ok(out);
+                }
                 if !st.ring.is_empty() {
                     let was_full = st.ring.space() == 0;
                     let mut out = vec![0u8; max.min(st.ring.len())];
