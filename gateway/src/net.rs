@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! /net/tcp/clone            open: reserves connection N (the fid becomes N/ctl)
-//! /net/tcp/N/ctl            read: "N"; write: connect, announce, hangup, nodelay, keepalive
+//! /net/tcp/N/ctl            read: "N"; write: connect, announce, hangup, nodelay, keepalive, linger
 //! /net/tcp/N/data           the byte stream
 //! /net/tcp/N/listen         open: waits for a call on announced N (the fid becomes M/ctl)
 //! /net/tcp/N/local          "ADDR!PORT\n"
@@ -380,6 +380,8 @@ struct State {
     remote: Option<SocketAddr>,
     nodelay: bool,
     keepalive: bool,
+    /// `SO_LINGER` with a zero timeout: closing resets the connection.
+    abort: bool,
     /// UDP: reads and writes carry [`UDP_HEADER`] bytes of addresses.
     headers: bool,
     /// Requests waiting on this connection, oldest first.
@@ -483,6 +485,7 @@ impl Conv {
                 remote: None,
                 nodelay: false,
                 keepalive: false,
+                abort: false,
                 headers: false,
                 parked: Vec::new(),
                 next_park: 0,
@@ -591,7 +594,11 @@ impl Conv {
                 if let Some(t) = token {
                     self.reg.remove(t, &mut s);
                 }
-                let _ = s.shutdown(Shutdown::Both);
+                // An abortive close sends only the reset its close makes
+                // (`SO_LINGER` 0), as Linux's: no FIN before it.
+                if !st.abort {
+                    let _ = s.shutdown(Shutdown::Both);
+                }
             }
             Sock::Listener(mut l) => {
                 if let Some(t) = token {
@@ -620,6 +627,9 @@ impl Conv {
                 && let Err(e) = sys::set_keepalive(s.as_fd())
             {
                 tracing::debug!("net: SO_KEEPALIVE: {e}");
+            }
+            if let Err(e) = sys::set_abortive_close(s.as_fd(), st.abort) {
+                tracing::debug!("net: SO_LINGER: {e}");
             }
         }
     }
@@ -759,12 +769,13 @@ impl Conv {
         })
     }
 
-    fn set_option(&self, nodelay: bool) {
+    fn set_option(&self, cmd: &Ctl) {
         let mut st = self.lock();
-        if nodelay {
-            st.nodelay = true;
-        } else {
-            st.keepalive = true;
+        match cmd {
+            Ctl::Nodelay => st.nodelay = true,
+            Ctl::Keepalive => st.keepalive = true,
+            Ctl::Linger { abort } => st.abort = *abort,
+            _ => return,
         }
         Self::apply_options(&st);
     }
@@ -1038,6 +1049,11 @@ enum Ctl {
     Hangup,
     Nodelay,
     Keepalive,
+    /// `linger 0`: closing resets the connection (`SO_LINGER` with a zero
+    /// timeout); `linger off`: a graceful close again.
+    Linger {
+        abort: bool,
+    },
     /// Half-close: `shutdown rd|wr|rdwr` (the socket API's `shutdown`).
     Shutdown(Shutdown),
     /// UDP: datagrams carry [`UDP_HEADER`] bytes of addresses.
@@ -1106,6 +1122,8 @@ fn parse_ctl(data: &[u8]) -> Result<Ctl, Errno> {
         // ip(3) takes an optional interval in ms; the host's is used.
         ("keepalive", None) => Ok(Ctl::Keepalive),
         ("keepalive", Some(ms)) if ms.parse::<u32>().is_ok() => Ok(Ctl::Keepalive),
+        ("linger", Some("0")) => Ok(Ctl::Linger { abort: true }),
+        ("linger", Some("off")) => Ok(Ctl::Linger { abort: false }),
         _ => Err(einval()),
     }
 }
@@ -1365,7 +1383,9 @@ impl Net {
                     conv.hangup();
                     Ok(None)
                 }
-                Ctl::Nodelay | Ctl::Keepalive | Ctl::Shutdown(_) => Err(einval()),
+                Ctl::Nodelay | Ctl::Keepalive | Ctl::Linger { .. } | Ctl::Shutdown(_) => {
+                    Err(einval())
+                }
             };
         }
         match cmd {
@@ -1387,12 +1407,8 @@ impl Net {
                 Ok(None)
             }
             Ctl::Shutdown(how) => conv.shutdown(how).map(|()| None),
-            Ctl::Nodelay => {
-                conv.set_option(true);
-                Ok(None)
-            }
-            Ctl::Keepalive => {
-                conv.set_option(false);
+            Ctl::Nodelay | Ctl::Keepalive | Ctl::Linger { .. } => {
+                conv.set_option(&cmd);
                 Ok(None)
             }
         }
@@ -1440,6 +1456,8 @@ mod tests {
             Ok(Ctl::Shutdown(Shutdown::Write))
         );
         assert_eq!(parse_ctl(b"keepalive 1000"), Ok(Ctl::Keepalive));
+        assert_eq!(parse_ctl(b"linger 0"), Ok(Ctl::Linger { abort: true }));
+        assert_eq!(parse_ctl(b"linger off"), Ok(Ctl::Linger { abort: false }));
         for bad in [
             &b""[..],
             b"connect",
@@ -1462,6 +1480,7 @@ mod tests {
             b"frobnicate",
             b"\xff\xfe connect",
             b"keepalive forever",
+            b"linger 5",
         ] {
             assert_eq!(
                 parse_ctl(bad),

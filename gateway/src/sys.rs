@@ -462,6 +462,29 @@ pub(crate) fn set_xattr(
     Ok(())
 }
 
+/// `setsockopt(SO_LINGER)` on a socket: `abort` makes its close reset the
+/// connection (`l_onoff` 1, `l_linger` 0), otherwise the default graceful
+/// close. A lingering close (`l_linger` > 0) would block the event loop,
+/// so it is never set here.
+pub(crate) fn set_abortive_close(fd: BorrowedFd<'_>, abort: bool) -> Result<(), Errno> {
+    let l = libc::linger {
+        l_onoff: libc::c_int::from(abort),
+        l_linger: 0,
+    };
+    // SAFETY: `fd` is open for the call (borrowed); the option value points
+    // to a live `linger` whose size is passed alongside it.
+    retry(|| unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&raw const l).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
 /// `setsockopt(SO_KEEPALIVE, 1)` on a socket.
 pub(crate) fn set_keepalive(fd: BorrowedFd<'_>) -> Result<(), Errno> {
     let on: libc::c_int = 1;

@@ -241,6 +241,58 @@ static void refused(void)
     poll(&p, 1, 5000);
     printf("  connect after the failure showed: %s\n", res(connect(c, (void *)&a, sizeof a)));
     close(c);
+
+    /* What a socket whose connect failed answers afterwards. */
+    c = socket(AF_INET, SOCK_STREAM, 0);
+    connect(c, (void *)&a, sizeof a);
+    char buf[8];
+    printf("after a refused connect: recv %s", res(recv(c, buf, sizeof buf, MSG_DONTWAIT)));
+    printf(", send %s", res(send(c, "x", 1, MSG_NOSIGNAL)));
+    len = sizeof err;
+    err = -1;
+    getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len);
+    printf(", SO_ERROR %d", err);
+    struct sockaddr_in peer;
+    socklen_t pl = sizeof peer;
+    printf(", getpeername %s\n", res(getpeername(c, (void *)&peer, &pl)));
+    close(c);
+}
+
+/* A peer that resets the connection (SO_LINGER 0, then close). */
+static void reset(void)
+{
+    struct sockaddr_in a;
+    int l = listener(&a);
+    int c = dial(&a);
+    int s = accept(l, NULL, NULL);
+    struct linger lg = {1, 0};
+    setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(c);
+    struct pollfd p = {.fd = s, .events = POLLIN};
+    poll(&p, 1, 5000);
+    usleep(100000);
+    poll(&p, 1, 0);
+    printf("reset: poll POLLIN %d POLLERR %d POLLHUP %d\n", !!(p.revents & POLLIN),
+           !!(p.revents & POLLERR), !!(p.revents & POLLHUP));
+    int err = -1;
+    socklen_t len = sizeof err;
+    getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
+    printf("  SO_ERROR %s", err ? errname(err) : "0");
+    char buf[8];
+    printf(", then recv %s", res(recv(s, buf, sizeof buf, 0)));
+    printf(", send %s\n", res(send(s, "x", 1, MSG_NOSIGNAL)));
+    close(s);
+    c = dial(&a);
+    s = accept(l, NULL, NULL);
+    setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(c);
+    p.fd = s;
+    poll(&p, 1, 5000);
+    usleep(100000);
+    printf("reset, recv first: %s", res(recv(s, buf, sizeof buf, 0)));
+    printf(", again %s\n", res(recv(s, buf, sizeof buf, 0)));
+    close(s);
+    close(l);
 }
 
 static void nonblocking(void)
@@ -726,6 +778,7 @@ int main(int argc, char **argv)
     refused();
     nonblocking();
     peer_gone();
+    reset();
     bulk();
     delivery();
     ipv6();

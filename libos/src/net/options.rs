@@ -27,7 +27,8 @@ pub const SO_SNDBUF: u32 = 7;
 pub const SO_RCVBUF: u32 = 8;
 /// `SO_KEEPALIVE`.
 pub const SO_KEEPALIVE: u32 = 9;
-const SO_LINGER: u32 = 13;
+/// `SO_LINGER`.
+pub const SO_LINGER: u32 = 13;
 const SO_RCVTIMEO: u32 = 20;
 const SO_SNDTIMEO: u32 = 21;
 /// `SO_ACCEPTCONN`.
@@ -104,6 +105,15 @@ impl Options {
     }
 
     /// The receive (`SO_RCVTIMEO`) or send (`SO_SNDTIMEO`) time limit of
+    /// Whether `SO_LINGER` asks for an abortive close (on, zero seconds):
+    /// closing resets the connection.
+    pub fn abortive_close(&self) -> bool {
+        match self.get(SOL_SOCKET, SO_LINGER) {
+            Ok(v) if v.len() >= 8 => v[..4] != [0; 4] && v[4..8] == [0; 4],
+            _ => false,
+        }
+    }
+
     /// a blocking call, in nanoseconds; `None`: none (never set, or 0).
     pub fn timeout_ns(&self, send: bool) -> Option<u64> {
         let name = if send { SO_SNDTIMEO } else { SO_RCVTIMEO };

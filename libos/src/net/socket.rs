@@ -15,8 +15,8 @@ use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, Ordering};
 
 use super::addr::{self};
 use super::options::{
-    IPPROTO_TCP, Options, SO_ACCEPTCONN, SO_ERROR, SO_KEEPALIVE, SOCK_STREAM, SOL_SOCKET,
-    TCP_NODELAY,
+    IPPROTO_TCP, Options, SO_ACCEPTCONN, SO_ERROR, SO_KEEPALIVE, SO_LINGER, SOCK_STREAM,
+    SOL_SOCKET, TCP_NODELAY,
 };
 use crate::errno::Errno;
 use crate::fd::FileLike;
@@ -205,8 +205,12 @@ struct St {
     ring: Ring,
     /// The peer closed (or the connection broke): reads end after the ring.
     eof: bool,
-    /// An error a read reports once (`ECONNRESET`), before the end.
+    /// An error a read reports once (`ECONNRESET`), before the end, or
+    /// `SO_ERROR` reports (whichever asks first, as Linux's `sk_err`).
     read_err: Option<Errno>,
+    /// The connection broke (a reset): a hang-up for `poll` for good, after
+    /// `read_err` is taken too.
+    broken: bool,
     /// `SO_ERROR`: a failed connect's error, until read.
     so_error: Option<Errno>,
     accepts: VecDeque<Accepted>,
@@ -308,6 +312,7 @@ impl Socket {
                     ring: Ring::new(RECV_BUF),
                     eof: false,
                     read_err: None,
+                    broken: false,
                     so_error: None,
                     accepts: VecDeque::new(),
                     backlog: 0,
@@ -503,9 +508,21 @@ impl Socket {
             drop(old);
         }
         let sh = self.sh.clone();
-        let nodelay = self.int_opt(IPPROTO_TCP, TCP_NODELAY).unwrap_or(0) != 0;
-        let keepalive = self.int_opt(SOL_SOCKET, SO_KEEPALIVE).unwrap_or(0) != 0;
-        if crate::sched::spawn("dialer", move || dialer(sh, msg, nodelay, keepalive)).is_none() {
+        // The options the host socket carries out, set before it dials.
+        let setup: Vec<&'static str> = [
+            (self.int_opt(IPPROTO_TCP, TCP_NODELAY).unwrap_or(0) != 0).then_some("nodelay"),
+            (self.int_opt(SOL_SOCKET, SO_KEEPALIVE).unwrap_or(0) != 0).then_some("keepalive"),
+            self.sh
+                .st
+                .lock()
+                .opts
+                .abortive_close()
+                .then_some("linger 0"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if crate::sched::spawn("dialer", move || dialer(sh, msg, &setup)).is_none() {
             let mut st = self.sh.st.lock();
             st.phase = Phase::Failed;
             return Err(Errno::ENOMEM);
@@ -870,14 +887,18 @@ impl Socket {
             )
         };
         // The options the host socket carries out itself.
-        if let Some(conv) = conv
-            && int != 0
-        {
+        if let Some(conv) = conv {
             let c = client()?;
-            if level == IPPROTO_TCP && name == TCP_NODELAY {
+            if level == IPPROTO_TCP && name == TCP_NODELAY && int != 0 {
                 conv.ctl(c, "nodelay")?;
-            } else if level == SOL_SOCKET && name == SO_KEEPALIVE {
+            } else if level == SOL_SOCKET && name == SO_KEEPALIVE && int != 0 {
                 conv.ctl(c, "keepalive")?;
+            } else if level == SOL_SOCKET && name == SO_LINGER {
+                // An abortive close resets the host connection; a lingering
+                // one is not waited for (the gateway closes in the
+                // background, as a non-blocking socket's close).
+                let abort = self.sh.st.lock().opts.abortive_close();
+                conv.ctl(c, if abort { "linger 0" } else { "linger off" })?;
             }
         }
         Ok(())
@@ -889,7 +910,7 @@ impl Socket {
         let mut st = self.sh.st.lock();
         match (level, name) {
             (SOL_SOCKET, SO_ERROR) => {
-                let e = st.so_error.take();
+                let e = st.so_error.take().or_else(|| st.read_err.take());
                 int(e.map_or(0, |e| e.0 as i32))
             }
             (SOL_SOCKET, SO_ACCEPTCONN) => int(i32::from(st.phase == Phase::Listening)),
@@ -1004,7 +1025,7 @@ impl FileLike for Socket {
                     ev |= POLLERR;
                 }
                 // Both directions shut (by us or by the peer's FIN), or reset.
-                if ((st.eof || st.shut_rd) && st.shut_wr) || st.read_err.is_some() {
+                if ((st.eof || st.shut_rd) && st.shut_wr) || st.broken {
                     ev |= POLLHUP;
                 }
                 // Whoever polls wants data: with streaming off, that is
@@ -1046,16 +1067,13 @@ impl FileLike for Socket {
 }
 
 /// The dialer: connects, then reads for the connection.
-fn dialer(sh: Arc<Shared>, msg: String, nodelay: bool, keepalive: bool) {
+fn dialer(sh: Arc<Shared>, msg: String, setup: &[&str]) {
     crate::sched::current().set_posts();
     let outcome = (|| {
         let c = client()?;
         let mut conv = Conv::clone_new(c, "tcp")?;
-        if nodelay {
-            conv.ctl(c, "nodelay")?;
-        }
-        if keepalive {
-            conv.ctl(c, "keepalive")?;
+        for ctl in setup {
+            conv.ctl(c, ctl)?;
         }
         conv.ctl(c, &msg)?;
         conv.open_data(c)?;
@@ -1219,6 +1237,7 @@ fn reader(sh: Arc<Shared>, conv: Arc<Conv>) {
                     // A hang-up of ours is no error of the connection's.
                     if !st.closing {
                         st.read_err = Some(e);
+                        st.broken = true;
                     }
                 }
             }
