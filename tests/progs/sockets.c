@@ -360,6 +360,65 @@ static void peer_gone(void)
     close(l);
 }
 
+/* SIGPIPE: raised by a write that sends nothing to a broken pipe or
+ * connection (a socket pair's send too), not by one that sent some bytes
+ * before the peer reset the connection. */
+static volatile int sigpipes;
+
+static void on_sigpipe(int sig)
+{
+    (void)sig;
+    sigpipes++;
+}
+
+static void *read_some_then_reset(void *arg)
+{
+    int s = *(int *)arg;
+    static char buf[65536];
+    long got = 0;
+    while (got < (1 << 20)) {
+        long n = read(s, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        got += n;
+    }
+    struct linger lg = {1, 0};
+    setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(s);
+    return NULL;
+}
+
+static void pipe_signals(void)
+{
+    signal(SIGPIPE, on_sigpipe);
+    int sv[2];
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    close(sv[1]);
+    sigpipes = 0;
+    printf("pair send to a closed peer: %s", res(send(sv[0], "x", 1, 0)));
+    printf(", SIGPIPE %d", sigpipes);
+    printf("; with MSG_NOSIGNAL: %s, SIGPIPE %d\n", res(send(sv[0], "x", 1, MSG_NOSIGNAL)), sigpipes);
+    close(sv[0]);
+
+    struct sockaddr_in a;
+    int l = listener(&a);
+    int c = dial(&a);
+    int s = accept(l, NULL, NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, read_some_then_reset, &s);
+    long big = 64L << 20;
+    char *data = calloc(1, big);
+    sigpipes = 0;
+    long r = write(c, data, big);
+    pthread_join(t, NULL);
+    printf("64 MiB write to a peer that resets after 1 MiB: %s, SIGPIPE %d\n",
+           r > 0 && r < big ? "a partial count" : res(r), sigpipes);
+    free(data);
+    close(c);
+    close(l);
+    signal(SIGPIPE, SIG_IGN);
+}
+
 static void bulk(void)
 {
     struct sockaddr_in a;
@@ -779,6 +838,7 @@ int main(int argc, char **argv)
     nonblocking();
     peer_gone();
     reset();
+    pipe_signals();
     bulk();
     delivery();
     ipv6();

@@ -968,9 +968,10 @@ impl FileLike for Socket {
         self.recv(max, nonblock, false, false)
     }
 
+    /// `EPIPE` raises no `SIGPIPE` here: the system call does, when it
+    /// fails as a whole (a write that sent some bytes returns their count).
     fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
         self.send(data, nonblock)
-            .map_err(|e| crate::signal::sigpipe(e, false))
     }
 
     fn read_now(&self, max: usize) -> Option<Result<Vec<u8>, Errno>> {

@@ -130,9 +130,9 @@ impl FileLike for UnixStream {
         self.recv(max, nonblock, false, false)
     }
 
+    /// No `SIGPIPE` here: the system call raises it (see `Socket`'s).
     fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
         self.send(data, nonblock)
-            .map_err(|e| crate::signal::sigpipe(e, false))
     }
 
     fn poll(&self) -> u16 {

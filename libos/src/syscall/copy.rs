@@ -92,7 +92,8 @@ fn copy(
         };
         let w = match super::write::write_bytes(dst, to, &buf[..n]) {
             Ok(w) => w,
-            Err(e) if total == 0 => return Err(e),
+            // SIGPIPE only when nothing went (see `write::raise`).
+            Err(e) if total == 0 => return Err(crate::signal::sigpipe(e, false)),
             Err(_) => break,
         };
         total += w;

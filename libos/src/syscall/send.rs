@@ -26,11 +26,7 @@ fn send_bytes(fd: u64, data: &[u8], flags: u64, to: (u64, u64)) -> Result<u64, E
         (addr, len) => Some(super::socket::get_addr(&s, addr, len)?),
     };
     let nonblock = o.nonblocking() || flags & MSG_DONTWAIT != 0;
-    // Only a stream raises SIGPIPE (Linux's datagram sockets do not).
-    let stream = matches!(s, crate::net::AnySocket::Stream(_));
-    s.send_to(data, dest, nonblock)
-        .map(|n| n as u64)
-        .map_err(|e| sigpipe(e, flags & MSG_NOSIGNAL != 0 || !stream))
+    s.send_to(data, dest, nonblock).map(|n| n as u64)
 }
 
 /// Sends the program's `pieces`, copied into the kernel 1 MiB at a time
@@ -71,7 +67,9 @@ fn send_user(fd: u64, pieces: &[(u64, u64)], flags: u64, to: (u64, u64)) -> Resu
         let n = match send_bytes(fd, &data, flags, to) {
             Ok(n) => n,
             Err(_) if total > 0 => return Ok(total),
-            Err(e) => return Err(e),
+            // Only a stream raises SIGPIPE (Linux's datagram sockets do
+            // not), and only when nothing was sent.
+            Err(e) => return Err(sigpipe(e, flags & MSG_NOSIGNAL != 0 || !is_stream(fd))),
         };
         total += n;
         // A datagram is one message; a stream stops at a short send, a
@@ -82,11 +80,16 @@ fn send_user(fd: u64, pieces: &[(u64, u64)], flags: u64, to: (u64, u64)) -> Resu
     }
 }
 
-/// Whether `fd` is a stream socket (sent in pieces).
+/// Whether `fd` is a stream socket, TCP or Unix (sent in pieces; raises
+/// `SIGPIPE`).
 fn is_stream(fd: u64) -> bool {
     super::socket::object(fd).is_ok_and(|o| {
-        o.socket()
-            .is_some_and(|s| matches!(s, crate::net::AnySocket::Stream(_)))
+        o.socket().is_some_and(|s| {
+            matches!(
+                s,
+                crate::net::AnySocket::Stream(_) | crate::net::AnySocket::Unix(_)
+            )
+        })
     })
 }
 

@@ -156,10 +156,9 @@ fn write_source(o: &Object, at: Option<u64>, src: Source<'_>) -> Result<u64, Err
         (Object::Epoll(_), _) => Err(Errno::EINVAL),
         (Object::Device(d), _) => d.write(len),
         (Object::PipeWrite(_) | Object::Like(_), _) if at.is_some() => Err(Errno::ESPIPE),
-        (Object::PipeWrite(p), Source::Kernel(bytes)) => p
-            .write(bytes, o.nonblocking())
-            .map(|n| n as u64)
-            .map_err(|e| crate::signal::sigpipe(e, false)),
+        (Object::PipeWrite(p), Source::Kernel(bytes)) => {
+            p.write(bytes, o.nonblocking()).map(|n| n as u64)
+        }
         (Object::Like(l), Source::Kernel(bytes)) => {
             l.write(bytes, o.nonblocking()).map(|n| n as u64)
         }
@@ -169,9 +168,16 @@ fn write_source(o: &Object, at: Option<u64>, src: Source<'_>) -> Result<u64, Err
     }
 }
 
+/// A write system call's result: `EPIPE` raises `SIGPIPE` (a write that
+/// got some bytes through before the pipe or connection broke returns
+/// their count and raises nothing, as Linux).
+fn raise(r: Result<u64, Errno>) -> Result<u64, Errno> {
+    r.map_err(|e| crate::signal::sigpipe(e, false))
+}
+
 /// `write(fd, buf, count)`.
 pub fn write(a: &[u64; 6]) -> Result<u64, Errno> {
-    write_object(&fd::object(a[0])?, None, a[1], a[2])
+    raise(write_object(&fd::object(a[0])?, None, a[1], a[2]))
 }
 
 /// `pwrite64(fd, buf, count, offset)`.
@@ -179,7 +185,7 @@ pub fn pwrite64(a: &[u64; 6]) -> Result<u64, Errno> {
     if (a[3] as i64) < 0 {
         return Err(Errno::EINVAL);
     }
-    write_object(&fd::object(a[0])?, Some(a[3]), a[1], a[2])
+    raise(write_object(&fd::object(a[0])?, Some(a[3]), a[1], a[2]))
 }
 
 /// Writes the program's `pieces` to a stream gathered into kernel copies,
@@ -270,7 +276,7 @@ fn writev_at(o: &Object, mut at: Option<u64>, iov: u64, count: u64) -> Result<u6
 
 /// `writev(fd, iov, iovcnt)`.
 pub fn writev(a: &[u64; 6]) -> Result<u64, Errno> {
-    writev_at(&fd::object(a[0])?, None, a[1], a[2])
+    raise(writev_at(&fd::object(a[0])?, None, a[1], a[2]))
 }
 
 /// `pwritev(fd, iov, iovcnt, offset)`.
@@ -278,7 +284,7 @@ pub fn pwritev(a: &[u64; 6]) -> Result<u64, Errno> {
     if (a[3] as i64) < 0 {
         return Err(Errno::EINVAL);
     }
-    writev_at(&fd::object(a[0])?, Some(a[3]), a[1], a[2])
+    raise(writev_at(&fd::object(a[0])?, Some(a[3]), a[1], a[2]))
 }
 
 /// `write` in a direct call (see `syscall::direct`): into a socket's send
