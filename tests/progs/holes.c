@@ -106,6 +106,18 @@ static void pipe_cases(char how) {
         drain_check(p[0], 50, 0, name);
         drain_check(p[0], r - 50, 2 * PAGE - 30, name);
     }
+    /* Reads into a buffer whose third page may not be written. */
+    unsigned char *src = holed('r');
+    write(p[1], src, 3 * PAGE - 100);
+    unholed(src);
+    b = holed(how);
+    snprintf(name, sizeof name, "pipe read across hole(%c)", how);
+    r = read(p[0], b + 100, 3 * PAGE - 100);
+    show(name, r);
+    if (r > 0)
+        check(name, pattern(b + 100, 0, r));
+    snprintf(name, sizeof name, "  then the rest");
+    show(name, read(p[0], b, 2 * PAGE));
     close(p[0]);
     close(p[1]);
     unholed(b);
@@ -198,6 +210,24 @@ static void socket_cases(char how, int tcp) {
         drain_check(s[1], 20, 10, name);
         drain_check(s[1], r - 20, 2 * PAGE - 8, name);
     }
+    unsigned char *src = holed('r');
+    send(s[0], src, 3 * PAGE - 100, 0);
+    unholed(src);
+    b = holed(how);
+    /* Let all of it arrive first. */
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    snprintf(name, sizeof name, "%s recv across hole(%c)", kind, how);
+    r = recv(s[1], b + 100, 3 * PAGE - 100, 0);
+    show(name, r);
+    if (r > 0)
+        check(name, pattern(b + 100, 0, r));
+    snprintf(name, sizeof name, "%s recv at hole(%c)", kind, how);
+    show(name, recv(s[1], b + 2 * PAGE, 100, MSG_DONTWAIT));
+    long rest = 0;
+    while ((r = recv(s[1], b, 2 * PAGE, MSG_DONTWAIT)) > 0)
+        rest += r;
+    printf("  then the rest: %ld\n", rest);
     close(s[0]);
     close(s[1]);
     unholed(b);

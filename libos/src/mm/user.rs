@@ -134,6 +134,33 @@ pub fn copy_in_prefix(addr: u64, bytes: &[u8]) -> Result<usize, Errno> {
     Ok(done)
 }
 
+/// How many bytes of `pieces` (address, length) lie before the first page
+/// the program may not write, counted up to `limit` (the pages faulted in
+/// on the way, no further).
+pub fn writable_prefix(pieces: &[(u64, u64)], limit: u64) -> u64 {
+    let mut total = 0;
+    for &(addr, len) in pieces {
+        if total >= limit {
+            break;
+        }
+        let len = len.min(limit - total);
+        if check_range(addr, len).is_err() {
+            return total;
+        }
+        let mut done = 0;
+        while done < len {
+            let va = addr + done;
+            let n = (PAGE_SIZE as u64 - va % PAGE_SIZE as u64).min(len - done);
+            if super::vma::ensure(va, n, true).is_err() {
+                return total + done;
+            }
+            done += n;
+        }
+        total += len;
+    }
+    total
+}
+
 /// Fills the program's memory at `addr` with `bytes` whatever its
 /// protection (the ELF loader fills read-only segments this way).
 pub fn load(addr: u64, bytes: &[u8]) -> Result<(), Errno> {

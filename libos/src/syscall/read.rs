@@ -137,7 +137,8 @@ pub fn read_object(o: &Object, offset: Option<u64>, addr: u64, len: u64) -> Resu
             if offset.is_some() {
                 return Err(Errno::ESPIPE);
             }
-            positional(&p.read(len.min(CHUNK) as usize, nonblock)?)
+            let max = stream_room(o, &[(addr, len)], len.min(CHUNK))?;
+            positional(&p.read(max as usize, nonblock)?)
         }
         Object::PipeWrite(_) => Err(Errno::EBADF),
         // No read operation.
@@ -146,7 +147,8 @@ pub fn read_object(o: &Object, offset: Option<u64>, addr: u64, len: u64) -> Resu
             if offset.is_some() {
                 return Err(Errno::ESPIPE);
             }
-            positional(&l.read(len.min(CHUNK) as usize, nonblock)?)
+            let max = stream_room(o, &[(addr, len)], len.min(CHUNK))?;
+            positional(&l.read(max as usize, nonblock)?)
         }
     }
 }
@@ -280,6 +282,22 @@ pub fn iovecs(addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
         .collect()
 }
 
+/// The most a read of stream `o` may take into `pieces` (`want` bytes in
+/// all) when the program's buffer has a hole, so that no byte is taken
+/// that could not be delivered, as on Linux: a pipe fills whole buffers
+/// (pages) before the hole, a socket copies nothing (`EFAULT`, the bytes
+/// stay for the next read).
+pub fn stream_room(o: &Object, pieces: &[(u64, u64)], want: u64) -> Result<u64, Errno> {
+    let room = user::writable_prefix(pieces, want);
+    if room >= want {
+        return Ok(want);
+    }
+    match o {
+        Object::PipeRead(_) if room >= 4096 => Ok(room - room % 4096),
+        _ => Err(Errno::EFAULT),
+    }
+}
+
 /// Reads a stream (a pipe, a socket, an eventfd…) once, into a kernel
 /// buffer; `None` for a file with a position. Nothing is read before the
 /// caller's checks pass: the bytes would be lost.
@@ -306,7 +324,8 @@ fn readv_at(o: &Object, mut offset: Option<u64>, iov: &[(u64, u64)]) -> Result<u
             user::check_range(base, len)?;
         }
         let want: u64 = iov.iter().map(|&(_, n)| n).fold(0, u64::saturating_add);
-        let data = read(want.min(CHUNK) as usize)?;
+        let want = stream_room(o, iov, want.min(CHUNK))?;
+        let data = read(want as usize)?;
         let mut at = 0usize;
         for &(base, len) in iov {
             let n = (len as usize).min(data.len() - at);
