@@ -419,6 +419,40 @@ static void pipe_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* A sendmsg of several MiB in two pieces goes out whole (blocking). */
+static int sm_fd;
+static long sm_got;
+
+static void *sm_reader(void *arg)
+{
+    static char b[65536];
+    long n;
+    while ((n = read(sm_fd, b, sizeof b)) > 0)
+        sm_got += n;
+    return arg;
+}
+
+static void big_sendmsg(void)
+{
+    struct sockaddr_in a;
+    int l = listener(&a);
+    int c = dial(&a);
+    sm_fd = accept(l, NULL, NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, sm_reader, NULL);
+    char *p = calloc(1, 3 << 20);
+    struct iovec iov[2] = {{p, 2 << 20}, {p + (2 << 20), 1 << 20}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+    long r = sendmsg(c, &m, 0);
+    shutdown(c, SHUT_WR);
+    pthread_join(t, NULL);
+    printf("sendmsg of 3 MiB: %s, received %ld\n", res(r), sm_got);
+    free(p);
+    close(c);
+    close(sm_fd);
+    close(l);
+}
+
 static void bulk(void)
 {
     struct sockaddr_in a;
@@ -839,6 +873,7 @@ int main(int argc, char **argv)
     peer_gone();
     reset();
     pipe_signals();
+    big_sendmsg();
     bulk();
     delivery();
     ipv6();
