@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -233,6 +234,40 @@ static void socket_cases(char how, int tcp) {
     unholed(b);
 }
 
+/* epoll_wait into a buffer with room for two events before a hole: the
+ * third stays ready (edge-triggered ones too), none is lost. */
+static void epoll_cases(char how) {
+    char name[64];
+    int ep = epoll_create1(0), p[3][2];
+    for (int i = 0; i < 3; i++) {
+        pipe(p[i]);
+        write(p[i][1], "x", 1);
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.u32 = i};
+        epoll_ctl(ep, EPOLL_CTL_ADD, p[i][0], &ev);
+    }
+    unsigned char *b = holed(how);
+    struct epoll_event good[4];
+    snprintf(name, sizeof name, "epoll_wait across hole(%c)", how);
+    show(name, epoll_wait(ep, (struct epoll_event *)(b + 2 * PAGE - 30), 3, 1000));
+    show("  then", epoll_wait(ep, good, 4, 0));
+    show("  then", epoll_wait(ep, good, 4, 0));
+    snprintf(name, sizeof name, "epoll_wait at hole, none ready(%c)", how);
+    show(name, epoll_wait(ep, (struct epoll_event *)(b + 2 * PAGE), 3, 0));
+    write(p[1][1], "y", 1);
+    snprintf(name, sizeof name, "epoll_wait at hole, one ready(%c)", how);
+    show(name, epoll_wait(ep, (struct epoll_event *)(b + 2 * PAGE), 3, 1000));
+    long r = epoll_wait(ep, good, 4, 0);
+    show("  then", r);
+    if (r == 1)
+        printf("  which is pipe %u\n", good[0].data.u32);
+    for (int i = 0; i < 3; i++) {
+        close(p[i][0]);
+        close(p[i][1]);
+    }
+    close(ep);
+    unholed(b);
+}
+
 /* --- a buffer unmapped by another thread while a long write copies it -- */
 
 #define BIG (32L << 20)
@@ -291,6 +326,7 @@ int main(int argc, char **argv) {
         file_cases(hows[i]);
         socket_cases(hows[i], 0);
         socket_cases(hows[i], 1);
+        epoll_cases(hows[i]);
     }
     unmapped_meanwhile();
     printf("holes: %s\n", failures ? "FAILED" : "ok");

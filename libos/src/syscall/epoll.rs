@@ -153,18 +153,29 @@ fn wait(epfd: u64, addr: u64, max: u64, deadline: Option<u64>) -> Result<u64, Er
     let Object::Epoll(ep) = object else {
         return Err(Errno::EINVAL);
     };
+    // As many events as the buffer has whole, writable entries for before
+    // a hole: Linux leaves the rest ready (and fails with EFAULT, after the
+    // wait, when not even one fits).
+    let room = user::writable_prefix(&[(addr, max as u64 * EVENT_SIZE)], max as u64 * EVENT_SIZE)
+        / EVENT_SIZE;
     let mut got: Vec<(u32, u64)> = Vec::new();
     // Taking events fires edge-triggered and one-shot registrations: only
     // the look that returns takes them.
-    wait_ready(
+    let n = wait_ready(
         deadline,
         &|| ep.next_expiry(),
         &|| ep.count_ready() > 0,
         || {
-            got = ep.take(max as usize);
+            if room == 0 {
+                return ep.count_ready();
+            }
+            got = ep.take(room as usize);
             got.len()
         },
     )?;
+    if room == 0 && n > 0 {
+        return Err(Errno::EFAULT);
+    }
     let mut out = Vec::with_capacity(got.len() * EVENT_SIZE as usize);
     for (events, data) in &got {
         out.extend_from_slice(&events.to_le_bytes());
