@@ -97,6 +97,15 @@ pub trait FileLike: Send + Sync + 'static {
     fn poll(&self) -> u16;
     /// Its wait queues' wake-ups (see [`Object::wakes`]).
     fn wakes(&self) -> [u64; 3];
+    /// The events its wake-ups are keyed with (reading, writing): Linux
+    /// wakes an eventfd's and a timerfd's waiters with `POLLIN`/`POLLOUT`
+    /// alone (see [`Object::wake_keys`]).
+    fn wake_keys(&self) -> (u16, u16) {
+        (
+            crate::vfs::poll_bits::POLLIN,
+            crate::vfs::poll_bits::POLLOUT,
+        )
+    }
     /// Its `O_*` status flags.
     fn flags(&self) -> &AtomicU32;
     /// A request of `ioctl` other than the generic ones; `ENOTTY` if it
@@ -292,6 +301,10 @@ impl Object {
                 u32::from(POLLIN | POLLRDNORM),
                 u32::from(POLLOUT | POLLWRNORM),
             ),
+            Object::Like(l) => {
+                let (r, w) = l.wake_keys();
+                (u32::from(r), u32::from(w))
+            }
             _ => (u32::from(POLLIN), u32::from(POLLOUT)),
         }
     }

@@ -11,9 +11,10 @@
  *
  * A random sequence works on a table of slots holding pipe ends, eventfds,
  * timerfds (disarmed, expired or far in the future: nothing depends on
- * timing), epoll instances, dups of those and one regular file in DIR, with
- * pipe/eventfd/timerfd/epoll_create1/dup/close/write/read/epoll_ctl/
- * epoll_wait(timeout 0)/poll calls. Each line is "INDEX CALL ARGS = RESULT";
+ * timing), epoll instances, Unix socket pairs, dups of those and one
+ * regular file in DIR, with pipe/socketpair/eventfd/timerfd/epoll_create1/
+ * dup/close/write/read/send/recv (MSG_PEEK, MSG_DONTWAIT, MSG_WAITALL)/
+ * shutdown/FIONREAD/SO_ERROR/epoll_ctl/epoll_wait(timeout 0)/poll calls. Each line is "INDEX CALL ARGS = RESULT";
  * descriptors are printed as slot numbers, epoll events sorted by data.
  * Each sequence starts from a clean table. */
 #define _GNU_SOURCE
@@ -27,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -45,7 +48,7 @@ static const char *ename(int e) {
     switch (e) {
 #define E(x) case x: return #x;
         E(EPERM) E(ENOENT) E(EINTR) E(EBADF) E(EAGAIN) E(EFAULT) E(EEXIST) E(EINVAL)
-        E(ELOOP) E(ENOSYS) E(EPIPE) E(ENOMEM) E(EMFILE)
+        E(ELOOP) E(ENOSYS) E(EPIPE) E(ENOMEM) E(EMFILE) E(ENOTSOCK) E(ENOTCONN) E(EOPNOTSUPP)
 #undef E
     default:
         snprintf(buf, sizeof buf, "E%d", e);
@@ -117,8 +120,8 @@ static uint64_t next(void) {
 }
 static unsigned pick(unsigned n) { return (unsigned)(next() % n); }
 
-enum kind { FREE, PIPE_R, PIPE_W, EVENT, TIMER, EPOLL, FILE_ };
-static const char *kname[] = {"free", "piper", "pipew", "eventfd", "timerfd", "epoll", "file"};
+enum kind { FREE, PIPE_R, PIPE_W, EVENT, TIMER, EPOLL, FILE_, SOCK };
+static const char *kname[] = {"free", "piper", "pipew", "eventfd", "timerfd", "epoll", "file", "sock"};
 #define NSLOTS 12
 static struct {
     int fd;
@@ -163,16 +166,66 @@ static uint32_t rand_events(void) {
     return ev;
 }
 
+/* A socket call on a socket pair end (or, now and then, another kind):
+ * send, recv with flags, shutdown, FIONREAD, SO_ERROR. */
+static void sock_call(void) {
+    int s = pick(8) ? some_slot(1u << SOCK) : some_slot(ANY_OPEN);
+    int fd = s < 0 ? -1 : slot[s].fd;
+    unsigned what = pick(6);
+    char buf[64];
+    if (what == 0) {
+        unsigned n = pick(40), fl = pick(3);
+        memset(buf, 'A' + (int)pick(26), sizeof buf);
+        printf("send s%d %u%s", s, n, fl == 1 ? " NOSIGNAL" : fl == 2 ? " DONTWAIT" : "");
+        res(send(fd, buf, n, fl == 1 ? MSG_NOSIGNAL : fl == 2 ? MSG_DONTWAIT : 0));
+    } else if (what <= 2) {
+        static const int flags[] = {0, MSG_PEEK, MSG_DONTWAIT, MSG_WAITALL, MSG_PEEK | MSG_WAITALL};
+        static const char *fname[] = {"", " PEEK", " DONTWAIT", " WAITALL", " PEEK|WAITALL"};
+        unsigned f = pick(5), n = pick(40);
+        printf("recv s%d %u%s", s, n, fname[f]);
+        memset(buf, 0, sizeof buf);
+        long r = recv(fd, buf, n, flags[f]);
+        if (r > 0)
+            printf(" = %ld '%.*s'\n", r, (int)r, buf);
+        else
+            res(r);
+    } else if (what == 3) {
+        int how = (int)pick(4);
+        printf("shutdown s%d %d", s, how);
+        res(shutdown(fd, how == 3 ? 7 : how));
+    } else if (what == 4) {
+        int v = -1;
+        printf("FIONREAD s%d", s);
+        long r = ioctl(fd, FIONREAD, &v);
+        if (r == 0)
+            printf(" = %d\n", v);
+        else
+            res(r);
+    } else {
+        int v = -1;
+        socklen_t l = sizeof v;
+        printf("SO_ERROR s%d", s);
+        long r = getsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &l);
+        if (r == 0)
+            printf(" = %d\n", v);
+        else
+            res(r);
+    }
+}
+
 static void call(unsigned i) {
     unsigned op = pick(100);
     printf("%u ", i);
     if (op < 8) {
         int a = free_slot(), fds[2];
-        printf("pipe2");
-        long r = a < 0 ? (errno = EMFILE, -1) : pipe2(fds, O_NONBLOCK);
+        int sock = pick(2);
+        printf(sock ? "socketpair" : "pipe2");
+        long r = a < 0    ? (errno = EMFILE, -1)
+                 : sock ? socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds)
+                        : pipe2(fds, O_NONBLOCK);
         if (r == 0) {
             slot[a].fd = fds[0];
-            slot[a].kind = PIPE_R;
+            slot[a].kind = sock ? SOCK : PIPE_R;
             int b = free_slot();
             if (b < 0) {
                 close(fds[1]);
@@ -180,7 +233,7 @@ static void call(unsigned i) {
                 return;
             }
             slot[b].fd = fds[1];
-            slot[b].kind = PIPE_W;
+            slot[b].kind = sock ? SOCK : PIPE_W;
             printf(" = s%d s%d\n", a, b);
         } else
             res(r);
@@ -278,7 +331,7 @@ static void call(unsigned i) {
         slot[s].kind = FREE;
         res(r);
     } else if (op < 50) {
-        int s = some_slot(1u << PIPE_W | 1u << EVENT | 1u << PIPE_R);
+        int s = some_slot(1u << PIPE_W | 1u << EVENT | 1u << PIPE_R | 1u << SOCK);
         printf("write s%d", s);
         if (s < 0) {
             printf(" = skip\n");
@@ -296,13 +349,13 @@ static void call(unsigned i) {
             res(write(slot[s].fd, buf, n));
         }
     } else if (op < 60) {
-        int s = some_slot(1u << PIPE_R | 1u << EVENT | 1u << TIMER | 1u << EPOLL);
+        int s = some_slot(1u << PIPE_R | 1u << EVENT | 1u << TIMER | 1u << EPOLL | 1u << SOCK);
         printf("read s%d", s);
         if (s < 0) {
             printf(" = skip\n");
             return;
         }
-        if (slot[s].kind == PIPE_R) {
+        if (slot[s].kind == PIPE_R || slot[s].kind == SOCK) {
             char buf[64];
             unsigned n = 1 + pick(40);
             printf(" %u", n);
@@ -332,6 +385,8 @@ static void call(unsigned i) {
         printf("%s%s%s:%llx", ev.events & EPOLLET ? "|ET" : "", ev.events & EPOLLONESHOT ? "|ONESHOT" : "",
                ev.events & EPOLLEXCLUSIVE ? "|EXCLUSIVE" : "", (unsigned long long)ev.data.u64);
         res(epoll_ctl(efd, o, tfd, &ev));
+    } else if (op < 88) {
+        sock_call();
     } else if (op < 93) {
         int e = pick(10) ? some_slot(1u << EPOLL) : some_slot(ANY_OPEN);
         /* Room for every registration: which of several ready ones a

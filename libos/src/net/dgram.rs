@@ -344,6 +344,10 @@ impl FileLike for Dgram {
         self.send_to(data, None)
     }
 
+    fn wake_keys(&self) -> (u16, u16) {
+        crate::vfs::poll_bits::SOCKET_WAKE_KEYS
+    }
+
     fn poll(&self) -> u16 {
         let st = self.sh.st.lock();
         let mut ev = POLLOUT | POLLWRNORM;

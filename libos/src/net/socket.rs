@@ -996,6 +996,10 @@ impl FileLike for Socket {
         ok.then(|| Ok(st.out.push(data)))
     }
 
+    fn wake_keys(&self) -> (u16, u16) {
+        crate::vfs::poll_bits::SOCKET_WAKE_KEYS
+    }
+
     fn poll(&self) -> u16 {
         let mut st = self.sh.st.lock();
         let mut ev = 0;

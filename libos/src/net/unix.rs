@@ -27,6 +27,9 @@ pub struct UnixStream {
     /// Where this end writes; `None` once shut down for writing (the peer
     /// then reads the end).
     wr: IrqLock<Option<Arc<WriteEnd>>>,
+    /// The same pipe, kept after a shutdown: whether the peer shut reading
+    /// down or went with bytes unread (this end's pending `ECONNRESET`).
+    to_peer: Arc<WriteEnd>,
     shut_rd: AtomicBool,
     opts: IrqLock<Options>,
 }
@@ -35,12 +38,16 @@ pub struct UnixStream {
 pub fn pair(flags: u32) -> (UnixStream, UnixStream) {
     let (r1, w1) = pipe::new(0);
     let (r2, w2) = pipe::new(0);
-    let end = |rd: ReadEnd, wr: WriteEnd| UnixStream {
-        flags: AtomicU32::new(flags | 2),
-        rd: Arc::new(rd),
-        wr: IrqLock::new(Some(Arc::new(wr))),
-        shut_rd: AtomicBool::new(false),
-        opts: IrqLock::new(Options::new(super::SOCK_STREAM, super::addr::AF_UNIX)),
+    let end = |rd: ReadEnd, wr: WriteEnd| {
+        let wr = Arc::new(wr);
+        UnixStream {
+            flags: AtomicU32::new(flags | 2),
+            rd: Arc::new(rd),
+            wr: IrqLock::new(Some(wr.clone())),
+            to_peer: wr,
+            shut_rd: AtomicBool::new(false),
+            opts: IrqLock::new(Options::new(super::SOCK_STREAM, super::addr::AF_UNIX)),
+        }
     };
     (end(r1, w2), end(r2, w1))
 }
@@ -76,6 +83,36 @@ impl UnixStream {
     /// signal or a shutdown comes first (then what came), as Linux's
     /// `unix_stream_read_generic`.
     pub fn recv(
+        &self,
+        max: usize,
+        nonblock: bool,
+        peek: bool,
+        waitall: bool,
+    ) -> Result<Vec<u8>, Errno> {
+        if max == 0 {
+            // Linux looks at the queue as for one byte: 0 with data or at
+            // the end, EAGAIN (or a wait) without.
+            return self.recv(1, nonblock, true, false).map(|_| Vec::new());
+        }
+        let r = self.recv_bytes(max, nonblock, peek, waitall);
+        // Nothing to read: a reset the peer's close left is reported first
+        // (once), as Linux's `sock_error` before the end.
+        match r {
+            // MSG_WAITALL that ran dry took the pending error with it (and
+            // returns what it got).
+            Ok(ref v) if waitall && !peek && !v.is_empty() && v.len() < max => {
+                self.to_peer.take_reset();
+                r
+            }
+            Ok(ref v) if v.is_empty() && max > 0 && self.to_peer.take_reset() => {
+                Err(Errno::ECONNRESET)
+            }
+            Err(Errno::EAGAIN) if self.to_peer.take_reset() => Err(Errno::ECONNRESET),
+            r => r,
+        }
+    }
+
+    fn recv_bytes(
         &self,
         max: usize,
         nonblock: bool,
@@ -119,7 +156,15 @@ impl UnixStream {
     pub fn get_option(&self, level: u32, name: u32) -> Result<Vec<u8>, Errno> {
         use super::options::{SO_ACCEPTCONN, SO_ERROR, SOL_SOCKET};
         match (level, name) {
-            (SOL_SOCKET, SO_ERROR | SO_ACCEPTCONN) => Ok(0i32.to_le_bytes().to_vec()),
+            (SOL_SOCKET, SO_ERROR) => {
+                let e = if self.to_peer.take_reset() {
+                    Errno::ECONNRESET.0 as i32
+                } else {
+                    0
+                };
+                Ok(e.to_le_bytes().to_vec())
+            }
+            (SOL_SOCKET, SO_ACCEPTCONN) => Ok(0i32.to_le_bytes().to_vec()),
             _ => self.opts.lock().get(level, name),
         }
     }
@@ -135,6 +180,10 @@ impl FileLike for UnixStream {
         self.send(data, nonblock)
     }
 
+    fn wake_keys(&self) -> (u16, u16) {
+        crate::vfs::poll_bits::SOCKET_WAKE_KEYS
+    }
+
     fn poll(&self) -> u16 {
         // Linux's unix_poll: the receive side shut (by us, or by the peer's
         // write shutdown or close) reads the end; both sides shut is a
@@ -143,7 +192,8 @@ impl FileLike for UnixStream {
         let wr = self.wr.lock().clone();
         let w = wr.as_ref().map_or(0, |w| w.poll());
         let rcv_shut = self.shut_rd.load(Ordering::SeqCst) || r & POLLHUP != 0;
-        let snd_shut = wr.is_none() || w & POLLERR != 0;
+        // Shut for sending by us, by the peer's close or its SHUT_RD.
+        let snd_shut = wr.is_none() || w & POLLERR != 0 || self.to_peer.reader_shut();
         let mut ev = 0;
         if r & POLLIN != 0 {
             ev |= POLLIN | POLLRDNORM;
@@ -157,12 +207,15 @@ impl FileLike for UnixStream {
         if wr.is_none() || w & POLLOUT != 0 {
             ev |= POLLOUT | POLLWRNORM | POLLWRBAND;
         }
+        if self.to_peer.reset_pending() {
+            ev |= POLLERR;
+        }
         ev
     }
 
     fn wakes(&self) -> [u64; 3] {
         let r = self.rd.wakes();
-        let w = self.wr.lock().as_ref().map_or([0; 3], |w| w.wakes());
+        let w = self.to_peer.wakes();
         [r[0] + w[0], r[1] + w[1], r[2] + w[2]]
     }
 

@@ -69,6 +69,25 @@ pub fn ioctl(a: &[u64; 6]) -> Result<u64, Errno> {
             user::copy_in(a[2], &(p.available() as u32).to_le_bytes())?;
             Ok(0)
         }
+        // Either end of a pipe: what it holds.
+        (FIONREAD, Object::PipeWrite(p)) => {
+            user::copy_in(a[2], &(p.buffered() as u32).to_le_bytes())?;
+            Ok(0)
+        }
+        // A regular file: the bytes past the position (Linux's generic
+        // FIONREAD).
+        (FIONREAD, Object::File(f)) if matches!(**f, File::P9 { dir: false, .. }) => {
+            let File::P9 { fid, offset, .. } = &**f else {
+                return Err(Errno::ENOTTY);
+            };
+            let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
+            let size = c.getattr(*fid)?.size;
+            let left = size.saturating_sub(*offset.lock()).min(i32::MAX as u64) as u32;
+            user::copy_in(a[2], &left.to_le_bytes())?;
+            Ok(0)
+        }
+        // epoll's own ioctl answers every other request with EINVAL.
+        (_, Object::Epoll(_)) => Err(Errno::EINVAL),
         (_, Object::Like(l)) => l.ioctl(a[1], a[2]),
         (FIONREAD, _) if console => {
             user::copy_in(a[2], &0u32.to_le_bytes())?;

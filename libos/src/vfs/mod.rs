@@ -62,6 +62,17 @@ pub mod poll_bits {
     pub const POLLRDNORM: u16 = 0x040;
     /// Same as `POLLOUT` for most files.
     pub const POLLWRNORM: u16 = 0x100;
+    /// Priority band data to read.
+    pub const POLLRDBAND: u16 = 0x080;
+    /// Priority band data may be written.
+    pub const POLLWRBAND: u16 = 0x200;
+    /// The keys a socket's wake-ups carry, as Linux's `sock_def_readable`
+    /// and `sock_def_write_space` (a registration for `EPOLLRDNORM` alone
+    /// is woken by a socket's data, not by an eventfd's).
+    pub const SOCKET_WAKE_KEYS: (u16, u16) = (
+        POLLIN | POLLPRI | POLLRDNORM | POLLRDBAND,
+        POLLOUT | POLLWRNORM | POLLWRBAND,
+    );
 }
 
 /// The wake-ups of one of an object's wait queues, counted by the key

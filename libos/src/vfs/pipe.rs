@@ -25,6 +25,10 @@ struct State {
     /// reader gets the end once the ring is empty, and writers, a writer
     /// already waiting for room included, get `EPIPE`.
     wr_shut: bool,
+    /// The last reader went with bytes unread (a socket pair end closed
+    /// with data pending): the writer's end gets `ECONNRESET` once, as
+    /// Linux's `unix_release_sock` sets its peer's `sk_err`.
+    reset: bool,
 }
 
 /// The shared part of a pipe.
@@ -63,6 +67,7 @@ pub fn new(flags: u32) -> (ReadEnd, WriteEnd) {
             writers: 1,
             rd_shut: false,
             wr_shut: false,
+            reset: false,
         }),
         readable: WaitQueue::new(),
         writable: WaitQueue::new(),
@@ -142,7 +147,13 @@ impl ReadEnd {
     /// now, and later ones once the ring is empty.
     pub fn shut_down(&self) {
         self.pipe.state.lock().rd_shut = true;
+        // Both ends' state changed: an unkeyed wake-up (Linux's
+        // `sk_state_change`), which edge-triggered registrations see.
+        self.pipe.rd_wakes.all();
+        self.pipe.wr_wakes.all();
         self.pipe.readable.wake_all();
+        self.pipe.writable.wake_all();
+        readiness_changed();
     }
 
     /// Bytes ready to read (`FIONREAD`).
@@ -174,6 +185,9 @@ impl Drop for ReadEnd {
         let hangup = {
             let mut st = self.pipe.state.lock();
             st.readers -= 1;
+            if st.readers == 0 && !st.ring.is_empty() {
+                st.reset = true;
+            }
             (st.readers == 0) != (st.writers == 0)
         };
         if hangup {
@@ -199,7 +213,7 @@ impl WriteEnd {
         loop {
             let step = {
                 let mut st = p.state.lock();
-                if st.readers == 0 || st.wr_shut {
+                if st.readers == 0 || st.wr_shut || st.rd_shut {
                     return if done > 0 {
                         Ok(done)
                     } else {
@@ -265,6 +279,27 @@ impl WriteEnd {
         self.pipe.readable.wake_all();
         self.pipe.writable.wake_all();
         readiness_changed();
+    }
+
+    /// Whether the reading side was shut down (a socket pair's peer's
+    /// `shutdown(SHUT_RD)`): writes fail with `EPIPE`.
+    pub fn reader_shut(&self) -> bool {
+        self.pipe.state.lock().rd_shut
+    }
+
+    /// Whether the last reader went with bytes unread, not yet reported.
+    pub fn reset_pending(&self) -> bool {
+        self.pipe.state.lock().reset
+    }
+
+    /// Takes the report of [`reset_pending`](Self::reset_pending).
+    pub fn take_reset(&self) -> bool {
+        core::mem::take(&mut self.pipe.state.lock().reset)
+    }
+
+    /// Bytes in the pipe (`FIONREAD` on the write end, as Linux's).
+    pub fn buffered(&self) -> usize {
+        self.pipe.state.lock().ring.len()
     }
 
     /// `poll` events: room to write, and an error once no reader is left.
