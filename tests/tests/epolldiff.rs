@@ -1,7 +1,10 @@
 //! Differential test of epoll: `tests/progs/epolldiff.c` runs the same
-//! random sequences of pipe, eventfd, timerfd, `dup`, `close`, `read`,
-//! `write`, `epoll_create1`, `epoll_ctl`, `epoll_wait` (timeout 0) and
-//! `poll` calls on the host and in one partition, and every line must be
+//! random sequences of pipe, Unix socket pair, loopback TCP connection
+//! (through the gateway in a partition; the program waits after each call
+//! until what is under way has arrived), eventfd, timerfd, `dup`, `close`,
+//! `read`, `write`, `send`, `recv`, `shutdown`, `FIONREAD`, `SO_ERROR`,
+//! `epoll_create1`, `epoll_ctl`, `epoll_wait` (timeout 0) and `poll` calls
+//! on the host and in one partition, and every line must be
 //! the same (as `memdiff.rs` does for memory and signals). Its hand-written
 //! cases (edge vs level triggering, `EPOLLONESHOT`, hang-ups, nesting and
 //! its limits, descriptor lifetime, `EINTR`, `epoll_pwait` masks) are in

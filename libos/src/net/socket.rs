@@ -231,6 +231,11 @@ struct St {
     /// Bytes sent by the program, not yet written to the gateway (the
     /// streaming layer's write-behind).
     out: Ring,
+    /// A sender or `poll` found the send buffer without room (Linux's
+    /// `SOCK_NOSPACE`): room coming back wakes `POLLOUT` waiters then, and
+    /// only then (so an edge-triggered `EPOLLOUT` does not fire after
+    /// every write).
+    nospace: bool,
     /// A write to the gateway is under way (the writer's, or a
     /// synchronous send's): the next waits for it, so bytes stay in order.
     writing: bool,
@@ -325,6 +330,7 @@ impl Socket {
                     demand: false,
                     confirmed: phase == Phase::Connected,
                     out: Ring::new(SEND_BUF),
+                    nospace: false,
                     writing: false,
                     write_err: None,
                     writer: false,
@@ -564,8 +570,12 @@ impl Socket {
         let deadline = self.deadline(false);
         let mut out: Vec<u8> = Vec::new();
         if max == 0 {
-            return match sh.st.lock().phase {
-                Phase::Connected | Phase::Connecting => Ok(out),
+            let phase = sh.st.lock().phase;
+            return match phase {
+                // Linux's tcp_recvmsg looks once as for a byte: 0 with data
+                // or at the end, EAGAIN (or a wait) without.
+                Phase::Connected => self.recv(1, nonblock, true, false).map(|_| out),
+                Phase::Connecting => Ok(out),
                 _ => Err(Errno::ENOTCONN),
             };
         }
@@ -700,6 +710,7 @@ impl Socket {
             if !behind {
                 // In order after whatever is queued or being written.
                 if st.writing || !st.out.is_empty() {
+                    st.nospace = true;
                     if nonblock {
                         return so_far(done, Errno::EAGAIN);
                     }
@@ -734,6 +745,9 @@ impl Socket {
                 };
             }
             let n = st.out.push(&data[done..]);
+            if n < data.len() - done {
+                st.nospace = true;
+            }
             if n == 0 {
                 if nonblock {
                     return so_far(done, Errno::EAGAIN);
@@ -816,7 +830,9 @@ impl Socket {
                 self.sh.notify_input();
                 return Ok(());
             }
-            if st.phase != Phase::Connected {
+            // A connection the peer reset, or whose ends both sent their
+            // FIN, is closed (Linux's TCP_CLOSE, TIME_WAIT).
+            if st.phase != Phase::Connected || st.broken || (st.shut_wr && st.eof) {
                 return Err(Errno::ENOTCONN);
             }
             if how != 1 {
@@ -936,21 +952,32 @@ impl Socket {
 
 impl Drop for Socket {
     fn drop(&mut self) {
-        let (conv, accepts) = {
+        let (conv, accepts, abort) = {
             let mut st = self.sh.st.lock();
             st.closing = true;
+            // Closed with bytes the program never read: Linux resets the
+            // connection at once (`tcp_close`), dropping what was queued
+            // to send. The bytes are here, not in the host socket, so the
+            // gateway is told to (an abortive close).
+            let abort = st.phase == Phase::Connected && !st.ring.is_empty() && !st.broken;
+            if abort {
+                st.out.clear();
+            }
             // A connection with a writer is hung up by it, after the bytes
             // still queued (Linux sends them after a close too), and
             // without the closing thread waiting for the gateway.
-            st.hangup_by_writer = st.writer && st.write_err.is_none();
+            st.hangup_by_writer = st.writer && st.write_err.is_none() && !abort;
             let conv = st.conv.clone().filter(|_| !st.hangup_by_writer);
-            (conv, core::mem::take(&mut st.accepts))
+            (conv, core::mem::take(&mut st.accepts), abort)
         };
         // Calls accepted by the gateway but never by the program: closed.
         drop(accepts);
         // Hanging up ends the helper's posted read or listen; the fids
         // go when the helper lets go of the connection.
         if let (Some(conv), Ok(c)) = (conv, client()) {
+            if abort {
+                let _ = conv.ctl(c, "linger 0");
+            }
             let _ = conv.ctl(c, "hangup");
         }
         if !self.sh.flush.hand_off() {
@@ -1022,6 +1049,8 @@ impl FileLike for Socket {
                 // too (a write then fails at once with EPIPE).
                 if st.shut_wr || st.out.space() >= MIN_ROOM || st.write_err.is_some() {
                     ev |= POLLOUT | POLLWRNORM;
+                } else {
+                    st.nospace = true;
                 }
                 if st.write_err.is_some() {
                     ev |= POLLERR;
@@ -1146,6 +1175,7 @@ fn writer(sh: Arc<Shared>, conv: Arc<Conv>) {
         // What to do next, decided under the lock: a `ctl` message that
         // must go before (nodelay) or after (shutdown, hangup) the bytes
         // queued, or a write of what has gathered.
+        let mut room_wake = false;
         let (ctl, n) = {
             let mut st = sh.st.lock();
             if st.writing {
@@ -1173,6 +1203,7 @@ fn writer(sh: Arc<Shared>, conv: Arc<Conv>) {
                 }
                 st.out.pop(&mut buf[..n]);
                 st.writing = true;
+                room_wake = core::mem::take(&mut st.nospace);
                 (None, n)
             }
         };
@@ -1182,8 +1213,10 @@ fn writer(sh: Arc<Shared>, conv: Arc<Conv>) {
             }
             continue;
         }
-        // Room came in the send buffer.
-        sh.wakes.output();
+        // Room came in the send buffer: a wake-up for those who found none.
+        if room_wake {
+            sh.wakes.output();
+        }
         sh.writable.wake_all();
         readiness_changed();
         let r = write_all(&conv, &buf[..n]);
