@@ -514,7 +514,9 @@ fn direct_fault(f: &mut TrapFrame) {
 /// `MADV_DONTNEED` while the call waited or was preempted): a page the areas
 /// still allow is brought back, as for the program itself; otherwise the
 /// user copy ends early ([`super::user::copy_user`]), and the call fails
-/// with `EFAULT` as on Linux. Anything else is a kernel bug.
+/// with `EFAULT` as on Linux. Anything else is a kernel bug (a null or wild
+/// pointer, or a read of a [`crate::mm::user::slice`] the program unmapped
+/// in the few instructions after its check).
 fn kernel_user_fault(f: &mut TrapFrame) {
     let cr2 = super::cpu::cr2();
     if cr2 >= crate::mm::user::USER_MAX || f.error & 0x10 != 0 {
@@ -534,13 +536,9 @@ fn kernel_user_fault(f: &mut TrapFrame) {
         f.rip = fixup;
         return;
     }
-    // A plain access (not through `mm::user`'s copies): it cannot be undone
-    // half-way, so the program ends as if the access had been its own.
-    crate::eprintln!(
-        "astraea: a system call touched the program's memory at {cr2:#x} after the program unmapped or protected it (kernel rip {:#x}); the program is stopped with SIGSEGV (Linux would fail the call with EFAULT)",
-        f.rip
-    );
-    crate::boot::exit(128 + 11)
+    // A plain access that faults (not through `mm::user`'s copies, which
+    // check first): a kernel bug, reported with the registers.
+    unhandled_exception(f)
 }
 
 /// The decoded page-fault error code, printed without allocating (the fault
