@@ -34,7 +34,8 @@ pub fn slice(addr: u64, len: u64) -> Result<&'static [u8], Errno> {
 /// Copies the program's `len` bytes at `addr` to `dst`: how many came
 /// before a hole (a page the program may not read), `len` without one.
 /// Safe against the pages going meanwhile (another thread's `munmap` while
-/// the call waits or is preempted), unlike reading a [`slice`].
+/// the call waits or is preempted), unlike reading a [`slice`]; use it
+/// (through [`read_append`]) for bytes read after a wait or over a long time.
 ///
 /// # Safety
 /// `dst` is valid kernel memory for `len` bytes; `[addr, addr+len)` lies in
@@ -60,28 +61,6 @@ unsafe fn copy_prefix(dst: *mut u8, addr: u64, len: usize) -> usize {
         }
     }
     done
-}
-
-/// Copies the program's bytes at `[addr, addr+dst.len())` into `dst`
-/// (see [`copy_prefix`]); `EFAULT` at a hole. Use it rather than [`slice`]
-/// for bytes read after a wait, or read over a long time.
-pub fn read(addr: u64, dst: &mut [u8]) -> Result<(), Errno> {
-    check_range(addr, dst.len() as u64)?;
-    // SAFETY: `dst` is the kernel's; the range was checked.
-    let n = unsafe { copy_prefix(dst.as_mut_ptr(), addr, dst.len()) };
-    if n == dst.len() {
-        Ok(())
-    } else {
-        Err(Errno::EFAULT)
-    }
-}
-
-/// The program's bytes at `[addr, addr+len)` as a kernel copy ([`read`]).
-pub fn read_vec(addr: u64, len: u64) -> Result<alloc::vec::Vec<u8>, Errno> {
-    check_range(addr, len)?;
-    let mut v = alloc::vec![0u8; len as usize];
-    read(addr, &mut v)?;
-    Ok(v)
 }
 
 /// Appends the program's bytes at `[addr, addr+len)` to `v` (see
@@ -117,21 +96,12 @@ pub fn copy_in(addr: u64, bytes: &[u8]) -> Result<(), Errno> {
 /// when none could.
 pub fn copy_in_prefix(addr: u64, bytes: &[u8]) -> Result<usize, Errno> {
     check_range(addr, bytes.len() as u64)?;
-    let mut done = 0usize;
-    while done < bytes.len() {
-        let va = addr + done as u64;
-        let n = (PAGE_SIZE - va as usize % PAGE_SIZE).min(bytes.len() - done);
-        if super::vma::ensure(va, n as u64, true).is_err()
-            || poke(va, &bytes[done..done + n]).is_err()
-        {
-            break;
-        }
-        done += n;
-    }
-    if done == 0 && !bytes.is_empty() {
+    let room = writable_prefix(&[(addr, bytes.len() as u64)], bytes.len() as u64) as usize;
+    if room == 0 && !bytes.is_empty() {
         return Err(Errno::EFAULT);
     }
-    Ok(done)
+    poke(addr, &bytes[..room])?;
+    Ok(room)
 }
 
 /// How many bytes of `pieces` (address, length) lie before the first page
