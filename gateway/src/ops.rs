@@ -1295,6 +1295,10 @@ impl SessionInner {
         let kind = match mode & libc::S_IFMT {
             0 | libc::S_IFREG => libc::S_IFREG,
             libc::S_IFIFO => libc::S_IFIFO,
+            // A partition's `bind` of a Unix socket to a path leaves a
+            // socket file, as Linux's does (the socket itself lives in the
+            // partition; host processes connecting get ECONNREFUSED).
+            libc::S_IFSOCK => libc::S_IFSOCK,
             _ => return Err(errno(libc::EPERM)),
         };
         let qid = self.create_in(dfid, name, |dir, name| {

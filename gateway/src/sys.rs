@@ -170,7 +170,7 @@ pub(crate) fn mkdirat(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result<(),
     retry(|| unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode & 0o7777) }).map(drop)
 }
 
-/// `mknodat(dir, name, mode, 0)` (regular files and FIFOs only; the caller checks).
+/// `mknodat(dir, name, mode, 0)` (regular files, FIFOs and sockets only; the caller checks).
 pub(crate) fn mknodat(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result<(), Errno> {
     // SAFETY: `dir` is open and `name` is NUL-terminated for the call.
     retry(|| unsafe { libc::mknodat(dir.as_raw_fd(), name.as_ptr(), mode, 0) }).map(drop)

@@ -307,7 +307,8 @@ mod tests {
         c.walk_path(2, "ro").unwrap();
         assert!(c.ok(&TMessage::Remove { fid: 2 }).is_err());
         assert_eq!(c.clunk(2), Err(EBADF));
-        // mknod: regular files and FIFOs only.
+        // mknod: regular files, FIFOs and socket files (a partition's
+        // Unix socket bound to a path) only.
         c.ok(&TMessage::Mknod {
             dfid: ROOT,
             name: Str::from("fifo"),
@@ -323,6 +324,21 @@ mod tests {
                 .unwrap()
                 .file_type()
                 .is_fifo()
+        );
+        c.ok(&TMessage::Mknod {
+            dfid: ROOT,
+            name: Str::from("sock"),
+            mode: 0o140_000 | 0o755,
+            major: 0,
+            minor: 0,
+            gid: 0,
+        })
+        .unwrap();
+        assert!(
+            std::fs::symlink_metadata(t.root().join("sock"))
+                .unwrap()
+                .file_type()
+                .is_socket()
         );
         assert_eq!(
             c.ok(&TMessage::Mknod {

@@ -393,7 +393,7 @@ impl Object {
         if let Some(d) = self.like::<crate::net::Dgram>() {
             return Some(crate::net::AnySocket::Dgram(d));
         }
-        self.like::<crate::net::UnixStream>()
+        self.like::<crate::net::UnixSocket>()
             .map(crate::net::AnySocket::Unix)
     }
 

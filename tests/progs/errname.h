@@ -28,6 +28,12 @@ static const char *errname(int e)
     case ECONNRESET: return "ECONNRESET";
     case EPIPE: return "EPIPE";
     case EMFILE: return "EMFILE";
+    case ECONNREFUSED: return "ECONNREFUSED";
+    case EADDRINUSE: return "EADDRINUSE";
+    case EISCONN: return "EISCONN";
+    case ENOTSOCK: return "ENOTSOCK";
+    case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
+    case EAFNOSUPPORT: return "EAFNOSUPPORT";
     }
     snprintf(buf, sizeof buf, "errno %d", e);
     return buf;

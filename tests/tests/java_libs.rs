@@ -23,6 +23,12 @@
 //! * Jetty 12.1 (`JettyHello`): a server in a partition answers the host's
 //!   curl, 100 requests from four threads at once among them.
 //!
+//! * Netty 4.2 (`NettyHttp`): an HTTP/1.1 server and keep-alive clients in
+//!   one JVM over Netty's native epoll transport (its JNI library, unpacked
+//!   into the working directory, makes the epoll, eventfd, timerfd and
+//!   socket calls itself) and over NIO, a UDP echo, and a Unix-domain
+//!   socket echo.
+//!
 //! The jars come from `./x javalibs` (Maven, into `target/javalibs/`); a test
 //! runs it itself when they are missing. Without mvn or Maven Central, a
 //! JDK, or `/dev/kvm` a test says so loudly and passes.
@@ -567,6 +573,22 @@ mod tests {
     fn parallel_jdk25() {
         host_vs_partition("parallel", JDK25, "ParallelStreams", None, 1, &|_| {
             Vec::new()
+        });
+    }
+
+    // ---- Netty ----
+
+    #[test]
+    fn netty_jdk17() {
+        host_vs_partition("netty", JDK17, "NettyHttp", Some("netty"), 1, &|d| {
+            vec![d.display().to_string()]
+        });
+    }
+
+    #[test]
+    fn netty_jdk25() {
+        host_vs_partition("netty", JDK25, "NettyHttp", Some("netty"), 1, &|d| {
+            vec![d.display().to_string()]
         });
     }
 

@@ -203,6 +203,15 @@ mod tests {
         }
     }
 
+    /// Unix stream sockets bound to paths and abstract names, and
+    /// sendmmsg/recvmmsg: every result and errno the host's
+    /// (tests/progs/unixsock.c).
+    fn unixsock(b: Build) {
+        if let Some((dir, _)) = same_as_host("unixsock", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// `sockets policy PORT` in a partition with `astraea run` options
     /// `net`: what its connect to 127.0.0.1:PORT and its bind answered.
     fn policy_run(net: &[&str], port: u16) -> Option<String> {
@@ -602,6 +611,7 @@ mod tests {
         wakeups: wakeups_glibc_dynamic, wakeups_musl_static, wakeups_musl_static_pie;
         races: races_glibc_dynamic, races_musl_static, races_musl_static_pie;
         holes: holes_glibc_dynamic, holes_musl_static, holes_musl_static_pie;
+        unixsock: unixsock_glibc_dynamic, unixsock_musl_static, unixsock_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---

@@ -228,9 +228,10 @@ const NOTES: &[(&str, Status, &str)] = &[
     (
         "socket",
         Partial,
-        "TCP and UDP (`AF_INET`, dual-stack `AF_INET6`) through the gateway's `/net`; raw \
-         sockets EPROTONOSUPPORT, named `AF_UNIX` sockets and other families EAFNOSUPPORT, and \
-         every family EAFNOSUPPORT when the 9P server has no `/net`",
+        "TCP and UDP (`AF_INET`, dual-stack `AF_INET6`) through the gateway's `/net`, `AF_UNIX` \
+         streams inside the partition (paths and abstract names; no descriptor passing); raw \
+         sockets EPROTONOSUPPORT, Unix datagram and seqpacket sockets and other families \
+         EAFNOSUPPORT, and every Internet family EAFNOSUPPORT when the 9P server has no `/net`",
     ),
     (
         "socketpair",
@@ -241,7 +242,8 @@ const NOTES: &[(&str, Status, &str)] = &[
         "bind",
         Partial,
         "the host socket binds and listens at once (so a port-0 bind knows its port); a later \
-         `connect` gives the bound address up",
+         `connect` gives the bound address up. A Unix socket's path is a socket file made through \
+         9P, reachable from the partition only",
     ),
     (
         "setsockopt",

@@ -147,6 +147,62 @@ pub fn parse_text(text: &[u8]) -> Option<SocketAddr> {
     Some(SocketAddr::new(ip, port.parse().ok()?))
 }
 
+/// `sizeof(struct sockaddr_un)`.
+const SUN_LEN: usize = 110;
+
+/// A Unix socket's name, as `getsockname` reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UnixName {
+    /// Not bound (the family alone).
+    Unnamed,
+    /// A path, as the program gave it (relative ones stay relative), without
+    /// the terminating NUL.
+    Path(Vec<u8>),
+    /// An abstract name: the bytes after the leading NUL, all of them.
+    Abstract(Vec<u8>),
+}
+
+impl UnixName {
+    /// Parses a program's `sockaddr_un` of `bind` or `connect`: `Ok(None)`
+    /// for the family alone (`bind`'s automatic name). Never panics.
+    pub fn parse(bytes: &[u8]) -> Result<Option<UnixName>, Errno> {
+        let fam = match bytes {
+            [a, b, ..] => u16::from_le_bytes([*a, *b]),
+            _ => return Err(Errno::EINVAL),
+        };
+        if bytes.len() == 2 && fam == AF_UNIX {
+            return Ok(None);
+        }
+        if bytes.len() <= 2 || bytes.len() > SUN_LEN || fam != AF_UNIX {
+            return Err(Errno::EINVAL);
+        }
+        let path = &bytes[2..];
+        if path[0] == 0 {
+            return Ok(Some(UnixName::Abstract(path[1..].to_vec())));
+        }
+        let end = path.iter().position(|&b| b == 0).unwrap_or(path.len());
+        Ok(Some(UnixName::Path(path[..end].to_vec())))
+    }
+
+    /// The `sockaddr_un` Linux reports for it: a path with its NUL, an
+    /// abstract name exactly as bound.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut v = AF_UNIX.to_le_bytes().to_vec();
+        match self {
+            UnixName::Unnamed => {}
+            UnixName::Path(p) => {
+                v.extend_from_slice(p);
+                v.push(0);
+            }
+            UnixName::Abstract(a) => {
+                v.push(0);
+                v.extend_from_slice(a);
+            }
+        }
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,5 +264,47 @@ mod tests {
         assert_eq!(parse_text(b"::!0\n"), Some(v4("[::]:0")));
         assert_eq!(parse_text(b"junk"), None);
         assert_eq!(parse_text(b"1.2.3.4!99999"), None);
+    }
+
+    #[test]
+    fn unix_names() {
+        use super::UnixName;
+        let sun = |p: &[u8]| {
+            let mut v = AF_UNIX.to_le_bytes().to_vec();
+            v.extend_from_slice(p);
+            v
+        };
+        // A path ends at its first NUL or at the length given.
+        let p = UnixName::parse(&sun(b"a.sock\0junk")).unwrap().unwrap();
+        assert_eq!(p, UnixName::Path(b"a.sock".to_vec()));
+        assert_eq!(p.encode(), sun(b"a.sock\0"));
+        assert_eq!(
+            UnixName::parse(&sun(b"x")).unwrap(),
+            Some(UnixName::Path(b"x".to_vec()))
+        );
+        // An abstract name keeps every byte given, NULs included.
+        let a = UnixName::parse(&sun(b"\0ab\0")).unwrap().unwrap();
+        assert_eq!(a, UnixName::Abstract(b"ab\0".to_vec()));
+        assert_eq!(a.encode(), sun(b"\0ab\0"));
+        // The family alone: bind's automatic name.
+        assert_eq!(UnixName::parse(&sun(b"")).unwrap(), None);
+        assert_eq!(UnixName::Unnamed.encode(), sun(b""));
+        // Too short, too long, another family.
+        assert_eq!(UnixName::parse(&[1]), Err(Errno::EINVAL));
+        assert_eq!(UnixName::parse(&sun(&[b'a'; 109])), Err(Errno::EINVAL));
+        assert!(UnixName::parse(&sun(&[b'a'; 108])).is_ok());
+        assert_eq!(UnixName::parse(&[2, 0, b'a']), Err(Errno::EINVAL));
+        assert_eq!(UnixName::parse(&[2, 0]), Err(Errno::EINVAL));
+        // No input panics.
+        for len in 0..120 {
+            for fill in [0u8, 1, b'a', 0xff] {
+                let mut v = vec![fill; len];
+                if len >= 2 {
+                    v[0] = 1;
+                    v[1] = 0;
+                }
+                let _ = UnixName::parse(&v);
+            }
+        }
     }
 }

@@ -22,7 +22,7 @@ mod unix;
 #[cfg(target_os = "none")]
 pub use dgram::Dgram;
 #[cfg(target_os = "none")]
-pub use unix::{UnixStream, pair as unix_pair};
+pub use unix::{Key as UnixKey, Name as UnixName, UnixSocket, pair as unix_pair};
 
 #[cfg(target_os = "none")]
 pub use options::{SOCK_DGRAM, SOCK_STREAM};
@@ -53,17 +53,20 @@ pub enum AnySocket<'a> {
     Stream(&'a Socket),
     /// A UDP socket.
     Dgram(&'a Dgram),
-    /// One end of a `socketpair(AF_UNIX, SOCK_STREAM)`.
-    Unix(&'a UnixStream),
+    /// A Unix stream socket (`socketpair`, or `socket(AF_UNIX)`).
+    Unix(&'a UnixSocket),
 }
 
 #[cfg(target_os = "none")]
 mod any {
+    use alloc::sync::Arc;
     use alloc::vec::Vec;
     use core::net::SocketAddr;
 
-    use super::{AnySocket, Socket};
+    use super::AnySocket;
+    use super::addr::{decode, encode, unspecified};
     use crate::errno::Errno;
+    use crate::fd::FileLike;
 
     impl AnySocket<'_> {
         /// `AF_INET` or `AF_INET6`.
@@ -75,12 +78,14 @@ mod any {
             }
         }
 
-        /// `bind`.
-        pub fn bind(&self, at: SocketAddr) -> Result<(), Errno> {
+        /// `bind` of an Internet socket to the program's `sockaddr` (a
+        /// Unix socket's name is the system call's business: it makes a
+        /// file).
+        pub fn bind(&self, at: &[u8]) -> Result<(), Errno> {
             match self {
-                AnySocket::Stream(s) => s.bind(at),
-                AnySocket::Dgram(d) => d.bind(at),
-                AnySocket::Unix(_) => Err(Errno::EOPNOTSUPP),
+                AnySocket::Stream(s) => s.bind(decode(at, s.family)?),
+                AnySocket::Dgram(d) => d.bind(decode(at, d.family)?),
+                AnySocket::Unix(_) => Err(Errno::EINVAL),
             }
         }
 
@@ -88,25 +93,38 @@ mod any {
         pub fn listen(&self, backlog: i32) -> Result<(), Errno> {
             match self {
                 AnySocket::Stream(s) => s.listen(backlog),
-                AnySocket::Dgram(_) | AnySocket::Unix(_) => Err(Errno::EOPNOTSUPP),
+                AnySocket::Unix(u) => u.listen(backlog),
+                AnySocket::Dgram(_) => Err(Errno::EOPNOTSUPP),
             }
         }
 
-        /// `accept`.
-        pub fn accept(&self, flags: u32) -> Result<(Socket, Option<SocketAddr>), Errno> {
+        /// `accept`: the new socket (with the status flags `flags`) and the
+        /// peer's `sockaddr` as this socket's family reports it.
+        pub fn accept(
+            &self,
+            flags: u32,
+            nonblock: bool,
+        ) -> Result<(Arc<dyn FileLike>, Vec<u8>), Errno> {
             match self {
-                AnySocket::Stream(s) => s.accept(flags),
-                AnySocket::Dgram(_) | AnySocket::Unix(_) => Err(Errno::EOPNOTSUPP),
+                AnySocket::Stream(s) => {
+                    let (new, peer) = s.accept(flags)?;
+                    let peer = encode(peer.unwrap_or_else(|| unspecified(s.family)), s.family);
+                    Ok((Arc::new(new), peer))
+                }
+                AnySocket::Unix(u) => {
+                    let (new, peer) = u.accept(flags, nonblock)?;
+                    Ok((Arc::new(new), peer.encode()))
+                }
+                AnySocket::Dgram(_) => Err(Errno::EOPNOTSUPP),
             }
         }
 
-        /// `connect`.
-        pub fn connect(&self, to: SocketAddr) -> Result<(), Errno> {
+        /// `connect` of an Internet socket (see [`bind`](Self::bind)).
+        pub fn connect(&self, to: &[u8]) -> Result<(), Errno> {
             match self {
-                AnySocket::Stream(s) => s.connect(to),
-                AnySocket::Dgram(d) => d.connect(to),
-                // A pair is connected from the start.
-                AnySocket::Unix(_) => Err(Errno::EISCONN),
+                AnySocket::Stream(s) => s.connect(decode(to, s.family)?),
+                AnySocket::Dgram(d) => d.connect(decode(to, d.family)?),
+                AnySocket::Unix(_) => Err(Errno::EINVAL),
             }
         }
 
@@ -156,21 +174,21 @@ mod any {
             }
         }
 
-        /// `getsockname`: `None` for an unnamed Unix socket.
-        pub fn local(&self) -> Option<SocketAddr> {
+        /// `getsockname`: the `sockaddr` bytes.
+        pub fn local(&self) -> Vec<u8> {
             match self {
-                AnySocket::Stream(s) => Some(s.local()),
-                AnySocket::Dgram(d) => Some(d.local()),
-                AnySocket::Unix(_) => None,
+                AnySocket::Stream(s) => encode(s.local(), s.family),
+                AnySocket::Dgram(d) => encode(d.local(), d.family),
+                AnySocket::Unix(u) => u.local().encode(),
             }
         }
 
-        /// `getpeername`: `None` for an unnamed Unix peer.
-        pub fn remote(&self) -> Result<Option<SocketAddr>, Errno> {
+        /// `getpeername`: the `sockaddr` bytes.
+        pub fn remote(&self) -> Result<Vec<u8>, Errno> {
             match self {
-                AnySocket::Stream(s) => s.remote().map(Some),
-                AnySocket::Dgram(d) => d.remote().map(Some),
-                AnySocket::Unix(_) => Ok(None),
+                AnySocket::Stream(s) => s.remote().map(|a| encode(a, s.family)),
+                AnySocket::Dgram(d) => d.remote().map(|a| encode(a, d.family)),
+                AnySocket::Unix(u) => u.peer().map(|n| n.encode()),
             }
         }
 

@@ -821,6 +821,24 @@ impl Client {
         }
     }
 
+    /// Creates a node that is not a directory (`mode` holds its type: a
+    /// socket file for a Unix socket's `bind`).
+    pub fn mknod(&self, dirfid: Fid, name: &str, mode: u32) -> Result<Qid, Errno> {
+        let mut buf = self.buffer();
+        let t = TMessage::Mknod {
+            dfid: dirfid,
+            name: Str::from(name),
+            mode,
+            major: 0,
+            minor: 0,
+            gid: 0,
+        };
+        match self.rpc(&t, &mut buf)? {
+            RMessage::Mknod { qid } => Ok(qid),
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
     /// Removes `name` from a directory (`flags`: `AT_REMOVEDIR` for directories).
     pub fn unlinkat(&self, dirfid: Fid, name: &str, flags: u32) -> Result<(), Errno> {
         let mut buf = self.buffer();

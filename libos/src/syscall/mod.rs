@@ -107,6 +107,8 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (46, "sendmsg", send::sendmsg),
     (45, "recvfrom", recv::recvfrom),
     (47, "recvmsg", recv::recvmsg),
+    (299, "recvmmsg", recv::recvmmsg),
+    (307, "sendmmsg", send::sendmmsg),
     (48, "shutdown", shutdown::shutdown),
     (49, "bind", bind::bind),
     (50, "listen", listen::listen),

@@ -114,3 +114,43 @@ pub fn recvmsg(a: &[u64; 6]) -> Result<u64, Errno> {
         data.len()
     } as u64)
 }
+
+/// `MSG_WAITFORONE`: `recvmmsg` waits for the first message only.
+const MSG_WAITFORONE: u64 = 0x10000;
+/// The most messages one `recvmmsg`/`sendmmsg` handles (`UIO_MAXIOV`).
+pub(super) const MAX_MMSG: u64 = 1024;
+/// `sizeof(struct mmsghdr)`: a `msghdr` and the length received or sent.
+pub(super) const MMSGHDR: u64 = 64;
+
+/// `recvmmsg(fd, msgvec, vlen, flags, timeout)`: `recvmsg` into each
+/// `mmsghdr` in turn, each one's length in its `msg_len`. As Linux's, the
+/// time limit is looked at only after each message (a wait for one is not
+/// cut short), and the time left is written back; an error after the first
+/// message ends the call with the count.
+pub fn recvmmsg(a: &[u64; 6]) -> Result<u64, Errno> {
+    let (fd, vec, vlen, mut flags, timeout) = (a[0], a[1], a[2].min(MAX_MMSG), a[3], a[4]);
+    let deadline = super::poll::timespec_deadline(timeout)?;
+    let mut got = 0;
+    while got < vlen {
+        let hdr = vec + got * MMSGHDR;
+        match recvmsg(&[fd, hdr, flags & !MSG_WAITFORONE, 0, 0, 0]) {
+            Ok(n) => user::copy_in(hdr + 56, &(n as u32).to_le_bytes())?,
+            Err(e) if got == 0 => return Err(e),
+            Err(_) => break,
+        }
+        got += 1;
+        if flags & MSG_WAITFORONE != 0 {
+            flags |= MSG_DONTWAIT;
+        }
+        if deadline.is_some_and(|d| crate::time::monotonic_ns() >= d) {
+            break;
+        }
+    }
+    if let Some(d) = deadline {
+        let left = d.saturating_sub(crate::time::monotonic_ns());
+        let mut ts = ((left / 1_000_000_000) as i64).to_le_bytes().to_vec();
+        ts.extend_from_slice(&((left % 1_000_000_000) as i64).to_le_bytes());
+        user::copy_in(timeout, &ts)?;
+    }
+    Ok(got)
+}

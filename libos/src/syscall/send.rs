@@ -104,3 +104,21 @@ pub fn sendmsg(a: &[u64; 6]) -> Result<u64, Errno> {
     let m = super::socket::MsgHdr::read(a[1])?;
     send_user(a[0], &m.iov, a[2], (m.name, m.name_len))
 }
+
+/// `sendmmsg(fd, msgvec, vlen, flags)`: `sendmsg` of each `mmsghdr` in
+/// turn, each one's count in its `msg_len`; an error after the first message
+/// ends the call with the count, as Linux's.
+pub fn sendmmsg(a: &[u64; 6]) -> Result<u64, Errno> {
+    let (fd, vec, vlen, flags) = (a[0], a[1], a[2].min(super::recv::MAX_MMSG), a[3]);
+    let mut sent = 0;
+    while sent < vlen {
+        let hdr = vec + sent * super::recv::MMSGHDR;
+        match sendmsg(&[fd, hdr, flags, 0, 0, 0]) {
+            Ok(n) => user::copy_in(hdr + 56, &(n as u32).to_le_bytes())?,
+            Err(e) if sent == 0 => return Err(e),
+            Err(_) => break,
+        }
+        sent += 1;
+    }
+    Ok(sent)
+}

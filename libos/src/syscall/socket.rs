@@ -5,9 +5,10 @@
 //! gateway's `/net/tcp` and `/net/udp` (`net`); without them (another 9P
 //! server, `--no-files`) `socket` answers `EAFNOSUPPORT`, which programs
 //! take as "no network" (the JDK probes IPv6 this way at start-up).
-//! `socketpair(AF_UNIX, SOCK_STREAM)` gives a connected full-duplex pair
-//! (`net::UnixStream`); other types a one-way pair built from a pipe.
-//! Named `AF_UNIX` sockets are not there yet.
+//! `AF_UNIX` stream sockets live in the partition (`net::UnixSocket`):
+//! `socketpair` gives a connected pair, `socket` one to bind (`bind.rs`)
+//! or connect (`connect.rs`); other `socketpair` types a one-way pair built
+//! from a pipe, other `socket` types `EAFNOSUPPORT`.
 
 use alloc::sync::Arc;
 
@@ -31,6 +32,25 @@ pub fn socket(a: &[u64; 6]) -> Result<u64, Errno> {
     if ty & !(SOCK_TYPE_MASK | SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
     }
+    let status = if ty & SOCK_NONBLOCK != 0 {
+        O_NONBLOCK
+    } else {
+        0
+    };
+    let cloexec = ty & SOCK_CLOEXEC != 0;
+    if domain == u64::from(AF_UNIX) {
+        return match (ty & SOCK_TYPE_MASK, protocol) {
+            // Protocol 0 or PF_UNIX.
+            (t, 0 | 1) if t == u64::from(SOCK_STREAM) => fd::install_object(
+                Object::Like(Arc::new(crate::net::UnixSocket::new(status))),
+                cloexec,
+            ),
+            // Datagram and seqpacket Unix sockets are not served.
+            (1..=6, 0 | 1) => Err(Errno::EAFNOSUPPORT),
+            (1..=6, _) => Err(Errno::EPROTONOSUPPORT),
+            _ => Err(Errno::EINVAL),
+        };
+    }
     let family = match domain {
         d if d == u64::from(AF_INET) || d == u64::from(AF_INET6) => d as u16,
         _ => return Err(Errno::EAFNOSUPPORT),
@@ -38,12 +58,6 @@ pub fn socket(a: &[u64; 6]) -> Result<u64, Errno> {
     if !crate::net::available("tcp") {
         return Err(Errno::EAFNOSUPPORT);
     }
-    let status = if ty & SOCK_NONBLOCK != 0 {
-        O_NONBLOCK
-    } else {
-        0
-    };
-    let cloexec = ty & SOCK_CLOEXEC != 0;
     match (ty & SOCK_TYPE_MASK, protocol) {
         (t, 0 | IPPROTO_TCP) if t == u64::from(SOCK_STREAM) => {
             fd::install_object(Object::Like(Arc::new(Socket::new(family, status))), cloexec)
@@ -118,12 +132,21 @@ pub fn put_addr(addr: u64, len: u64, bytes: &[u8]) -> Result<(), Errno> {
     user::copy_in(len, &(bytes.len() as u32).to_le_bytes())
 }
 
-/// The program's `sockaddr` at `addr` (`len` bytes) for socket `s`.
-pub fn get_addr(s: &AnySocket<'_>, addr: u64, len: u64) -> Result<core::net::SocketAddr, Errno> {
+/// The program's `sockaddr` bytes at `addr` (`len` bytes).
+pub fn addr_bytes(addr: u64, len: u64) -> Result<alloc::vec::Vec<u8>, Errno> {
     if len > 128 {
         return Err(Errno::EINVAL);
     }
-    crate::net::addr::decode(user::slice(addr, len)?, s.family())
+    Ok(user::slice(addr, len)?.to_vec())
+}
+
+/// The program's `sockaddr` at `addr` (`len` bytes) for a send on socket
+/// `s` (a Unix stream takes none).
+pub fn get_addr(s: &AnySocket<'_>, addr: u64, len: u64) -> Result<core::net::SocketAddr, Errno> {
+    if let AnySocket::Unix(u) = s {
+        return Err(u.addressed_send());
+    }
+    crate::net::addr::decode(&addr_bytes(addr, len)?, s.family())
 }
 
 /// The fields of a program's `struct msghdr` that `sendmsg`/`recvmsg` use.

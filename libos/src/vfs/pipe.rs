@@ -156,6 +156,12 @@ impl ReadEnd {
         readiness_changed();
     }
 
+    /// Reports `ECONNRESET` to the writer's end as if the last reader had
+    /// gone with bytes unread (a Unix connection nobody accepted).
+    pub fn mark_reset(&self) {
+        self.pipe.state.lock().reset = true;
+    }
+
     /// Bytes ready to read (`FIONREAD`).
     pub fn available(&self) -> usize {
         self.pipe.state.lock().ring.len()
