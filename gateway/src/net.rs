@@ -180,6 +180,8 @@ pub(crate) enum NetNode {
     Conv(Proto, usize),
     /// `/net/PROTO/N/FILE`.
     File(Proto, usize, ConvFile),
+    /// `/net/ifaces`: the host's interfaces and addresses (read-only).
+    Ifaces,
 }
 
 impl NetNode {
@@ -189,6 +191,7 @@ impl NetNode {
             NetNode::Root => (QTDIR, QID_NET),
             NetNode::Dir(proto) => (QTDIR, QID_NET | 1 | (p(proto) >> 20)),
             NetNode::Clone(proto) => (QTFILE, QID_NET | 2 | (p(proto) >> 20)),
+            NetNode::Ifaces => (QTFILE, QID_NET | 3),
             NetNode::Conv(proto, n) => (QTDIR, QID_CONV | p(proto) | ((n as u64) << 8)),
             NetNode::File(proto, n, f) => {
                 (QTFILE, QID_CONV | p(proto) | ((n as u64) << 8) | f.index())
@@ -208,7 +211,7 @@ impl NetNode {
             NetNode::Dir(_) | NetNode::Conv(..) => (libc::S_IFDIR | 0o555, 2),
             NetNode::Clone(_) => (libc::S_IFREG | 0o666, 1),
             NetNode::File(_, _, f) if f.writable() => (libc::S_IFREG | 0o666, 1),
-            NetNode::File(..) => (libc::S_IFREG | 0o444, 1),
+            NetNode::File(..) | NetNode::Ifaces => (libc::S_IFREG | 0o444, 1),
         }
     }
 
@@ -222,7 +225,7 @@ impl NetNode {
             NetNode::Root => Ok(None),
             NetNode::Dir(_) => Ok(Some(NetNode::Root)),
             NetNode::Conv(proto, _) => Ok(Some(NetNode::Dir(proto))),
-            NetNode::Clone(_) | NetNode::File(..) => Err(Errno(libc::ENOTDIR)),
+            NetNode::Clone(_) | NetNode::File(..) | NetNode::Ifaces => Err(Errno(libc::ENOTDIR)),
         }
     }
 }
@@ -1219,6 +1222,7 @@ impl Net {
     /// The child `name` of directory `dir`.
     pub(crate) fn lookup(&self, dir: NetNode, name: &[u8]) -> Result<NetNode, Errno> {
         match dir {
+            NetNode::Root if name == b"ifaces" => Ok(NetNode::Ifaces),
             NetNode::Root => [Proto::Tcp, Proto::Udp]
                 .into_iter()
                 .find(|p| p.name() == name)
@@ -1250,7 +1254,7 @@ impl Net {
                 .find(|(f, _)| *f == name)
                 .map(|(_, f)| NetNode::File(proto, n, *f))
                 .ok_or(Errno(libc::ENOENT)),
-            NetNode::Clone(_) | NetNode::File(..) => Err(Errno(libc::ENOTDIR)),
+            NetNode::Clone(_) | NetNode::File(..) | NetNode::Ifaces => Err(Errno(libc::ENOTDIR)),
         }
     }
 
@@ -1260,6 +1264,7 @@ impl Net {
             NetNode::Root => [Proto::Tcp, Proto::Udp]
                 .into_iter()
                 .map(|p| (p.name().to_vec(), NetNode::Dir(p)))
+                .chain([(b"ifaces".to_vec(), NetNode::Ifaces)])
                 .collect(),
             NetNode::Dir(proto) => {
                 let mut out = vec![(b"clone".to_vec(), NetNode::Clone(proto))];
@@ -1274,7 +1279,9 @@ impl Net {
                 .iter()
                 .map(|(name, f)| (name.to_vec(), NetNode::File(proto, n, *f)))
                 .collect(),
-            NetNode::Clone(_) | NetNode::File(..) => return Err(Errno(libc::ENOTDIR)),
+            NetNode::Clone(_) | NetNode::File(..) | NetNode::Ifaces => {
+                return Err(Errno(libc::ENOTDIR));
+            }
         })
     }
 
@@ -1421,6 +1428,67 @@ impl fmt::Debug for Net {
             .field("policy", &self.policy)
             .finish_non_exhaustive()
     }
+}
+
+/// The text of `/net/ifaces`: the host's interfaces, as a partition's
+/// `SIOCGIF*` ioctls and `/proc/net/if_inet6` report them (a partition's
+/// sockets are the host's, so are its interfaces). One line each:
+///
+/// ```text
+/// iface NAME INDEX FLAGS MTU HWTYPE HWADDR   (flags in hex, HWADDR hex or -)
+/// inet NAME ADDR NETMASK BROADCAST|-
+/// inet6 ADDR32HEX INDEX PREFIX SCOPE FLAGS NAME   (the host's /proc/net/if_inet6)
+/// ```
+pub(crate) fn ifaces_text() -> Vec<u8> {
+    let all = crate::sys::ifaddrs().unwrap_or_default();
+    let mut names: Vec<(i32, String, u32, u16, Vec<u8>)> = Vec::new();
+    for a in &all {
+        if let crate::sys::IfAddrKind::Packet { index, hatype, hw } = &a.addr {
+            names.push((*index, a.name.clone(), a.flags, *hatype, hw.clone()));
+        }
+    }
+    names.sort_by_key(|n| n.0);
+    let index_of = |name: &str| {
+        // An alias label (`eth0:1`) is its device's.
+        let dev = name.split(':').next().unwrap_or(name);
+        names.iter().find(|n| n.1 == dev).map_or(i32::MAX, |n| n.0)
+    };
+    let mut out = String::new();
+    for (index, name, flags, hatype, hw) in &names {
+        let mtu = std::fs::read_to_string(format!("/sys/class/net/{name}/mtu"))
+            .ok()
+            .and_then(|m| m.trim().parse::<u32>().ok())
+            .unwrap_or(1500);
+        let hw = if hw.is_empty() {
+            "-".to_string()
+        } else {
+            hw.iter().map(|b| format!("{b:02x}")).collect()
+        };
+        out.push_str(&format!(
+            "iface {name} {index} {flags:x} {mtu} {hatype} {hw}\n"
+        ));
+    }
+    // Addresses in device order, as Linux's SIOCGIFCONF gives them.
+    let mut inet: Vec<&crate::sys::IfAddr> = all
+        .iter()
+        .filter(|a| matches!(a.addr, crate::sys::IfAddrKind::Inet { .. }))
+        .collect();
+    inet.sort_by_key(|a| index_of(&a.name));
+    for a in inet {
+        if let crate::sys::IfAddrKind::Inet { addr, mask, brd } = &a.addr {
+            let brd = brd.map_or("-".to_string(), |b| b.to_string());
+            out.push_str(&format!("inet {} {addr} {mask} {brd}\n", a.name));
+        }
+    }
+    if let Ok(v6) = std::fs::read_to_string("/proc/net/if_inet6") {
+        for l in v6.lines() {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() == 6 {
+                out.push_str(&format!("inet6 {}\n", f.join(" ")));
+            }
+        }
+    }
+    out.into_bytes()
 }
 
 #[cfg(test)]

@@ -633,6 +633,11 @@ impl SessionInner {
             NetNode::Root | NetNode::Dir(_) | NetNode::Conv(..) => {
                 return Err(errno(libc::EISDIR));
             }
+            NetNode::Ifaces if write => return Err(errno(libc::EACCES)),
+            NetNode::Ifaces => {
+                let text = crate::net::ifaces_text();
+                return Ok(NetOpen::Now(Opened::Bytes(text.into()), node));
+            }
         };
         let now = NetNode::File(conv.conv().proto(), conv.conv().number(), file);
         Ok(NetOpen::Now(Opened::Net { conv, file }, now))

@@ -501,3 +501,97 @@ pub(crate) fn set_keepalive(fd: BorrowedFd<'_>) -> Result<(), Errno> {
     })
     .map(drop)
 }
+
+/// One entry of `getifaddrs`: an interface's name and flags, and one of
+/// its addresses.
+pub(crate) struct IfAddr {
+    pub(crate) name: String,
+    pub(crate) flags: u32,
+    pub(crate) addr: IfAddrKind,
+}
+
+/// What an [`IfAddr`] holds.
+pub(crate) enum IfAddrKind {
+    /// An IPv4 address with its netmask and broadcast address.
+    Inet {
+        addr: std::net::Ipv4Addr,
+        mask: std::net::Ipv4Addr,
+        brd: Option<std::net::Ipv4Addr>,
+    },
+    /// The link layer: the interface's index, hardware type (`ARPHRD_*`)
+    /// and address.
+    Packet {
+        index: i32,
+        hatype: u16,
+        hw: Vec<u8>,
+    },
+    /// IPv6 (the caller reads `/proc/net/if_inet6`) or none.
+    Other,
+}
+
+/// The host's interfaces and addresses (`getifaddrs`).
+pub(crate) fn ifaddrs() -> Result<Vec<IfAddr>, Errno> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: `head` is a valid place for the list's address.
+    if unsafe { libc::getifaddrs(&raw mut head) } != 0 {
+        return Err(last_errno());
+    }
+    let v4 = |sa: *const libc::sockaddr| -> Option<std::net::Ipv4Addr> {
+        // SAFETY: a non-null address of getifaddrs' list is a live
+        // sockaddr whose family says its type; only AF_INET is read as
+        // sockaddr_in.
+        unsafe {
+            let sa = sa.as_ref()?;
+            if i32::from(sa.sa_family) != libc::AF_INET {
+                return None;
+            }
+            let sin = &*(std::ptr::from_ref(sa).cast::<libc::sockaddr_in>());
+            Some(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)))
+        }
+    };
+    let mut out = Vec::new();
+    let mut p = head;
+    while !p.is_null() {
+        // SAFETY: `p` is an entry of the list getifaddrs made, alive until
+        // freeifaddrs below; its name is a NUL-terminated string.
+        let ifa = unsafe { &*p };
+        // SAFETY: as above.
+        let name = unsafe { CStr::from_ptr(ifa.ifa_name) }
+            .to_string_lossy()
+            .into_owned();
+        // SAFETY: a non-null ifa_addr is a live sockaddr.
+        let family = unsafe { ifa.ifa_addr.as_ref() }.map(|a| i32::from(a.sa_family));
+        let addr = match family {
+            Some(libc::AF_INET) => IfAddrKind::Inet {
+                addr: v4(ifa.ifa_addr).unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
+                mask: v4(ifa.ifa_netmask).unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
+                brd: if ifa.ifa_flags & libc::IFF_BROADCAST as u32 != 0 {
+                    v4(ifa.ifa_ifu)
+                } else {
+                    None
+                },
+            },
+            Some(libc::AF_PACKET) => {
+                // SAFETY: an AF_PACKET address of getifaddrs is a sockaddr_ll.
+                let ll = unsafe { &*(ifa.ifa_addr.cast::<libc::sockaddr_ll>()) };
+                let n = usize::from(ll.sll_halen).min(ll.sll_addr.len());
+                IfAddrKind::Packet {
+                    index: ll.sll_ifindex,
+                    hatype: ll.sll_hatype,
+                    hw: ll.sll_addr[..n].to_vec(),
+                }
+            }
+            _ => IfAddrKind::Other,
+        };
+        out.push(IfAddr {
+            name,
+            flags: ifa.ifa_flags,
+            addr,
+        });
+        p = ifa.ifa_next;
+    }
+    // SAFETY: `head` came from getifaddrs and is freed once; nothing of the
+    // list is used after this.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(out)
+}

@@ -217,7 +217,23 @@ mod tests {
         let net = Net::new();
         let root = net.c.ls("/").unwrap();
         assert!(root.contains(&"net".to_string()), "{root:?}");
-        assert_eq!(net.c.ls("net").unwrap(), vec!["tcp", "udp"]);
+        assert_eq!(net.c.ls("net").unwrap(), vec!["ifaces", "tcp", "udp"]);
+        // The host's interfaces: loopback among them, read-only.
+        let fid = net.open_with("net/ifaces", P9_DOTL_RDONLY).unwrap();
+        let ifaces = net.read_text(fid);
+        net.c.clunk(fid).unwrap();
+        assert!(
+            ifaces.lines().any(|l| l.starts_with("iface lo 1 ")),
+            "{ifaces}"
+        );
+        assert!(
+            ifaces.contains("inet lo 127.0.0.1 255.0.0.0 -\n"),
+            "{ifaces}"
+        );
+        let fid = net.fid();
+        net.c.walk_path(fid, "net/ifaces").unwrap();
+        assert_eq!(net.c.lopen(fid, P9_DOTL_WRONLY), Err(libc::EACCES as u32));
+        net.c.clunk(fid).unwrap();
         assert_eq!(net.c.ls("net/udp").unwrap(), vec!["clone"]);
         assert_eq!(net.c.ls("net/tcp").unwrap(), vec!["clone"]);
         let (ctl, n) = net.clone_conv();

@@ -671,6 +671,22 @@ mod tests {
         check_partition: nothing,
     };
 
+    /// The host's interfaces through `NetworkInterface` (the `SIOCGIF*`
+    /// ioctls and `/proc/net/if_inet6`): whatever the host prints, the
+    /// partition must print.
+    const IFACES: Case = Case {
+        name: "ifaces",
+        main: "Ifaces",
+        variants: &[DEFAULT],
+        jvm: none,
+        args: no_args,
+        stdout: |_, _| None,
+        code: 0,
+        check_host: |_, _, r| assert!(r.stdout.contains("by name lo: lo\n"), "{r:?}"),
+        partition_stdout: same,
+        check_partition: nothing,
+    };
+
     const EXIT3: Case = Case {
         name: "exit3",
         main: "Exit3",
@@ -694,6 +710,16 @@ mod tests {
     #[test]
     fn net_partition() {
         check(&NET, true);
+    }
+
+    #[test]
+    fn ifaces_host() {
+        check(&IFACES, false);
+    }
+
+    #[test]
+    fn ifaces_partition() {
+        check(&IFACES, true);
     }
 
     /// One GET over a fresh connection; the whole response.

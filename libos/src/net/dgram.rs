@@ -371,7 +371,7 @@ impl FileLike for Dgram {
     fn ioctl(&self, request: u64, arg: u64) -> Result<u64, Errno> {
         // FIONREAD: the size of the next datagram, as Linux answers for UDP.
         let next = self.sh.st.lock().queue.front().map_or(0, |(_, d)| d.len());
-        super::ioctl(request, arg, next, 0)
+        super::ioctl(self.family, request, arg, next, 0)
     }
 
     fn mode(&self) -> u32 {

@@ -10,6 +10,7 @@
 //! program waits for data (a blocking read, `poll` or `epoll` finding none).
 
 pub mod addr;
+pub mod ifaces;
 pub mod options;
 
 #[cfg(target_os = "none")]
@@ -29,18 +30,75 @@ pub use options::{SOCK_DGRAM, SOCK_STREAM};
 #[cfg(target_os = "none")]
 pub use socket::{Socket, available, set_streaming, streaming};
 
-/// The `ioctl`s a socket answers: `FIONREAD` (`inq`: what a read would
-/// find) and `SIOCOUTQ` (`outq`: what waits to be sent).
+/// The `ioctl`s a socket of `family` answers: `FIONREAD` (`inq`: what a
+/// read would find), `SIOCOUTQ` (`outq`: what waits to be sent), and the
+/// host's interfaces (`SIOCGIF*`, [`ifaces`]).
 #[cfg(target_os = "none")]
-fn ioctl(request: u64, arg: u64, inq: usize, outq: usize) -> Result<u64, crate::errno::Errno> {
+fn ioctl(
+    family: u16,
+    request: u64,
+    arg: u64,
+    inq: usize,
+    outq: usize,
+) -> Result<u64, crate::errno::Errno> {
     const FIONREAD: u64 = 0x541b;
     const SIOCOUTQ: u64 = 0x5411;
+    if ifaces::is_ifreq(request) {
+        return ifreq(family, request, arg);
+    }
     let n = match request {
         FIONREAD => inq as u32,
         SIOCOUTQ => outq as u32,
         _ => return Err(crate::errno::Errno::ENOTTY),
     };
     crate::mm::user::copy_in(arg, &n.to_le_bytes())?;
+    Ok(0)
+}
+
+/// The host's interfaces, from the gateway's `/net/ifaces` (none without
+/// it), read afresh for each request as Linux answers from the devices of
+/// the moment.
+#[cfg(target_os = "none")]
+fn host_ifaces() -> ifaces::Ifaces {
+    let text = crate::p9::mounted().and_then(|c| {
+        let fid = c.walk(c.root(), &["net", "ifaces"]).ok()?;
+        let r = c.open(fid, 0).and_then(|_| c.read_all(fid));
+        c.clunk(fid);
+        r.ok()
+    });
+    text.map_or_else(ifaces::Ifaces::default, |t| {
+        ifaces::parse(&alloc::string::String::from_utf8_lossy(&t))
+    })
+}
+
+/// `/proc/net/if_inet6`.
+#[cfg(target_os = "none")]
+pub fn if_inet6() -> alloc::string::String {
+    host_ifaces().if_inet6()
+}
+
+/// An interface request (`SIOCGIF*`) on a socket of `family`.
+#[cfg(target_os = "none")]
+fn ifreq(family: u16, request: u64, arg: u64) -> Result<u64, crate::errno::Errno> {
+    use crate::mm::user;
+    if request == ifaces::SIOCGIFCONF {
+        // struct ifconf { int ifc_len; char *ifc_buf; }
+        let conf = user::slice(arg, 16)?;
+        let len = i32::from_le_bytes([conf[0], conf[1], conf[2], conf[3]]);
+        let buf = u64::from_le_bytes(conf[8..16].try_into().unwrap_or([0; 8]));
+        let (bytes, all) = host_ifaces().ifconf(usize::try_from(len).unwrap_or(0));
+        let n = if buf == 0 {
+            all
+        } else {
+            user::copy_in(buf, &bytes)?;
+            bytes.len()
+        };
+        user::copy_in(arg, &(n as i32).to_le_bytes())?;
+        return Ok(0);
+    }
+    let req = user::slice(arg, ifaces::IFREQ_LEN as u64)?.to_vec();
+    let out = host_ifaces().answer(request, &req, family == addr::AF_INET)?;
+    user::copy_in(arg, &out)?;
     Ok(0)
 }
 

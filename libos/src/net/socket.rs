@@ -1084,7 +1084,7 @@ impl FileLike for Socket {
     }
 
     fn ioctl(&self, request: u64, arg: u64) -> Result<u64, Errno> {
-        super::ioctl(request, arg, self.available(), self.queued())
+        super::ioctl(self.family, request, arg, self.available(), self.queued())
     }
 
     fn mode(&self) -> u32 {

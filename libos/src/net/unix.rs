@@ -674,7 +674,7 @@ impl FileLike for UnixSocket {
             State::Listening(_) if request == 0x541b => return Err(Errno::EINVAL),
             _ => 0,
         };
-        super::ioctl(request, arg, inq, 0)
+        super::ioctl(AF_UNIX, request, arg, inq, 0)
     }
 
     fn mode(&self) -> u32 {

@@ -1,8 +1,9 @@
 //! `ioctl(2)`: the console is a terminal (enough for `isatty`) exactly
 //! where the user's host stream behind it is one (the VMM says which at
 //! boot), so a program writing into a pipe or file behaves as on the host;
-//! the generic descriptor requests work on everything; other files are not
-//! terminals.
+//! the generic descriptor requests work on everything; sockets answer
+//! `FIONREAD`, `SIOCOUTQ` and the interface requests (`SIOCGIF*`, the
+//! host's interfaces: `net::ifaces`); other files are not terminals.
 
 use crate::errno::Errno;
 use crate::fd::{self, File, O_NONBLOCK, Object};

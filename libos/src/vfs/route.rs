@@ -33,6 +33,9 @@ pub enum ProcFile {
     Loadavg,
     /// `/sys/devices/system/cpu/{online,possible,present}`.
     CpuList,
+    /// `/proc/net/if_inet6` (and `/proc/self/net/if_inet6`): the host's
+    /// IPv6 addresses.
+    IfInet6,
 }
 
 /// A device node.
@@ -74,6 +77,8 @@ pub enum SynDir {
     Cpus,
     /// `/sys/devices/system/cpu/cpuN` (empty).
     Cpu,
+    /// `/proc/net` (and `/proc/self/net`).
+    ProcNet,
 }
 
 /// Where a path is served.
@@ -138,8 +143,12 @@ fn proc_route(rest: Vec<&str>, pid: u64) -> Route {
         ["stat"] => Route::File(ProcFile::Stat),
         ["uptime"] => Route::File(ProcFile::Uptime),
         ["loadavg"] => Route::File(ProcFile::Loadavg),
+        ["net"] => Route::Dir(SynDir::ProcNet),
+        ["net", "if_inet6"] => Route::File(ProcFile::IfInet6),
         [me, tail @ ..] if is_self(me, pid) => match tail {
             [] => Route::Dir(SynDir::ProcSelf),
+            ["net"] => Route::Dir(SynDir::ProcNet),
+            ["net", "if_inet6"] => Route::File(ProcFile::IfInet6),
             ["maps"] => Route::File(ProcFile::Maps),
             ["stat"] => Route::File(ProcFile::SelfStat),
             ["status"] => Route::File(ProcFile::Status),
@@ -193,9 +202,12 @@ pub fn dir_entries(dir: SynDir, pid: u64, cpus: usize) -> Vec<(String, u8)> {
                 ("stat", DT_REG),
                 ("uptime", DT_REG),
                 ("loadavg", DT_REG),
+                ("net", DT_DIR),
             ]));
         }
+        SynDir::ProcNet => out.extend(named(&[("if_inet6", DT_REG)])),
         SynDir::ProcSelf => out.extend(named(&[
+            ("net", DT_DIR),
             ("exe", DT_LNK),
             ("maps", DT_REG),
             ("stat", DT_REG),
@@ -228,6 +240,15 @@ mod tests {
         assert_eq!(route("/proc/self/exe", 1, 1), Route::Exe);
         assert_eq!(route("/proc/self", 1, 1), Route::Dir(SynDir::ProcSelf));
         assert_eq!(route("/proc", 1, 1), Route::Dir(SynDir::Proc));
+        assert_eq!(
+            route("/proc/net/if_inet6", 1, 1),
+            Route::File(ProcFile::IfInet6)
+        );
+        assert_eq!(
+            route("/proc/self/net/if_inet6", 1, 1),
+            Route::File(ProcFile::IfInet6)
+        );
+        assert_eq!(route("/proc/net/tcp", 1, 1), Route::Missing);
     }
 
     #[test]

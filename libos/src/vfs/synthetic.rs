@@ -162,6 +162,7 @@ pub fn generate(file: ProcFile) -> String {
         ProcFile::Uptime => proc::uptime(up, 0),
         ProcFile::Loadavg => proc::loadavg(threads(), pid()),
         ProcFile::CpuList => proc::cpu_list(cpus()),
+        ProcFile::IfInet6 => crate::net::if_inet6(),
     }
 }
 
