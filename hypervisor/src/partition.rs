@@ -378,6 +378,11 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         cmdline += " net.stream=off";
     }
     cmdline += &format!(" syscall.entry={}", cfg.syscall_entry.name());
+    if let Some(name) = host_name() {
+        // The program's `uname` is the host's: its name resolves as on the
+        // host (`/etc/hosts`).
+        cmdline += &format!(" host.name={name}");
+    }
     if cfg.syscall_entry != SyscallEntry::Trap {
         // Tests of the direct path's rare cases (tests/tests/direct.rs).
         if std::env::var_os("ASTRAEA_DIRECT_SELFTEST").is_some() {
@@ -717,6 +722,19 @@ fn pvm_native(vcpu: &VcpuFd) -> bool {
 
 /// Whether the host kernel enabled FSGSBASE (Linux lists the flag only when
 /// it did; `nofsgsbase` hides it).
+/// The host's name, if it is one a command line can carry (letters,
+/// digits, `.`, `-`, `_`; at most 64 bytes).
+fn host_name() -> Option<String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    let name = name.trim();
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
+    ok.then(|| name.to_string())
+}
+
 fn host_has_fsgsbase() -> bool {
     std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|s| {
         s.lines()

@@ -500,6 +500,9 @@ fn run(
     };
     crate::syscall::set_strace(cfg.cmdline_value("strace") == Some("1"));
     crate::net::set_streaming(cfg.cmdline_value("net.stream") != Some("off"));
+    if let Some(name) = cfg.cmdline_value("host.name") {
+        crate::syscall::uname::set_nodename(name);
+    }
     if cfg.cmdline_value("profile") == Some("1") {
         crate::profile::enable();
     }

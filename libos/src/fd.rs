@@ -126,6 +126,11 @@ pub trait FileLike: Send + Sync + 'static {
     fn own_inode(&self) -> bool {
         false
     }
+    /// What `/proc/self/fd/N` links to, as Linux names it for an anonymous
+    /// file (`anon_inode:[eventfd]`); sockets are `socket:[INODE]`.
+    fn proc_link(&self) -> String {
+        String::from("anon_inode:[unknown]")
+    }
     /// The concrete type, for the calls only one kind has (`bind` on a socket).
     /// A read that neither waits nor goes to the gateway, for a direct
     /// system call (`syscall::direct`): `None` declines (the call traps and
@@ -442,6 +447,36 @@ pub fn object(fd: u64) -> Result<Object, Errno> {
         .and_then(|s| s.as_ref())
         .map(|s| s.object.clone())
         .ok_or(Errno::EBADF)
+}
+
+/// The open descriptors, in order (`/proc/self/fd`).
+pub fn open_fds() -> Vec<usize> {
+    TABLE
+        .lock()
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.is_some())
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// What `/proc/self/fd/N` links to: the path of a file, `pipe:[N]`,
+/// `socket:[N]` or `anon_inode:[…]` as Linux names them.
+pub fn link_target(fd: u64) -> Result<String, Errno> {
+    let o = object(fd)?;
+    let key = o.key();
+    Ok(match &o {
+        Object::File(f) => match &**f {
+            File::Console { .. } => String::from("/dev/console"),
+            File::P9 { path, .. } => path.clone(),
+        },
+        Object::Synthetic(s) => s.path.clone(),
+        Object::Device(d) => String::from(d.kind.path()),
+        Object::PipeRead(_) | Object::PipeWrite(_) => alloc::format!("pipe:[{key}]"),
+        Object::Epoll(_) => String::from("anon_inode:[eventpoll]"),
+        Object::Like(l) if l.mode() & 0o170_000 == 0o140_000 => alloc::format!("socket:[{key}]"),
+        Object::Like(l) => l.proc_link(),
+    })
 }
 
 /// The console or 9P file behind `fd`; `ENODEV` for the library OS's own

@@ -71,6 +71,21 @@ pub fn unregister(tid: u64) {
 /// The program's absolute path, for `/proc/self/exe`.
 pub static EXE: crate::sync::IrqLock<String> = crate::sync::IrqLock::new(String::new());
 
+/// `/proc/self/cmdline`: the arguments, each ended by a NUL.
+pub static CMDLINE: crate::sync::IrqLock<String> = crate::sync::IrqLock::new(String::new());
+
+/// `/proc/self/environ`: the environment, each entry ended by a NUL.
+pub static ENVIRON: crate::sync::IrqLock<String> = crate::sync::IrqLock::new(String::new());
+
+fn nul_joined(items: &[String]) -> String {
+    let mut s = String::new();
+    for i in items {
+        s.push_str(i);
+        s.push('\0');
+    }
+    s
+}
+
 /// The vDSO (libos/vdso/vdso.S, rebuilt by `./x vdso`): `clock_gettime`,
 /// `gettimeofday`, `time`, `getcpu` without a system call.
 static VDSO: &[u8] = include_bytes!("../vdso/vdso.so");
@@ -235,6 +250,8 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
             crate::arch::user::RESUME_AT + 4096,
         ),
     ];
+    *CMDLINE.lock() = nul_joined(argv);
+    *ENVIRON.lock() = nul_joined(envp);
     let args: Vec<&[u8]> = argv.iter().map(|s| s.as_bytes()).collect();
     let env: Vec<&[u8]> = envp.iter().map(|s| s.as_bytes()).collect();
     let stack = StackImage::build(STACK_TOP, &args, &env, &auxv, random16(), b"x86_64")

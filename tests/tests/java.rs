@@ -687,6 +687,36 @@ mod tests {
         check_partition: nothing,
     };
 
+    /// What monitoring and frameworks ask of the platform (ProcessHandle,
+    /// the management beans, the local host's name, a FileStore, Unix
+    /// domain socket channels); it threw InternalError for /proc/self/fd,
+    /// UnknownHostException and "Mount point not found" in a partition.
+    const MGMT: Case = Case {
+        name: "mgmt",
+        main: "Mgmt",
+        variants: &[DEFAULT],
+        jvm: none,
+        args: no_args,
+        stdout: |_, _| {
+            Some(
+                "command is java: true\nlast argument: Mgmt\ncommand line has Mgmt: true\n\
+                 start, cpu, user: true true true\nmemory sizes > 0: true\n\
+                 process cpu time >= 0: true\nload average >= 0: true\n\
+                 cpu loads in [0,1]: true\nopen descriptors > 2: true, at most the limit: true\n\
+                 input arguments: []\nruntime name has pid: true\nthread cpu time >= 0: true\n\
+                 collectors: true\nlocal host resolves: true\n\
+                 file store: type named true, writable true, space true\n\
+                 unix bound: mgmt.sock, file is there: true\n\
+                 unix got: über unix, remote mgmt.sock, accepted local mgmt.sock\ndone\n"
+                    .into(),
+            )
+        },
+        code: 0,
+        check_host: nothing,
+        partition_stdout: same,
+        check_partition: nothing,
+    };
+
     const EXIT3: Case = Case {
         name: "exit3",
         main: "Exit3",
@@ -710,6 +740,16 @@ mod tests {
     #[test]
     fn net_partition() {
         check(&NET, true);
+    }
+
+    #[test]
+    fn mgmt_host() {
+        check(&MGMT, false);
+    }
+
+    #[test]
+    fn mgmt_partition() {
+        check(&MGMT, true);
     }
 
     #[test]

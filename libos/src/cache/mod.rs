@@ -307,10 +307,13 @@ pub fn configure(spec: &str, default_budget: u64) {
             Box::new(NoCache::default())
         }
     };
-    let mounts = words
+    let mut mounts: Vec<(String, bool)> = words
         .filter_map(|w| w.rsplit_once('='))
         .map(|(m, p)| (String::from(m), p != "none"))
         .collect();
+    // Parents before their children (`mount_points`).
+    mounts.sort_by(|a, b| (a.0.len(), &a.0).cmp(&(b.0.len(), &b.0)));
+    mounts.dedup_by(|a, b| a.0 == b.0);
     CONFIG.call_once(|| Config { cache, mounts });
 }
 
@@ -319,6 +322,25 @@ fn under(path: &str, mount: &str) -> bool {
     mount == "/"
         || path == mount
         || (path.starts_with(mount) && path.as_bytes().get(mount.len()) == Some(&b'/'))
+}
+
+/// The namespace's mount points as the launch listed them (parents before
+/// their children).
+pub fn mount_points() -> impl Iterator<Item = &'static str> {
+    CONFIG
+        .get()
+        .into_iter()
+        .flat_map(|c| c.mounts.iter().map(|(m, _)| m.as_str()))
+}
+
+/// The index in [`mount_points`] of the mount `path` lies under (the
+/// longest match; 0 when none does).
+pub fn mount_index(path: &str) -> usize {
+    mount_points()
+        .enumerate()
+        .filter(|(_, m)| under(path, m))
+        .max_by_key(|(_, m)| m.len())
+        .map_or(0, |(i, _)| i)
 }
 
 /// The partition's policy, if one applies to `path`.

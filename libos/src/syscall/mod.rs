@@ -62,7 +62,7 @@ mod sysinfo;
 mod timer;
 mod timerfd;
 mod truncate;
-mod uname;
+pub mod uname;
 mod unsupported;
 mod utimensat;
 mod write;
@@ -273,6 +273,12 @@ const TABLE: &[(u64, &str, Handler)] = &[
 ];
 
 static STRACE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Whether the namespace path `path` is on a read-only export
+/// (`/proc/mounts`).
+pub fn path_read_only(path: &str) -> bool {
+    dirs::path_read_only(path)
+}
 
 /// Turns `--strace` on: every system call is printed with its result.
 pub fn set_strace(on: bool) {

@@ -120,6 +120,25 @@ fn open_path(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
             let exe = crate::process::EXE.lock().clone();
             return open_namespace(exe, flags, mode);
         }
+        // What descriptor N has open: a file is opened again by its path (a
+        // new open file description, as Linux's), a socket cannot be
+        // (`ENXIO`), anything else shares N's description.
+        Route::Fd(n) => {
+            let o = fd::object(u64::from(n)).map_err(|_| Errno::ENOENT)?;
+            match &o {
+                Object::File(f) => {
+                    if let fd::File::P9 { path, .. } = &**f {
+                        return open_namespace(path.clone(), flags, mode);
+                    }
+                }
+                Object::Synthetic(s) => return open_path(s.path.clone(), flags, mode),
+                Object::Like(l) if l.mode() & 0o170_000 == 0o140_000 => {
+                    return Err(Errno::ENXIO);
+                }
+                _ => {}
+            }
+            o
+        }
         Route::Missing => {
             return Err(if flags & O_CREAT != 0 {
                 Errno::EACCES

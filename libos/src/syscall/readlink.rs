@@ -1,4 +1,5 @@
-//! `readlink(2)` and `readlinkat(2)`: `/proc/self/exe` names the program;
+//! `readlink(2)` and `readlinkat(2)`: `/proc/self/exe` names the program,
+//! `/proc/self/fd/N` what descriptor N has open;
 //! other links are read through 9P without being followed.
 
 use crate::errno::Errno;
@@ -11,6 +12,7 @@ fn read_link(path: &str, buf: u64, size: u64) -> Result<u64, Errno> {
     }
     let target = match super::open::route_path(path) {
         Route::Exe => crate::process::EXE.lock().clone(),
+        Route::Fd(n) => crate::fd::link_target(u64::from(n)).map_err(|_| Errno::ENOENT)?,
         // /proc/self is a link to /proc/<pid>.
         Route::Dir(SynDir::ProcSelf) if path.ends_with("/self") => {
             alloc::format!("{}", crate::vfs::pid())

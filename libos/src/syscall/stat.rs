@@ -18,9 +18,29 @@ fn put(buf: &mut [u8; 144], off: usize, v: u64) {
     buf[off..off + 8].copy_from_slice(&v.to_le_bytes());
 }
 
-fn encode(st: &Stat) -> [u8; 144] {
+/// The device number of a file at `path`: Linux gives each mount its own,
+/// so one per mount point of the namespace (Java finds a file's store in
+/// `/proc/mounts` by it), from 0x39 ("9") up.
+fn dev_of(path: &str) -> u64 {
+    0x39 + crate::cache::mount_index(path) as u64
+}
+
+/// The device of what descriptor `fd` has open (by the path it was opened
+/// by; the root's for what has none).
+fn fd_dev(fd: u64) -> u64 {
+    match fd::object(fd) {
+        Ok(Object::File(f)) => match &*f {
+            File::P9 { path, .. } => dev_of(path),
+            File::Console { .. } => 0x39,
+        },
+        Ok(Object::Synthetic(s)) => dev_of(&s.path),
+        _ => 0x39,
+    }
+}
+
+fn encode(st: &Stat, dev: u64) -> [u8; 144] {
     let mut b = [0u8; 144];
-    put(&mut b, 0, 0x39); // st_dev: "9"
+    put(&mut b, 0, dev);
     put(&mut b, 8, st.qid.path);
     put(&mut b, 16, st.nlink);
     b[24..28].copy_from_slice(&st.mode.to_le_bytes());
@@ -92,6 +112,15 @@ pub fn path_stat_at(path: &str, follow: bool) -> Result<Stat, Errno> {
     let ns = match super::open::route_path(path) {
         Route::Namespace => alloc::string::String::from(path),
         Route::Exe if !follow => return Ok(crate::vfs::synthetic::stat_link()),
+        Route::Fd(n) => {
+            let fd = u64::from(n);
+            crate::fd::object(fd).map_err(|_| Errno::ENOENT)?;
+            return if follow {
+                object_stat(fd)
+            } else {
+                Ok(crate::vfs::synthetic::stat_link())
+            };
+        }
         Route::Exe => crate::process::EXE.lock().clone(),
         Route::File(_) => return Ok(crate::vfs::synthetic::stat_file()),
         Route::Dir(_) => return Ok(crate::vfs::synthetic::stat_dir()),
@@ -126,49 +155,53 @@ pub fn path_stat_at(path: &str, follow: bool) -> Result<Stat, Errno> {
 
 /// `fstat(fd, statbuf)`.
 pub fn fstat(a: &[u64; 6]) -> Result<u64, Errno> {
-    user::copy_in(a[1], &encode(&object_stat(a[0])?))?;
+    user::copy_in(a[1], &encode(&object_stat(a[0])?, fd_dev(a[0])))?;
     Ok(0)
 }
 
 /// `stat(path, statbuf)`.
 pub fn stat(a: &[u64; 6]) -> Result<u64, Errno> {
-    let st = path_stat(&super::open::abs(&super::open::user_path(a[0])?)?)?;
-    user::copy_in(a[1], &encode(&st))?;
+    let p = super::open::abs(&super::open::user_path(a[0])?)?;
+    let st = path_stat(&p)?;
+    user::copy_in(a[1], &encode(&st, dev_of(&p)))?;
     Ok(0)
 }
 
 /// `lstat(path, statbuf)`: a symbolic link is described, not followed.
 pub fn lstat(a: &[u64; 6]) -> Result<u64, Errno> {
-    let st = path_stat_at(&super::open::abs(&super::open::user_path(a[0])?)?, false)?;
-    user::copy_in(a[1], &encode(&st))?;
+    let p = super::open::abs(&super::open::user_path(a[0])?)?;
+    let st = path_stat_at(&p, false)?;
+    user::copy_in(a[1], &encode(&st, dev_of(&p)))?;
     Ok(0)
 }
 
 /// `newfstatat(dirfd, path, statbuf, flags)`.
 pub fn newfstatat(a: &[u64; 6]) -> Result<u64, Errno> {
     let p = super::open::user_path(a[1])?;
-    let st = if p.is_empty() && a[3] & AT_EMPTY_PATH != 0 {
-        object_stat(a[0])?
+    let (st, dev) = if p.is_empty() && a[3] & AT_EMPTY_PATH != 0 {
+        (object_stat(a[0])?, fd_dev(a[0]))
     } else {
-        path_stat_at(
-            &super::open::resolve(a[0], &p)?,
-            a[3] & AT_SYMLINK_NOFOLLOW == 0,
-        )?
+        let p = super::open::resolve(a[0], &p)?;
+        (
+            path_stat_at(&p, a[3] & AT_SYMLINK_NOFOLLOW == 0)?,
+            dev_of(&p),
+        )
     };
-    user::copy_in(a[2], &encode(&st))?;
+    user::copy_in(a[2], &encode(&st, dev))?;
     Ok(0)
 }
 
 /// `statx(dirfd, path, flags, mask, statxbuf)`: the basic fields.
 pub fn statx(a: &[u64; 6]) -> Result<u64, Errno> {
     let p = super::open::user_path(a[1])?;
-    let st = if p.is_empty() && a[2] & AT_EMPTY_PATH != 0 {
-        object_stat(a[0])?
+    let (st, dev) = if p.is_empty() && a[2] & AT_EMPTY_PATH != 0 {
+        (object_stat(a[0])?, fd_dev(a[0]))
     } else {
-        path_stat_at(
-            &super::open::resolve(a[0], &p)?,
-            a[2] & AT_SYMLINK_NOFOLLOW == 0,
-        )?
+        let p = super::open::resolve(a[0], &p)?;
+        (
+            path_stat_at(&p, a[2] & AT_SYMLINK_NOFOLLOW == 0)?,
+            dev_of(&p),
+        )
     };
     let mut b = [0u8; 256];
     let put32 =
@@ -195,6 +228,9 @@ pub fn statx(a: &[u64; 6]) -> Result<u64, Errno> {
     }
     put32(&mut b, 128, (st.rdev >> 8) as u32 & 0xfff);
     put32(&mut b, 132, st.rdev as u32 & 0xff);
+    // stx_dev_major, stx_dev_minor: what `stat`'s st_dev says.
+    put32(&mut b, 136, (dev >> 8) as u32 & 0xfff);
+    put32(&mut b, 140, dev as u32 & 0xff);
     user::copy_in(a[4], &b)?;
     Ok(0)
 }

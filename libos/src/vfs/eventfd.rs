@@ -139,6 +139,10 @@ impl crate::fd::FileLike for EventFd {
         true
     }
 
+    fn proc_link(&self) -> alloc::string::String {
+        alloc::string::String::from("anon_inode:[eventfd]")
+    }
+
     fn as_any(&self) -> &dyn core::any::Any {
         self
     }

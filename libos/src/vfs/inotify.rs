@@ -506,6 +506,10 @@ impl crate::fd::FileLike for Inotify {
         0o600
     }
 
+    fn proc_link(&self) -> alloc::string::String {
+        alloc::string::String::from("anon_inode:inotify")
+    }
+
     fn as_any(&self) -> &dyn core::any::Any {
         self
     }

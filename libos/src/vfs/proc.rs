@@ -49,6 +49,37 @@ pub fn cpu_list(cpus: usize) -> String {
     }
 }
 
+/// `/proc/mounts`: the namespace's mount points, each (path, read-only),
+/// as 9P mounts, then the generated `/proc`, `/sys` and `/dev`. Paths are
+/// escaped as Linux escapes them (space, tab, newline, backslash in octal).
+pub fn mounts(points: &[(String, bool)]) -> String {
+    let esc = |p: &str| {
+        let mut o = String::new();
+        for c in p.chars() {
+            match c {
+                ' ' | '\t' | '\n' | '\\' => {
+                    let _ = write!(o, "\\{:03o}", c as u32);
+                }
+                c => o.push(c),
+            }
+        }
+        o
+    };
+    let mut s = String::new();
+    for (p, ro) in points {
+        let _ = writeln!(
+            s,
+            "astraea {} 9p {},relatime 0 0",
+            esc(p),
+            if *ro { "ro" } else { "rw" }
+        );
+    }
+    s.push_str("proc /proc proc rw,nosuid,nodev,noexec,relatime 0 0\n");
+    s.push_str("sysfs /sys sysfs ro,nosuid,nodev,noexec,relatime 0 0\n");
+    s.push_str("devtmpfs /dev devtmpfs rw,nosuid,relatime 0 0\n");
+    s
+}
+
 /// `/proc/meminfo` from sizes in bytes.
 pub fn meminfo(total: u64, free: u64, available: u64) -> String {
     let mut s = String::new();
@@ -678,5 +709,17 @@ mod tests {
                     7ffff000-80000000 rw-p 00000000 00:00 0                          [stack]\n";
         assert_eq!(maps_summary(maps), (0x2000, Some(0x8000_0000)));
         assert_eq!(maps_summary(""), (0, None));
+    }
+
+    #[test]
+    fn mounts_escape_like_linux() {
+        let m = mounts(&[("/".into(), true), ("/home/a b".into(), false)]);
+        let mut lines = m.lines();
+        assert_eq!(lines.next(), Some("astraea / 9p ro,relatime 0 0"));
+        assert_eq!(
+            lines.next(),
+            Some("astraea /home/a\\040b 9p rw,relatime 0 0")
+        );
+        assert_eq!(m.lines().count(), 5);
     }
 }

@@ -36,6 +36,12 @@ pub enum ProcFile {
     /// `/proc/net/if_inet6` (and `/proc/self/net/if_inet6`): the host's
     /// IPv6 addresses.
     IfInet6,
+    /// `/proc/self/cmdline`.
+    Cmdline,
+    /// `/proc/mounts` (and `/proc/self/mounts`).
+    Mounts,
+    /// `/proc/self/environ`.
+    Environ,
 }
 
 /// A device node.
@@ -55,6 +61,17 @@ pub enum DevKind {
 }
 
 impl DevKind {
+    /// Its path under `/dev`.
+    pub fn path(self) -> &'static str {
+        match self {
+            DevKind::Null => "/dev/null",
+            DevKind::Zero => "/dev/zero",
+            DevKind::Full => "/dev/full",
+            DevKind::Random { minor: 8 } => "/dev/random",
+            DevKind::Random { .. } => "/dev/urandom",
+        }
+    }
+
     /// The (major, minor) device number Linux gives the node.
     pub fn rdev(self) -> (u32, u32) {
         match self {
@@ -79,6 +96,8 @@ pub enum SynDir {
     Cpu,
     /// `/proc/net` (and `/proc/self/net`).
     ProcNet,
+    /// `/proc/self/fd`: a link per open descriptor.
+    Fds,
 }
 
 /// Where a path is served.
@@ -92,6 +111,9 @@ pub enum Route {
     Dir(SynDir),
     /// `/proc/self/exe`: the program's own file (of the namespace).
     Exe,
+    /// `/proc/self/fd/N`: a link to what descriptor N has open (which may
+    /// not be open: the caller looks).
+    Fd(u32),
     /// Under `/proc` or `/sys`, but not provided: `ENOENT`.
     Missing,
     /// A device the partition does not have (`/dev/tty`): `ENXIO`.
@@ -145,6 +167,7 @@ fn proc_route(rest: Vec<&str>, pid: u64) -> Route {
         ["loadavg"] => Route::File(ProcFile::Loadavg),
         ["net"] => Route::Dir(SynDir::ProcNet),
         ["net", "if_inet6"] => Route::File(ProcFile::IfInet6),
+        ["mounts"] => Route::File(ProcFile::Mounts),
         [me, tail @ ..] if is_self(me, pid) => match tail {
             [] => Route::Dir(SynDir::ProcSelf),
             ["net"] => Route::Dir(SynDir::ProcNet),
@@ -154,7 +177,12 @@ fn proc_route(rest: Vec<&str>, pid: u64) -> Route {
             ["status"] => Route::File(ProcFile::Status),
             ["comm"] => Route::File(ProcFile::Comm),
             ["limits"] => Route::File(ProcFile::Limits),
+            ["cmdline"] => Route::File(ProcFile::Cmdline),
+            ["mounts"] => Route::File(ProcFile::Mounts),
+            ["environ"] => Route::File(ProcFile::Environ),
             ["exe"] => Route::Exe,
+            ["fd"] => Route::Dir(SynDir::Fds),
+            ["fd", n] => fd_number(n).map_or(Route::Missing, Route::Fd),
             _ => Route::Missing,
         },
         _ => Route::Missing,
@@ -175,6 +203,17 @@ fn sys_route(rest: Vec<&str>, cpus: usize) -> Route {
         }
         _ => Route::Missing,
     }
+}
+
+/// A descriptor number as `/proc/self/fd` spells it (one spelling each).
+fn fd_number(name: &str) -> Option<u32> {
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if name.len() > 1 && name.starts_with('0') {
+        return None;
+    }
+    name.parse().ok()
 }
 
 fn cpu_index(name: &str) -> Option<usize> {
@@ -203,11 +242,18 @@ pub fn dir_entries(dir: SynDir, pid: u64, cpus: usize) -> Vec<(String, u8)> {
                 ("uptime", DT_REG),
                 ("loadavg", DT_REG),
                 ("net", DT_DIR),
+                ("mounts", DT_REG),
             ]));
         }
         SynDir::ProcNet => out.extend(named(&[("if_inet6", DT_REG)])),
+        // The caller lists the descriptors (`fd_entries`).
+        SynDir::Fds => {}
         SynDir::ProcSelf => out.extend(named(&[
             ("net", DT_DIR),
+            ("fd", DT_DIR),
+            ("cmdline", DT_REG),
+            ("environ", DT_REG),
+            ("mounts", DT_REG),
             ("exe", DT_LNK),
             ("maps", DT_REG),
             ("stat", DT_REG),
@@ -225,6 +271,16 @@ pub fn dir_entries(dir: SynDir, pid: u64, cpus: usize) -> Vec<(String, u8)> {
         }
         SynDir::Cpu => {}
     }
+    out
+}
+
+/// `/proc/self/fd`'s entries for the descriptors `fds`.
+pub fn fd_entries(fds: &[usize]) -> Vec<(String, u8)> {
+    let mut out: Vec<(String, u8)> = [(".", DT_DIR), ("..", DT_DIR)]
+        .iter()
+        .map(|(n, t)| (String::from(*n), *t))
+        .collect();
+    out.extend(fds.iter().map(|fd| (alloc::format!("{fd}"), DT_LNK)));
     out
 }
 
@@ -249,6 +305,14 @@ mod tests {
             Route::File(ProcFile::IfInet6)
         );
         assert_eq!(route("/proc/net/tcp", 1, 1), Route::Missing);
+        assert_eq!(route("/proc/self/fd", 1, 1), Route::Dir(SynDir::Fds));
+        assert_eq!(route("/proc/self/fd/17", 1, 1), Route::Fd(17));
+        assert_eq!(route("/proc/self/fd/017", 1, 1), Route::Missing);
+        assert_eq!(route("/proc/self/fd/x", 1, 1), Route::Missing);
+        assert_eq!(
+            route("/proc/self/cmdline", 1, 1),
+            Route::File(ProcFile::Cmdline)
+        );
     }
 
     #[test]

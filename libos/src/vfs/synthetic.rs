@@ -50,7 +50,11 @@ impl Synthetic {
     pub fn dir(path: String, dir: SynDir, flags: u32) -> Self {
         Self {
             path,
-            content: Content::Dir(dir_entries(dir, pid(), cpus())),
+            content: Content::Dir(if dir == SynDir::Fds {
+                super::route::fd_entries(&crate::fd::open_fds())
+            } else {
+                dir_entries(dir, pid(), cpus())
+            }),
             offset: IrqLock::new(0),
             flags: AtomicU32::new(flags),
         }
@@ -163,6 +167,18 @@ pub fn generate(file: ProcFile) -> String {
         ProcFile::Loadavg => proc::loadavg(threads(), pid()),
         ProcFile::CpuList => proc::cpu_list(cpus()),
         ProcFile::IfInet6 => crate::net::if_inet6(),
+        // NUL-separated, as the program's stack holds them; not UTF-8
+        // necessarily, but the program's arguments came as strings.
+        ProcFile::Cmdline => crate::process::CMDLINE.lock().clone(),
+        ProcFile::Mounts => {
+            // Read-only is asked of the mount (a change of nothing is EROFS
+            // there), so it holds whatever the cache policy.
+            let points: Vec<(String, bool)> = crate::cache::mount_points()
+                .map(|m| (String::from(m), crate::syscall::path_read_only(m)))
+                .collect();
+            proc::mounts(&points)
+        }
+        ProcFile::Environ => crate::process::ENVIRON.lock().clone(),
     }
 }
 

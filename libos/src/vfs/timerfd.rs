@@ -223,6 +223,10 @@ mod imp {
             TimerFd::next_expiry(self)
         }
 
+        fn proc_link(&self) -> alloc::string::String {
+            alloc::string::String::from("anon_inode:[timerfd]")
+        }
+
         fn as_any(&self) -> &dyn core::any::Any {
             self
         }
