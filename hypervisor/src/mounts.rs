@@ -1,7 +1,7 @@
 //! `--mount HOST[:GUEST][:ro|:rw][:cache|:nocache]` and the default exports
-//! (the host's `/` read-only, the current directory read-write at its own
-//! path): what a partition's files are, for `astraea run` and for the shared
-//! gateway of `astraea deploy`.
+//! (the host's `/` read-only, `/tmp` and the current directory read-write
+//! at their own paths): what a partition's files are, for `astraea run` and
+//! for the shared gateway of `astraea deploy`.
 
 use std::path::{Path, PathBuf};
 
@@ -64,8 +64,10 @@ pub fn parse_mount(spec: &str) -> Result<(Export, Option<bool>), VmmError> {
 }
 
 /// The exports of `mounts`, or without any the defaults: the host's `/`
-/// read-only and the current directory read-write at its own path. Each
-/// comes with its `:cache`/`:nocache` choice, if made.
+/// read-only, and `/tmp` and the current directory read-write at their own
+/// paths (a host process may write both: the JVM's `java.io.tmpdir`, JFR's
+/// repository, native libraries that Netty and JNA unpack live in `/tmp`).
+/// Each comes with its `:cache`/`:nocache` choice, if made.
 pub fn exports(mounts: &[String]) -> Result<Vec<(Export, Option<bool>)>, VmmError> {
     if !mounts.is_empty() {
         return mounts.iter().map(|m| parse_mount(m)).collect();
@@ -80,6 +82,17 @@ pub fn exports(mounts: &[String]) -> Result<Vec<(Export, Option<bool>)>, VmmErro
         },
         None,
     )];
+    let tmp = Path::new("/tmp");
+    if tmp.is_dir() && cwd != tmp {
+        out.push((
+            Export {
+                host: tmp.to_path_buf(),
+                guest: "/tmp".into(),
+                read_only: false,
+            },
+            None,
+        ));
+    }
     if cwd != Path::new("/") {
         out.push((
             Export {

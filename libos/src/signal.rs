@@ -393,7 +393,7 @@ pub fn fault(info: &Info, regs: &mut UserRegs) {
     if action.handler == SIG_DFL || action.handler == SIG_IGN || blocked {
         die(info, regs);
     }
-    if enter_handler(info, &action, regs).is_err() {
+    if enter_handler(info, &action, regs, None).is_err() {
         // No room for the frame: Linux forces SIGSEGV; we end here.
         die(info, regs);
     }
@@ -452,18 +452,41 @@ fn deliver_one(regs: &mut UserRegs) -> Option<bool> {
         SIG_DFL if ignored_by_default(sig) => false,
         SIG_DFL => die(&info, regs),
         _ => {
-            // After a wait under its own mask, the frame saves the mask
-            // from before the wait (restored by `rt_sigreturn`).
+            // After a wait under its own mask (`sigsuspend`, `ppoll`), the
+            // handler runs under that mask and the frame saves the one from
+            // before the wait (restored by `rt_sigreturn`), as Linux's.
             let saved = me.user.saved_sigmask.lock().take();
-            if let Some(m) = saved {
-                me.user.sigmask.store(m, Ordering::Relaxed);
-            }
-            if enter_handler(&info, &action, regs).is_err() {
+            if enter_handler(&info, &action, regs, saved).is_err() {
                 die(&info, regs);
             }
             true
         }
     })
+}
+
+/// Takes the lowest pending signal of the calling thread in `set`, with its
+/// `siginfo`, without running anything (`rt_sigtimedwait`): `None` if none
+/// is pending.
+pub fn take_pending(set: u64) -> Option<(u32, SigInfo)> {
+    let me = crate::sched::current();
+    let ready = me.user.pending.load(Ordering::Acquire) & set;
+    if ready == 0 {
+        return None;
+    }
+    let sig = ready.trailing_zeros() + 1;
+    let mut q = me.user.queued.lock();
+    let at = q.iter().position(|(s, _)| *s == sig);
+    let sent = at.and_then(|i| q.remove(i)).map(|(_, b)| b);
+    if !q.iter().any(|(s, _)| *s == sig) {
+        me.user.pending.fetch_and(!bit(sig), Ordering::AcqRel);
+    }
+    drop(q);
+    Some((sig, sent.unwrap_or_else(|| sent_info(sig, code::SI_TKILL))))
+}
+
+/// Whether the calling thread has a signal of `set` pending.
+pub fn pending_in(set: u64) -> bool {
+    crate::sched::current().user.pending.load(Ordering::Acquire) & set != 0
 }
 
 /// The calling thread's pending signals that its mask blocks
@@ -486,7 +509,14 @@ const UC_FP_XSTATE: u64 = 1;
 const FP_XSTATE_MAGIC1: u32 = 0x4650_5853;
 const FP_XSTATE_MAGIC2: u32 = 0x4650_5845;
 
-fn enter_handler(info: &Info, action: &Action, regs: &mut UserRegs) -> Result<(), Errno> {
+/// Builds the handler's frame and enters it; the frame saves `saved` (a
+/// wait's mask from before it) or else the current mask.
+fn enter_handler(
+    info: &Info,
+    action: &Action,
+    regs: &mut UserRegs,
+    saved: Option<u64>,
+) -> Result<(), Errno> {
     let me = crate::sched::current();
     let (ss_sp, ss_size, ss_flags) = *me.user.altstack.lock();
     let on_alt = ss_flags & SS_DISABLE == 0 && regs.rsp > ss_sp && regs.rsp <= ss_sp + ss_size;
@@ -515,7 +545,8 @@ fn enter_handler(info: &Info, action: &Action, regs: &mut UserRegs) -> Result<()
     user::copy_in(fpstate + 464, &sw)?;
     user::copy_in(fpstate + xsize, &FP_XSTATE_MAGIC2.to_le_bytes())?;
 
-    let old_mask = me.user.sigmask.load(Ordering::Relaxed);
+    let now_mask = me.user.sigmask.load(Ordering::Relaxed);
+    let old_mask = saved.unwrap_or(now_mask);
     let mut f = [0u8; FRAME_SIZE as usize];
     let put = |f: &mut [u8], off: u64, v: u64| {
         f[off as usize..off as usize + 8].copy_from_slice(&v.to_le_bytes());
@@ -567,7 +598,7 @@ fn enter_handler(info: &Info, action: &Action, regs: &mut UserRegs) -> Result<()
     f[INFO as usize..].copy_from_slice(&info.bytes());
     user::copy_in(frame, &f)?;
 
-    let mut mask = old_mask | action.mask;
+    let mut mask = now_mask | action.mask;
     if action.flags & SA_NODEFER == 0 {
         mask |= bit(info.signo);
     }

@@ -28,6 +28,7 @@ static const char *errname(int e)
     case ECONNRESET: return "ECONNRESET";
     case EPIPE: return "EPIPE";
     case EMFILE: return "EMFILE";
+    case EINTR: return "EINTR";
     case ECONNREFUSED: return "ECONNREFUSED";
     case EADDRINUSE: return "EADDRINUSE";
     case EISCONN: return "EISCONN";

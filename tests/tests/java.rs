@@ -687,6 +687,56 @@ mod tests {
         check_partition: nothing,
     };
 
+    /// Java Flight Recorder (`-XX:StartFlightRecording`, the profiling
+    /// settings) while `Threads` runs: its repository in `/tmp`, its
+    /// thread sampler (which suspends threads with a signal whose handler
+    /// waits in `sigsuspend`), and a recording the JDK's `jfr` tool reads,
+    /// with execution samples in it.
+    const JFR: Case = Case {
+        name: "jfr",
+        main: "Threads",
+        variants: &[DEFAULT],
+        // JFR's start-up lines would go to stdout.
+        jvm: |_| {
+            vec![
+                "-XX:StartFlightRecording=filename=rec.jfr,settings=profile".into(),
+                "-Xlog:jfr+startup=off".into(),
+            ]
+        },
+        args: no_args,
+        stdout: |fx, jdk| (THREADS.stdout)(fx, jdk),
+        code: 0,
+        check_host: check_recording,
+        partition_stdout: same,
+        check_partition: check_recording,
+    };
+
+    /// The recording `JFR` left: `jfr summary` reads it and counts
+    /// execution samples.
+    fn check_recording(_: &Fixture, dir: &Path, r: &Run) {
+        let rec = dir.join("rec.jfr");
+        assert!(rec.is_file(), "no recording in {}: {r:?}", dir.display());
+        let jfr = Path::new("/usr/lib/jvm/java-17-openjdk-amd64/bin/jfr");
+        if !jfr.is_file() {
+            skip("no jfr tool to read the recording with");
+            return;
+        }
+        let o = Command::new(jfr).arg("summary").arg(&rec).output().unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        let samples = text
+            .lines()
+            .find_map(|l| {
+                let mut w = l.split_whitespace();
+                (w.next() == Some("jdk.ExecutionSample")).then(|| w.next()?.parse::<u64>().ok())?
+            })
+            .unwrap_or(0);
+        assert!(
+            o.status.success() && samples > 0,
+            "jfr summary of {}: {text}\n{r:?}",
+            rec.display()
+        );
+    }
+
     /// What monitoring and frameworks ask of the platform (ProcessHandle,
     /// the management beans, the local host's name, a FileStore, Unix
     /// domain socket channels); it threw InternalError for /proc/self/fd,
@@ -740,6 +790,16 @@ mod tests {
     #[test]
     fn net_partition() {
         check(&NET, true);
+    }
+
+    #[test]
+    fn jfr_host() {
+        check(&JFR, false);
+    }
+
+    #[test]
+    fn jfr_partition() {
+        check(&JFR, true);
     }
 
     #[test]

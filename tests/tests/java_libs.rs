@@ -178,9 +178,9 @@ mod tests {
     }
 
     /// The `java` arguments: temporary directory, class path, main class,
-    /// program arguments. `java.io.tmpdir` is the working directory `dir`:
-    /// a partition sees the host's `/tmp` read-only (only its working
-    /// directory is writable), and H2 puts large results in temporary files.
+    /// program arguments. `java.io.tmpdir` is the working directory `dir`,
+    /// so that each run's temporary files (H2's large results, Netty's
+    /// unpacked library) are its own.
     fn java_args(
         dir: &Path,
         classes: &Path,

@@ -212,6 +212,14 @@ mod tests {
         }
     }
 
+    /// sigsuspend, pause, sigtimedwait and HotSpot's suspend/resume
+    /// handshake: every result the host's (tests/progs/sigwait.c).
+    fn sigwait(b: Build) {
+        if let Some((dir, _)) = same_as_host("sigwait", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// `sockets policy PORT` in a partition with `astraea run` options
     /// `net`: what its connect to 127.0.0.1:PORT and its bind answered.
     fn policy_run(net: &[&str], port: u16) -> Option<String> {
@@ -612,6 +620,7 @@ mod tests {
         races: races_glibc_dynamic, races_musl_static, races_musl_static_pie;
         holes: holes_glibc_dynamic, holes_musl_static, holes_musl_static_pie;
         unixsock: unixsock_glibc_dynamic, unixsock_musl_static, unixsock_musl_static_pie;
+        sigwait: sigwait_glibc_dynamic, sigwait_musl_static, sigwait_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---

@@ -130,8 +130,8 @@ struct RunArgs {
     /// (repeatable), optionally followed by `:nocache` (a read-only mount
     /// whose files are read from the host every time) or `:cache` (the
     /// default for read-only mounts; read-write ones are never cached).
-    /// Without any, the partition sees the host's `/` read-only and the
-    /// current directory read-write at its own path.
+    /// Without any, the partition sees the host's `/` read-only, and `/tmp`
+    /// and the current directory read-write at their own paths.
     #[arg(long = "mount", value_name = "HOST[:GUEST][:ro][:nocache]")]
     mounts: Vec<String>,
     /// Give the partition no files at all (no 9P device).

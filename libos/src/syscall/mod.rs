@@ -50,6 +50,7 @@ mod send;
 mod set_tid_address;
 mod shutdown;
 mod signal;
+mod sigwait;
 mod sleep;
 mod socket;
 mod sockname;
@@ -152,6 +153,9 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (99, "sysinfo", sysinfo::sysinfo),
     (131, "sigaltstack", signal::sigaltstack),
     (127, "rt_sigpending", signal::rt_sigpending),
+    (34, "pause", sigwait::pause),
+    (130, "rt_sigsuspend", sigwait::rt_sigsuspend),
+    (128, "rt_sigtimedwait", sigwait::rt_sigtimedwait),
     (158, "arch_prctl", arch_prctl::arch_prctl),
     (186, "gettid", getpid::gettid),
     (202, "futex", futex::futex),
