@@ -28,11 +28,10 @@
 //! |---|---|---|
 //! | `-agentlib:jdwp=transport=dt_socket,…` (`-Xrunjdwp`), server=y or n | JDWP: "transport error 202: socket creation failed", exit 2 | refused |
 //! | `-Dcom.sun.management.jmxremote[.port=N]` | "Exception thrown by the agent … Listen failed", exit 1 | refused |
-//! | `-XX:+UseZGC` | "Failed to find an accessible tmpfs filesystem", no JVM | refused |
-//! | `-XX:+UseNUMA` | the JVM turns NUMA off; `get_mempolicy` is unimplemented | warning |
+//! | `-XX:+UseNUMA` | the JVM turns NUMA off (`get_mempolicy` is ENOSYS, as without NUMA) | warning |
 //! | `-XX:+StartAttachListener` | runs; no host tool can attach | warning |
 //! | `-XX:+UseLargePages`, `-XX:+UseTransparentHugePages` | the JVM turns them off with its own warning | passed on |
-//! | `-XX:+UseShenandoahGC`, `-XX:+UseParallelGC`, `-XX:+AlwaysPreTouch` | work | passed on |
+//! | `-XX:+UseZGC`, `-XX:+UseShenandoahGC`, `-XX:+UseParallelGC`, `-XX:+AlwaysPreTouch` | work (ZGC's heap is a `memfd_create` file) | passed on |
 
 /// The memory a JVM needs besides its heap, assumed when checking that a
 /// heap fits a partition: 128 MiB for metaspace, the code cache (C1 and C2),
@@ -384,18 +383,10 @@ fn host_option(o: &JvmOption) -> Option<Verdict> {
             );
         }
     }
-    if t == "-XX:+UseZGC" {
-        return refuse(
-            "ZGC maps its heap through a shared-memory file (memfd_create, or a tmpfs \
-             found in /proc/self/mountinfo), which the library OS does not provide, so the \
-             JVM would stop with \"Failed to find an accessible tmpfs filesystem\". Use \
-             the default G1, -XX:+UseParallelGC, -XX:+UseSerialGC or -XX:+UseShenandoahGC",
-        );
-    }
     if t == "-XX:+UseNUMA" {
         return Some(Verdict::Warn(format!(
-            "{o}: a partition has one memory node and no NUMA system calls (get_mempolicy \
-             is reported unimplemented); the JVM turns NUMA off and runs without it"
+            "{o}: a partition has one memory node and no NUMA system calls (as a Linux \
+             kernel without NUMA); the JVM turns NUMA off and runs without it"
         )));
     }
     if t == "-XX:+StartAttachListener" {
@@ -634,7 +625,6 @@ mod tests {
             "-Dcom.sun.management.jmxremote",
             "-Dcom.sun.management.jmxremote=true",
             "-Dcom.sun.management.jmxremote.port=9999",
-            "-XX:+UseZGC",
         ] {
             assert!(refused(a), "{a} not refused");
         }
@@ -642,6 +632,7 @@ mod tests {
             "-agentlib:hprof",
             "-Dcom.sun.management.jmxremote.ssl=false",
             "-XX:-UseZGC",
+            "-XX:+UseZGC",
             "-XX:+UseLargePages",
             "-XX:+UseTransparentHugePages",
             "-XX:+UseShenandoahGC",

@@ -46,6 +46,7 @@ impl Errno {
     pub const EINTR: Errno = Errno(4);
     pub const ENXIO: Errno = Errno(6);
     pub const ENOSPC: Errno = Errno(28);
+    pub const EFBIG: Errno = Errno(27);
     pub const EPIPE: Errno = Errno(32);
     pub const ENOLCK: Errno = Errno(37);
     pub const ENOTSOCK: Errno = Errno(88);
@@ -90,6 +91,7 @@ impl Errno {
             22 => "EINVAL",
             24 => "EMFILE",
             25 => "ENOTTY",
+            27 => "EFBIG",
             28 => "ENOSPC",
             29 => "ESPIPE",
             32 => "EPIPE",

@@ -737,6 +737,23 @@ mod tests {
         );
     }
 
+    /// ZGC (`-XX:+UseZGC`): its heap is a `memfd_create` file mapped at
+    /// several addresses (JDK 17's colored views; JDK 25's generational
+    /// ZGC maps it once), committed with `fallocate`, while `Threads`
+    /// allocates from eight threads.
+    const ZGC: Case = Case {
+        name: "zgc",
+        main: "Threads",
+        variants: &[DEFAULT],
+        jvm: |_| vec!["-XX:+UseZGC".into(), "-Xmx256m".into()],
+        args: no_args,
+        stdout: |fx, jdk| (THREADS.stdout)(fx, jdk),
+        code: 0,
+        check_host: nothing,
+        partition_stdout: same,
+        check_partition: nothing,
+    };
+
     /// What monitoring and frameworks ask of the platform (ProcessHandle,
     /// the management beans, the local host's name, a FileStore, Unix
     /// domain socket channels); it threw InternalError for /proc/self/fd,
@@ -790,6 +807,16 @@ mod tests {
     #[test]
     fn net_partition() {
         check(&NET, true);
+    }
+
+    #[test]
+    fn zgc_host() {
+        check(&ZGC, false);
+    }
+
+    #[test]
+    fn zgc_partition() {
+        check(&ZGC, true);
     }
 
     #[test]
@@ -1209,10 +1236,6 @@ mod tests {
                 "JMX management agent serves RMI on a TCP port",
             ),
             ("-Dcom.sun.management.jmxremote.port=9999", "JMX"),
-            (
-                "-XX:+UseZGC",
-                "ZGC maps its heap through a shared-memory file",
-            ),
         ] {
             let r = astraea_run(&["--", NO_JAVA, opt, "-cp", ".", "Main"], None);
             assert_eq!(r.code, 125, "{opt}: {r:?}");

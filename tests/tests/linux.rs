@@ -220,6 +220,15 @@ mod tests {
         }
     }
 
+    /// memfd_create: shared and private mappings of a memory-only file at
+    /// several addresses, its descriptor calls, growth, holes, shrinking:
+    /// every result the host's (tests/progs/memfd.c).
+    fn memfd(b: Build) {
+        if let Some((dir, _)) = same_as_host("memfd", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// `sockets policy PORT` in a partition with `astraea run` options
     /// `net`: what its connect to 127.0.0.1:PORT and its bind answered.
     fn policy_run(net: &[&str], port: u16) -> Option<String> {
@@ -621,6 +630,7 @@ mod tests {
         holes: holes_glibc_dynamic, holes_musl_static, holes_musl_static_pie;
         unixsock: unixsock_glibc_dynamic, unixsock_musl_static, unixsock_musl_static_pie;
         sigwait: sigwait_glibc_dynamic, sigwait_musl_static, sigwait_musl_static_pie;
+        memfd: memfd_glibc_dynamic, memfd_musl_static, memfd_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---

@@ -46,6 +46,18 @@ const NOTES: &[(&str, Status, &str)] = &[
         "ENOSYS; glibc and musl fall back to `clone`",
     ),
     (
+        "get_mempolicy",
+        Refused,
+        "ENOSYS, as a kernel without NUMA: libnuma says none, the JVM turns `UseNUMA` off",
+    ),
+    ("set_mempolicy", Refused, "ENOSYS, as a kernel without NUMA"),
+    ("mbind", Refused, "ENOSYS, as a kernel without NUMA"),
+    (
+        "memfd_create",
+        Partial,
+        "memory-only files (ZGC's heap); `MFD_HUGETLB` is EINVAL, seals are not enforced",
+    ),
+    (
         "fork",
         Refused,
         "ENOSYS and one line on the console: one process per partition",

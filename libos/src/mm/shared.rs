@@ -32,6 +32,9 @@ struct Page {
     maps: u32,
     /// Holds stores not in the file that no mapping's dirty bit records.
     dirty: bool,
+    /// A page of a file that lives in memory only (`memfd_create`): kept,
+    /// mapped or not, until the file goes ([`forget`]).
+    pinned: bool,
 }
 
 struct Set {
@@ -96,10 +99,99 @@ pub fn insert(ino: u64, index: u64, pa: u64, generation: u64) -> Inserted {
             pa,
             maps: 1,
             dirty: false,
+            pinned: false,
         },
     );
     set.by_frame.insert(pa, (ino, index));
     Inserted::Used(pa)
+}
+
+/// The frame of page `index` of the memory-only file `ino`, made (zeroed,
+/// pinned) if it is not there yet; with `map` a page-table reference is
+/// taken. `None`: no memory left.
+pub fn mem_page(ino: u64, index: u64, map: bool) -> Option<u64> {
+    {
+        let mut set = SET.lock();
+        if let Some(p) = set.pages.get_mut(&(ino, index)) {
+            p.maps += u32::from(map);
+            return Some(p.pa);
+        }
+    }
+    let new = super::kernel::alloc_zeroed_frame()?;
+    let mut set = SET.lock();
+    if let Some(p) = set.pages.get_mut(&(ino, index)) {
+        // Made meanwhile by another thread.
+        p.maps += u32::from(map);
+        let pa = p.pa;
+        drop(set);
+        free_frames(new, 1);
+        return Some(pa);
+    }
+    set.pages.insert(
+        (ino, index),
+        Page {
+            pa: new,
+            maps: u32::from(map),
+            dirty: false,
+            pinned: true,
+        },
+    );
+    set.by_frame.insert(new, (ino, index));
+    Some(new)
+}
+
+/// Zeroes the bytes `[off, off + len)` of the memory-only file `ino` where
+/// it has pages (`FALLOC_FL_PUNCH_HOLE`: the pages stay, as zeros).
+pub fn mem_zero(ino: u64, off: u64, len: u64) {
+    let end = off.saturating_add(len);
+    if len == 0 {
+        return;
+    }
+    let set = SET.lock();
+    for (&(_, index), p) in set.pages.range((ino, off / PAGE)..=(ino, (end - 1) / PAGE)) {
+        let page_start = index * PAGE;
+        let from = off.max(page_start);
+        let to = end.min(page_start + PAGE);
+        // SAFETY: a frame of this set (kept by the lock), direct-mapped; the
+        // range stays inside the page.
+        unsafe {
+            core::ptr::write_bytes(
+                (phys_to_virt(p.pa) + (from - page_start)) as *mut u8,
+                0,
+                (to - from) as usize,
+            );
+        }
+    }
+}
+
+/// The memory-only file `ino` is gone (nothing refers to it): its pages
+/// are freed, those some page table still maps once they are unmapped.
+pub fn forget(ino: u64) {
+    let mut freed = Vec::new();
+    {
+        let mut set = SET.lock();
+        let keys: Vec<(u64, u64)> = set
+            .pages
+            .range((ino, 0)..=(ino, u64::MAX))
+            .map(|(&k, _)| k)
+            .collect();
+        for k in keys {
+            let Some(p) = set.pages.get_mut(&k) else {
+                continue;
+            };
+            p.pinned = false;
+            p.dirty = false;
+            if p.maps == 0 {
+                let pa = p.pa;
+                set.pages.remove(&k);
+                set.by_frame.remove(&pa);
+                freed.push(pa);
+            }
+        }
+    }
+    for pa in freed {
+        free_frames(pa, 1);
+    }
 }
 
 /// Drops a page-table reference to frame `pa`; `stored`: the entry was
@@ -114,8 +206,8 @@ pub fn unref(pa: u64, stored: bool) {
         return;
     };
     p.maps = p.maps.saturating_sub(1);
-    p.dirty |= stored;
-    if p.maps == 0 && !p.dirty {
+    p.dirty |= stored && !p.pinned;
+    if p.maps == 0 && !p.dirty && !p.pinned {
         set.pages.remove(&key);
         set.by_frame.remove(&pa);
         drop(set);
@@ -168,7 +260,7 @@ pub fn release_if_unused(ino: u64, index: u64) {
     let Some(p) = set.pages.get(&(ino, index)) else {
         return;
     };
-    if p.maps > 0 || p.dirty {
+    if p.maps > 0 || p.dirty || p.pinned {
         return;
     }
     let pa = p.pa;

@@ -52,6 +52,29 @@ pub enum Backing {
         /// File offset of the area's first byte.
         offset: u64,
     },
+    /// A memory-only file (`memfd_create`): its pages, shared by every
+    /// mapping of it, as `File` for a file of the namespace.
+    Mem {
+        /// The file (a `vfs::memfd::MemFd`).
+        memfd: Arc<dyn crate::fd::FileLike>,
+        /// File offset of the area's first byte.
+        offset: u64,
+    },
+}
+
+impl Backing {
+    /// Whether it is a file of either kind.
+    fn is_file(&self) -> bool {
+        matches!(self, Backing::File { .. } | Backing::Mem { .. })
+    }
+
+    /// The file offset of the area's first byte (0 for memory).
+    fn offset_mut(&mut self) -> Option<&mut u64> {
+        match self {
+            Backing::File { offset, .. } | Backing::Mem { offset, .. } => Some(offset),
+            Backing::Anon | Backing::Beyond => None,
+        }
+    }
 }
 
 /// One area.
@@ -85,6 +108,16 @@ impl Area {
                 (Backing::File { file: a, offset: x }, Backing::File { file: b, offset: y }) => {
                     Arc::ptr_eq(a, b) && x == y
                 }
+                (
+                    Backing::Mem {
+                        memfd: a,
+                        offset: x,
+                    },
+                    Backing::Mem {
+                        memfd: b,
+                        offset: y,
+                    },
+                ) => Arc::ptr_eq(a, b) && x == y,
                 _ => false,
             }
     }
@@ -151,7 +184,7 @@ impl Space {
             return;
         }
         let mut upper = a.clone();
-        if let Backing::File { offset, .. } = &mut upper.backing {
+        if let Some(offset) = upper.backing.offset_mut() {
             *offset += at - s;
         }
         if let Some(lower) = self.areas.get_mut(&s) {
@@ -402,7 +435,7 @@ fn remap_locked(
     if old_len == 0 {
         let mut dup = area.clone();
         dup.end = dest + new_len;
-        if let Backing::File { offset, .. } = &mut dup.backing {
+        if let Some(offset) = dup.backing.offset_mut() {
             *offset += old - start;
         }
         sp.areas.insert(dest, dup);
@@ -561,7 +594,7 @@ pub fn discard(start: u64, len: u64, keep_shared_anon: bool) -> Result<(), Errno
     if keep_shared_anon {
         let first = sp.find(start).map_or(start, |(s, _)| s);
         for (&s, a) in sp.areas.range(first..end) {
-            if a.shared && !matches!(a.backing, Backing::File { .. }) {
+            if a.shared && !a.backing.is_file() {
                 if s > from {
                     ranges.push((from, s));
                 }
@@ -674,6 +707,16 @@ fn fault_inner(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
     let hi = ((page & !(win - 1)) + win).min(area.end);
     match &area.backing {
         Backing::Beyond => Err(Fault::Bus),
+        Backing::Mem { memfd, offset } => {
+            STATS
+                .file
+                .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+            let memfd = memfd
+                .as_any()
+                .downcast_ref::<crate::vfs::memfd::MemFd>()
+                .ok_or(Fault::Bus)?;
+            mem_fault(page, write, &area, start, memfd, *offset)
+        }
         Backing::Anon => {
             STATS
                 .anon
@@ -755,6 +798,29 @@ fn fault_inner(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
             populate(lo, hi.min(valid_end), page, &area, start, Some(&buf))
         }
     }
+}
+
+/// A fault on a memory-only file's mapping: a shared one maps the file's
+/// page itself (made, zeroed, if new); a private one its own copy on a
+/// write, the file's page read-only (copied on a later write) otherwise.
+/// Past the end of the file: SIGBUS.
+fn mem_fault(
+    page: u64,
+    write: bool,
+    area: &Area,
+    start: u64,
+    memfd: &crate::vfs::memfd::MemFd,
+    offset: u64,
+) -> Result<(), Fault> {
+    let index = (offset + (page - start)) / PAGE;
+    let pa = memfd
+        .map_page(index)
+        .map_err(|past_end| if past_end { Fault::Bus } else { Fault::Oom })?;
+    map_shared_page(page, pa, area, start)?;
+    if write && !area.shared {
+        return copy_on_write(page, area, start);
+    }
+    Ok(())
 }
 
 /// Maps the file cache's own pages over the not-yet-present pages of
@@ -1098,7 +1164,7 @@ pub fn proc_maps() -> String {
     for (&s, a) in &sp.areas {
         let r = |bit, c| if a.prot & bit != 0 { c } else { '-' };
         let offset = match &a.backing {
-            Backing::File { offset, .. } => *offset,
+            Backing::File { offset, .. } | Backing::Mem { offset, .. } => *offset,
             Backing::Anon | Backing::Beyond => 0,
         };
         let line_start = out.len();
@@ -1270,10 +1336,18 @@ pub fn file_truncated(ino: u64, size: u64) {
     {
         let sp = SPACE.lock();
         for (&s, a) in &sp.areas {
-            let Backing::File { file, offset } = &a.backing else {
-                continue;
+            let (this, offset) = match &a.backing {
+                Backing::File { file, offset } => (file_ino(file), offset),
+                Backing::Mem { memfd, offset } => (
+                    memfd
+                        .as_any()
+                        .downcast_ref::<crate::vfs::memfd::MemFd>()
+                        .map(|m| m.ino()),
+                    offset,
+                ),
+                Backing::Anon | Backing::Beyond => continue,
             };
-            if file_ino(file) != Some(ino) {
+            if this != Some(ino) {
                 continue;
             }
             let from = if first > *offset {
@@ -1382,7 +1456,7 @@ pub fn kinds(start: u64, end: u64) -> alloc::vec::Vec<(bool, bool, u32)> {
     let first = sp.find(start).map_or(start, |(s, _)| s);
     sp.areas
         .range(first..end)
-        .map(|(_, a)| (matches!(a.backing, Backing::File { .. }), a.shared, a.prot))
+        .map(|(_, a)| (a.backing.is_file(), a.shared, a.prot))
         .collect()
 }
 

@@ -30,6 +30,15 @@ pub fn mmap(a: &[u64; 6]) -> Result<u64, Errno> {
     }
     let (backing, name) = if flags & MAP_ANONYMOUS != 0 {
         (Backing::Anon, None)
+    } else if let Some(memfd) = memfd(a[4])? {
+        // A memory-only file: readable, and writable for a shared
+        // writable mapping, as any file.
+        let mode = memfd.flags().load(core::sync::atomic::Ordering::Relaxed) & 3;
+        if mode == 1 || (shared && prot & PROT_WRITE != 0 && mode != 2) {
+            return Err(Errno::EACCES);
+        }
+        let name = Arc::<str>::from(memfd.proc_link().as_str());
+        (Backing::Mem { memfd, offset }, Some(name))
     } else {
         let file = crate::fd::get(a[4])?;
         let name = match &*file {
@@ -65,6 +74,14 @@ pub fn mmap(a: &[u64; 6]) -> Result<u64, Errno> {
         let _ = vma::ensure(at, len, false);
     }
     Ok(at)
+}
+
+/// The memory-only file behind `fd`, if that is what it is.
+fn memfd(fd: u64) -> Result<Option<Arc<dyn crate::fd::FileLike>>, Errno> {
+    match crate::fd::object(fd)? {
+        crate::fd::Object::Like(l) if l.as_any().is::<crate::vfs::memfd::MemFd>() => Ok(Some(l)),
+        _ => Ok(None),
+    }
 }
 
 /// `munmap(addr, length)`: shared file mappings reach their files first.

@@ -32,10 +32,12 @@ mod link;
 mod listen;
 mod madvise;
 mod membarrier;
+mod memfd;
 mod mincore;
 mod mmap;
 mod mremap;
 mod names;
+mod numa;
 mod open;
 pub mod patch;
 mod pipe;
@@ -260,6 +262,10 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (271, "ppoll", poll::ppoll),
     (284, "eventfd", pipe::eventfd),
     (290, "eventfd2", pipe::eventfd2),
+    (319, "memfd_create", memfd::memfd_create),
+    (237, "mbind", numa::mbind),
+    (238, "set_mempolicy", numa::set_mempolicy),
+    (239, "get_mempolicy", numa::get_mempolicy),
     (293, "pipe2", pipe::pipe2),
     (295, "preadv", read::preadv),
     (296, "pwritev", write::pwritev),

@@ -84,6 +84,18 @@ fn object_stat(fd: u64) -> Result<Stat, Errno> {
         },
         Object::Synthetic(s) => s.stat(),
         Object::Device(d) => d.stat(),
+        Object::Like(l) if l.as_any().is::<crate::vfs::memfd::MemFd>() => {
+            let size = l
+                .as_any()
+                .downcast_ref::<crate::vfs::memfd::MemFd>()
+                .map_or(0, |m| m.size());
+            let mut st = anon_stat(l.mode(), alloc::sync::Arc::as_ptr(&l) as *const u8 as u64);
+            st.size = size;
+            // No name links to it.
+            st.nlink = 0;
+            st.blocks = size.div_ceil(512);
+            st
+        }
         Object::PipeRead(p) => anon_stat(S_IFIFO | 0o600, alloc::sync::Arc::as_ptr(&p) as u64),
         Object::PipeWrite(p) => anon_stat(S_IFIFO | 0o600, alloc::sync::Arc::as_ptr(&p) as u64),
         Object::Epoll(e) => anon_stat(0o600, alloc::sync::Arc::as_ptr(&e) as u64),

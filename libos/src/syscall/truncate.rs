@@ -11,6 +11,12 @@ pub fn ftruncate(a: &[u64; 6]) -> Result<u64, Errno> {
         return Err(Errno::EINVAL);
     }
     let o = fd::object(a[0])?;
+    if let Some(m) = o.like::<crate::vfs::memfd::MemFd>() {
+        if o.status_flags() & O_ACCMODE == 0 {
+            return Err(Errno::EINVAL);
+        }
+        return m.set_size(len as u64).map(|()| 0);
+    }
     let Object::File(f) = &o else {
         return Err(Errno::EINVAL);
     };

@@ -146,10 +146,27 @@ pub fn write_bytes(o: &Object, at: Option<u64>, bytes: &[u8]) -> Result<u64, Err
 /// which is handed kernel copies (it may wait for room part-way).
 fn is_stream(o: &Object) -> bool {
     matches!(o, Object::Like(_) | Object::PipeWrite(_))
+        && o.like::<crate::vfs::memfd::MemFd>().is_none()
 }
 
 fn write_source(o: &Object, at: Option<u64>, src: Source<'_>) -> Result<u64, Errno> {
     let len = src.len() as u64;
+    if let (Some(m), Some(at)) = (o.like::<crate::vfs::memfd::MemFd>(), at) {
+        // `pwrite` of a memory-only file, as a regular one.
+        return match src {
+            Source::Kernel(bytes) => m.write_at(at, bytes).map(|n| n as u64),
+            Source::User { addr, len } => {
+                let mut v = Vec::new();
+                // Up to a hole in the program's memory, as a file write.
+                if let Err((_, e)) = user::read_append(&mut v, addr, len)
+                    && v.is_empty()
+                {
+                    return Err(e);
+                }
+                m.write_at(at, &v).map(|n| n as u64)
+            }
+        };
+    }
     match (o, src) {
         (Object::File(f), src) => write_file(f, at, src),
         (Object::Synthetic(_) | Object::PipeRead(_), _) => Err(Errno::EBADF),

@@ -20,6 +20,8 @@ pub mod identity;
 #[cfg(target_os = "none")]
 pub mod inotify;
 #[cfg(target_os = "none")]
+pub mod memfd;
+#[cfg(target_os = "none")]
 pub mod pipe;
 #[cfg(target_os = "none")]
 pub mod synthetic;

@@ -1,0 +1,210 @@
+//! `memfd_create(2)`: a file that lives in the partition's memory only.
+//! Its pages are shared pages (`mm::shared`, pinned) keyed by an inode of
+//! its own, so every mapping of it (`MAP_SHARED` at several addresses, as
+//! ZGC maps its heap) and its `read`/`write` see the same bytes; nothing
+//! goes to 9P. The pages go when the last descriptor and the last mapping
+//! do. ZGC commits memory with `fallocate` and gives it back with
+//! `FALLOC_FL_PUNCH_HOLE`, and checks with `fstatfs` that it is on tmpfs.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use crate::errno::Errno;
+use crate::mm::shared;
+use crate::sync::IrqLock;
+
+const PAGE: u64 = 4096;
+/// The largest size (Linux's `MAX_LFS_FILESIZE`).
+const MAX_SIZE: u64 = i64::MAX as u64;
+/// `FALLOC_FL_KEEP_SIZE`.
+const KEEP_SIZE: u32 = 1;
+/// `FALLOC_FL_PUNCH_HOLE`.
+const PUNCH_HOLE: u32 = 2;
+
+/// Inodes of memory-only files: above any 9P qid path the gateway gives
+/// (those are below 2^63).
+static NEXT_INO: AtomicU64 = AtomicU64::new(1 << 63);
+
+/// A memory-only file and its one open file description (`dup` shares it).
+pub struct MemFd {
+    ino: u64,
+    name: String,
+    size: IrqLock<u64>,
+    /// The file position of `read`/`write`.
+    pos: IrqLock<u64>,
+    /// `O_*` status flags.
+    pub flags: AtomicU32,
+}
+
+impl MemFd {
+    /// A new empty file named `name` (shown as `/memfd:NAME (deleted)`).
+    pub fn new(name: String) -> MemFd {
+        MemFd {
+            ino: NEXT_INO.fetch_add(1, Ordering::Relaxed),
+            name,
+            size: IrqLock::new(0),
+            pos: IrqLock::new(0),
+            flags: AtomicU32::new(2),
+        }
+    }
+
+    /// Its inode (the key of its pages).
+    pub fn ino(&self) -> u64 {
+        self.ino
+    }
+
+    /// The file position of `read`, `write` and `lseek`.
+    pub fn position(&self) -> &IrqLock<u64> {
+        &self.pos
+    }
+
+    /// Its size in bytes.
+    pub fn size(&self) -> u64 {
+        *self.size.lock()
+    }
+
+    /// `ftruncate`: pages wholly past a smaller size that nothing maps go
+    /// (their bytes with them); the last page's tail reads zeros again.
+    pub fn set_size(&self, size: u64) -> Result<(), Errno> {
+        if size > MAX_SIZE {
+            return Err(Errno::EINVAL);
+        }
+        let mut s = self.size.lock();
+        let old = *s;
+        *s = size;
+        drop(s);
+        if size < old {
+            // Mappings lose the pages wholly past the end (a later access
+            // is SIGBUS), as Linux's truncate unmaps them.
+            crate::mm::vma::file_truncated(self.ino, size);
+        }
+        Ok(())
+    }
+
+    /// `fallocate(mode, off, len)`: 0 makes room (the size grows to cover
+    /// it; pages are made when touched), `PUNCH_HOLE | KEEP_SIZE` zeroes the
+    /// range. Other modes are `EOPNOTSUPP`.
+    pub fn fallocate(&self, mode: u32, off: u64, len: u64) -> Result<(), Errno> {
+        let end = off.checked_add(len).ok_or(Errno::EFBIG)?;
+        if len == 0 {
+            return Err(Errno::EINVAL);
+        }
+        if end > MAX_SIZE {
+            return Err(Errno::EFBIG);
+        }
+        match mode {
+            0 | KEEP_SIZE => {
+                if mode == 0 {
+                    let mut s = self.size.lock();
+                    *s = (*s).max(end);
+                }
+                Ok(())
+            }
+            m if m == PUNCH_HOLE | KEEP_SIZE => {
+                shared::mem_zero(self.ino, off, len);
+                Ok(())
+            }
+            // A hole must keep the size.
+            PUNCH_HOLE => Err(Errno::EINVAL),
+            _ => Err(Errno::EOPNOTSUPP),
+        }
+    }
+
+    /// Reads up to `max` bytes at `off` (pages never written read zeros).
+    pub fn read_at(&self, off: u64, max: usize) -> Vec<u8> {
+        let size = self.size();
+        if off >= size {
+            return Vec::new();
+        }
+        let n = (max as u64).min(size - off) as usize;
+        let mut buf = alloc::vec![0u8; n];
+        shared::overlay(self.ino, off, &mut buf);
+        buf
+    }
+
+    /// Writes `data` at `off`, growing the file; `ENOMEM` if no page can be
+    /// had (what was written before stays).
+    pub fn write_at(&self, off: u64, data: &[u8]) -> Result<usize, Errno> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let end = off
+            .checked_add(data.len() as u64)
+            .filter(|&e| e <= MAX_SIZE)
+            .ok_or(Errno::EFBIG)?;
+        for index in off / PAGE..end.div_ceil(PAGE) {
+            shared::mem_page(self.ino, index, false).ok_or(Errno::ENOMEM)?;
+        }
+        shared::wrote(self.ino, off, data);
+        let mut s = self.size.lock();
+        *s = (*s).max(end);
+        Ok(data.len())
+    }
+
+    /// The frame of page `index` for a mapping (a reference taken), made if
+    /// new; `Err(true)` past the end of the file (SIGBUS), `Err(false)` out
+    /// of memory.
+    pub fn map_page(&self, index: u64) -> Result<u64, bool> {
+        if index.saturating_mul(PAGE) >= self.size() {
+            return Err(true);
+        }
+        shared::mem_page(self.ino, index, true).ok_or(false)
+    }
+}
+
+impl Drop for MemFd {
+    fn drop(&mut self) {
+        shared::forget(self.ino);
+    }
+}
+
+impl crate::fd::FileLike for MemFd {
+    fn read(&self, max: usize, _nonblock: bool) -> Result<Vec<u8>, Errno> {
+        let mut pos = self.pos.lock();
+        let out = self.read_at(*pos, max);
+        *pos += out.len() as u64;
+        Ok(out)
+    }
+
+    fn write(&self, data: &[u8], _nonblock: bool) -> Result<usize, Errno> {
+        let mut pos = self.pos.lock();
+        let at = if self.flags.load(Ordering::Relaxed) & crate::fd::O_APPEND != 0 {
+            self.size()
+        } else {
+            *pos
+        };
+        let n = self.write_at(at, data)?;
+        *pos = at + n as u64;
+        Ok(n)
+    }
+
+    fn poll(&self) -> u16 {
+        use super::poll_bits::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+        POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM
+    }
+
+    fn wakes(&self) -> [u64; 3] {
+        [0; 3]
+    }
+
+    fn flags(&self) -> &AtomicU32 {
+        &self.flags
+    }
+
+    fn mode(&self) -> u32 {
+        0o100_777
+    }
+
+    fn own_inode(&self) -> bool {
+        true
+    }
+
+    fn proc_link(&self) -> String {
+        alloc::format!("/memfd:{} (deleted)", self.name)
+    }
+
+    fn as_any(&self) -> &dyn core::any::Any {
+        self
+    }
+}
