@@ -1,7 +1,8 @@
 //! Many partitions at once on a small machine: the register torture program
 //! (`tests/progs/torture.c`), the socket program (`tests/progs/sockets.c`,
 //! every partition's sockets through its own gateway to the one host
-//! network) and a JIT-heavy Java program, each run in
+//! network), Unix sockets, memory-only files and signal waits, and a
+//! JIT-heavy Java program, each run in
 //! several partitions side by side, every output compared exactly with the
 //! host's. CI runs a bounded round; `./x stress` runs many
 //! (`ASTRAEA_STRESS_ROUNDS`, `ASTRAEA_STRESS_PARALLEL`).
@@ -48,18 +49,40 @@ mod tests {
         parallel: usize,
         rounds: usize,
     ) -> usize {
+        many_in(dir, false, extra, argv, want, parallel, rounds)
+    }
+
+    /// [`many`], each partition in a working directory of its own under
+    /// `dir` when `own` (programs that make files, e.g. a Unix socket's).
+    fn many_in(
+        dir: &Path,
+        own: bool,
+        extra: &[&str],
+        argv: &[&str],
+        want: &str,
+        parallel: usize,
+        rounds: usize,
+    ) -> usize {
         let mut failures = Vec::new();
         let mut runs = 0;
         for round in 0..rounds {
             let started = Instant::now();
             let children: Vec<_> = (0..parallel)
-                .map(|_| {
+                .map(|i| {
+                    let cwd = if own {
+                        let d = dir.join(format!("run-{i}"));
+                        let _ = std::fs::remove_dir_all(&d);
+                        std::fs::create_dir_all(&d).unwrap();
+                        d
+                    } else {
+                        dir.to_path_buf()
+                    };
                     let mut c = Command::new(astraea());
                     c.arg("run")
                         .args(extra)
                         .arg("--")
                         .args(argv)
-                        .current_dir(dir);
+                        .current_dir(cwd);
                     c.stdin(std::process::Stdio::null())
                         .stdout(std::process::Stdio::piped())
                         .stderr(std::process::Stdio::piped())
@@ -165,6 +188,45 @@ mod tests {
             knob("ASTRAEA_STRESS_ROUNDS", 1),
         );
         eprintln!("stress: sockets: {runs} partition runs, every result the host's");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Unix sockets (`unixsock.c`), memory-only files (`memfd.c`) and
+    /// signal waits with HotSpot's suspend/resume (`sigwait.c`) in 8
+    /// partitions at once each, every result the host's.
+    #[test]
+    fn unix_memfd_sigwait_in_many_partitions() {
+        if !kvm_available() {
+            return;
+        }
+        let dir = scratch("extras");
+        for prog in ["unixsock", "memfd", "sigwait"] {
+            let o = Command::new("gcc")
+                .args(["-O2", "-pthread", "-o"])
+                .arg(dir.join(prog))
+                .arg(workspace().join(format!("tests/progs/{prog}.c")))
+                .output();
+            if !o.is_ok_and(|o| o.status.success()) {
+                eprintln!(
+                    "\n*** SKIPPED: gcc cannot build tests/progs/{prog}.c; this test did not run. ***\n"
+                );
+                return;
+            }
+            let want =
+                std::fs::read_to_string(workspace().join(format!("tests/progs/{prog}.stdout")))
+                    .unwrap();
+            let exe = dir.join(prog).display().to_string();
+            let runs = many_in(
+                &dir,
+                true,
+                &["--mem", "256M"],
+                &[exe.as_str()],
+                &want,
+                knob("ASTRAEA_STRESS_PARALLEL", 8),
+                knob("ASTRAEA_STRESS_ROUNDS", 1),
+            );
+            eprintln!("stress: {prog}: {runs} partition runs, every result the host's");
+        }
         let _ = std::fs::remove_dir_all(dir);
     }
 
