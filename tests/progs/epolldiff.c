@@ -37,6 +37,7 @@
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -124,8 +125,9 @@ static uint64_t next(void) {
 }
 static unsigned pick(unsigned n) { return (unsigned)(next() % n); }
 
-enum kind { FREE, PIPE_R, PIPE_W, EVENT, TIMER, EPOLL, FILE_, SOCK, TCP };
-static const char *kname[] = {"free", "piper", "pipew", "eventfd", "timerfd", "epoll", "file", "sock", "tcp"};
+enum kind { FREE, PIPE_R, PIPE_W, EVENT, TIMER, EPOLL, FILE_, SOCK, TCP, ULIS };
+static const char *kname[] = {"free", "piper", "pipew", "eventfd", "timerfd", "epoll", "file", "sock", "tcp",
+                              "ulisten"};
 #define NSLOTS 12
 static struct {
     int fd;
@@ -279,6 +281,9 @@ static int some_slot(unsigned mask) {
 }
 #define ANY_OPEN (~1u)
 
+static int unix_names;
+static void unix_path(char *out, size_t n, int k);
+
 static void reset(void) {
     for (int k = 0; k < NSLOTS; k++) {
         if (slot[k].kind != FREE)
@@ -287,6 +292,12 @@ static void reset(void) {
         slot[k].fd = -1;
     }
     memset(conn, 0, sizeof conn);
+    for (int k = 0; k < unix_names; k++) {
+        char path[4200];
+        unix_path(path, sizeof path, k);
+        unlink(path);
+    }
+    unix_names = 0;
 }
 
 static uint32_t rand_events(void) {
@@ -301,12 +312,98 @@ static uint32_t rand_events(void) {
     return ev;
 }
 
+/* Unix sockets bound to paths in the run's directory, `unix_names` of
+ * them so far in this sequence. */
+static void unix_path(char *out, size_t n, int k) {
+    /* Relative to the run's directory (main changes to it): a socket's
+     * path must fit its 108 bytes. */
+    snprintf(out, n, "ed%d.sock", k);
+}
+
+/* Listening Unix sockets, their connections and accepts (connected ends
+ * are `sock` slots, as a pair's). */
+static void unix_call(unsigned what) {
+    char path[64];
+    /* Connections need a listener: make one first. */
+    if (some_slot(1u << ULIS) < 0 && pick(2))
+        what = 0;
+    if (what == 0) {
+        int a = free_slot();
+        int backlog = (int)pick(3);
+        printf("ulisten %d", backlog);
+        if (a < 0) {
+            printf(" = full\n");
+            return;
+        }
+        int k = unix_names++;
+        unix_path(path, sizeof path, k);
+        unlink(path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+        if (fd < 0 || bind(fd, (void *)&sa, sizeof sa) || listen(fd, backlog)) {
+            res(-1);
+            if (fd >= 0)
+                close(fd);
+            return;
+        }
+        slot[a].fd = fd;
+        slot[a].kind = ULIS;
+        slot[a].conn = k;
+        printf(" = s%d (u%d)\n", a, k);
+    } else if (what == 1) {
+        int l = pick(6) ? some_slot(1u << ULIS) : -1;
+        /* A name no socket is bound to any more, now and then. */
+        int k = l >= 0 ? slot[l].conn : unix_names ? (int)pick((unsigned)unix_names) : 0;
+        int a = free_slot();
+        printf("uconnect u%d", k);
+        if (a < 0) {
+            printf(" = full\n");
+            return;
+        }
+        unix_path(path, sizeof path, k);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+        if (connect(fd, (void *)&sa, sizeof sa)) {
+            res(-1);
+            close(fd);
+            return;
+        }
+        slot[a].fd = fd;
+        slot[a].kind = SOCK;
+        printf(" = s%d\n", a);
+    } else {
+        int l = pick(8) ? some_slot(1u << ULIS) : some_slot(ANY_OPEN);
+        int a = free_slot();
+        printf("uaccept s%d", l);
+        if (l < 0 || a < 0) {
+            printf(" = skip\n");
+            return;
+        }
+        int fd = accept4(slot[l].fd, NULL, NULL, SOCK_NONBLOCK);
+        if (fd < 0) {
+            res(fd);
+            return;
+        }
+        slot[a].fd = fd;
+        slot[a].kind = SOCK;
+        printf(" = s%d\n", a);
+    }
+}
+
 /* A socket call on a socket pair end (or, now and then, another kind):
- * send, recv with flags, shutdown, FIONREAD, SO_ERROR. */
+ * send, recv with flags, shutdown, FIONREAD, SO_ERROR; or one of Unix
+ * listeners. */
 static void sock_call(void) {
+    unsigned what = pick(9);
+    if (what >= 6) {
+        unsigned u = pick(8);
+        unix_call(u < 2 ? 0 : u < 5 ? 1 : 2);
+        return;
+    }
     int s = pick(8) ? some_slot(1u << SOCK | 1u << TCP) : some_slot(ANY_OPEN);
     int fd = s < 0 ? -1 : slot[s].fd;
-    unsigned what = pick(6);
     char buf[64];
     if (what == 0) {
         unsigned n = pick(40), fl = pick(3);
@@ -1039,6 +1136,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     snprintf(root, sizeof root, "%s", argv[1]);
+    if (chdir(root)) {
+        perror(root);
+        return 2;
+    }
     setvbuf(stdout, NULL, _IOFBF, 1 << 16);
     signal(SIGPIPE, SIG_IGN);
     if (!strcmp(argv[2], "cases")) {

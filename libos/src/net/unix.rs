@@ -60,6 +60,9 @@ struct Bound {
     connecters: WaitQueue,
     /// Wake-ups of the accepters' queue (epoll's edges).
     wakes: Wakes,
+    /// Shut for reading (`shutdown(SHUT_RD)`): connections are refused,
+    /// as Linux's `unix_stream_connect` refuses them.
+    shut_rd: AtomicBool,
 }
 
 struct Listen {
@@ -202,6 +205,7 @@ impl UnixSocket {
             accepters: WaitQueue::new(),
             connecters: WaitQueue::new(),
             wakes: Wakes::new(),
+            shut_rd: AtomicBool::new(false),
         });
         names.retain(|w| w.strong_count() > 0);
         names.push(Arc::downgrade(&b));
@@ -278,7 +282,8 @@ impl UnixSocket {
         loop {
             {
                 let mut l = target.queue.lock();
-                let Some(max) = l.backlog.filter(|_| !l.closed) else {
+                let refused = l.closed || target.shut_rd.load(Ordering::SeqCst);
+                let Some(max) = l.backlog.filter(|_| !refused) else {
                     return Err(Errno::ECONNREFUSED);
                 };
                 // Linux refuses past `backlog` waiting (one more than it).
@@ -347,6 +352,11 @@ impl UnixSocket {
             None => {
                 // Linux keeps the bits of a socket with no peer, and says 0.
                 self.shut.fetch_or(how as u8 + 1, Ordering::SeqCst);
+                if how != 1
+                    && let State::Fresh(Some(b)) | State::Listening(b) = &*self.state.lock()
+                {
+                    b.shut_rd.store(true, Ordering::SeqCst);
+                }
                 self.wakes.all();
                 readiness_changed();
                 Ok(())
@@ -371,6 +381,20 @@ impl UnixSocket {
     /// Sends `data`; `ENOTCONN` when not connected, `EPIPE` once shut down.
     pub fn send(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
         self.conn().ok_or(Errno::ENOTCONN)?.send(data, nonblock)
+    }
+
+    /// `poll` events of a socket's own shutdown when it has no peer: both
+    /// ways a hang-up, reading the end of input.
+    fn shut_events(&self) -> u16 {
+        let shut = self.shut.load(Ordering::SeqCst);
+        let mut ev = 0;
+        if shut & 1 != 0 {
+            ev |= POLLRDHUP | POLLIN | POLLRDNORM;
+        }
+        if shut == 3 {
+            ev |= POLLHUP;
+        }
+        ev
     }
 
     /// `setsockopt`.
@@ -633,23 +657,16 @@ impl FileLike for UnixSocket {
                 c.poll()
             }
             // Linux's unix_poll: a listener is readable with connections
-            // waiting, never writable.
+            // waiting, never writable; a socket not connected is a hang-up,
+            // and writable. Either shows its own shutdown.
             State::Listening(b) => {
-                if b.queue.lock().pending.is_empty() {
-                    0
-                } else {
-                    POLLIN | POLLRDNORM
-                }
-            }
-            // Not connected: a hang-up, and writable.
-            State::Fresh(_) => {
-                let shut = self.shut.load(Ordering::SeqCst);
-                let mut ev = POLLHUP | POLLOUT | POLLWRNORM | POLLWRBAND;
-                if shut & 1 != 0 {
-                    ev |= POLLRDHUP | POLLIN | POLLRDNORM;
+                let mut ev = self.shut_events();
+                if !b.queue.lock().pending.is_empty() {
+                    ev |= POLLIN | POLLRDNORM;
                 }
                 ev
             }
+            State::Fresh(_) => self.shut_events() | POLLHUP | POLLOUT | POLLWRNORM | POLLWRBAND,
         }
     }
 
