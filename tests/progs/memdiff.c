@@ -23,7 +23,9 @@
  * partition's shared mappings are copies, docs/linux.md) and "private"
  * (mapped MAP_PRIVATE at any offset, never written). Stores to shared pages
  * are msync'd before anything that drops them (MAP_FIXED over them, munmap,
- * madvise), for the same reason. */
+ * madvise), for the same reason. A memfd of NPAGES pages is mapped shared or
+ * private at any offset, aliases included: its pages are one set in a
+ * partition as on Linux. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -46,7 +48,7 @@
 #define NPAGES 24
 
 static char *base;
-static int sfd = -1, pfd = -1;
+static int sfd = -1, pfd = -1, mfd = -1;
 static char root[4096];
 /* Pages whose contents Linux leaves unspecified (after MADV_FREE). */
 static unsigned char fuzzy[NPAGES];
@@ -208,8 +210,9 @@ static void op_mmap(unsigned i) {
     range(&p, &n, 5);
     const char *pt;
     unsigned prot = rand_prot(&pt);
-    unsigned kind = pick(4);
-    static const char *kinds[] = {"anon-private", "anon-shared", "file-private", "file-shared"};
+    unsigned kind = pick(6);
+    static const char *kinds[] = {"anon-private", "anon-shared", "file-private", "file-shared",
+                                  "memfd-private", "memfd-shared"};
     unsigned foff = pick(NPAGES - 4);
     begin(i, "mmap");
     add("(%s,%s) page=%u n=%u", kinds[kind], pt, p, n);
@@ -227,8 +230,15 @@ static void op_mmap(unsigned i) {
         add(" off=%u", foff);
         r = mmap(want, (size_t)n * PAGE, prot, MAP_PRIVATE | MAP_FIXED, pfd, (off_t)foff * PAGE);
         break;
-    default:
+    case 3:
         r = mmap(want, (size_t)n * PAGE, prot, MAP_SHARED | MAP_FIXED, sfd, (off_t)p * PAGE);
+        break;
+    default:
+        /* A memory-only file: any offset, aliases included (its pages are
+         * one set, however many mappings show them). */
+        add(" off=%u", foff);
+        r = mmap(want, (size_t)n * PAGE, prot, (kind == 4 ? MAP_PRIVATE : MAP_SHARED) | MAP_FIXED, mfd,
+                 (off_t)foff * PAGE);
         break;
     }
     if (r == MAP_FAILED) {
@@ -1063,6 +1073,13 @@ static void reset(void) {
         close(sfd);
     if (pfd >= 0)
         close(pfd);
+    if (mfd >= 0)
+        close(mfd);
+    mfd = (int)syscall(SYS_memfd_create, "memdiff", 0);
+    if (mfd < 0 || ftruncate(mfd, NPAGES * PAGE)) {
+        perror("memdiff: memfd");
+        exit(2);
+    }
     sfd = scratch("shared", 1);
     pfd = scratch("private", 2);
     base = mmap(NULL, NPAGES * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
