@@ -29,6 +29,10 @@
 //!   socket calls itself) and over NIO, a UDP echo, and a Unix-domain
 //!   socket echo.
 //!
+//! * Hazelcast 5.5 (`HazelcastPair`): a two-member cluster, one member on
+//!   the host and one in a partition, joined over TCP on the loopback;
+//!   both see the same 2000-entry partitioned map.
+//!
 //! The jars come from `./x javalibs` (Maven, into `target/javalibs/`); a test
 //! runs it itself when they are missing. Without mvn or Maven Central, a
 //! JDK, or `/dev/kvm` a test says so loudly and passes.
@@ -590,6 +594,89 @@ mod tests {
         host_vs_partition("netty", JDK25, "NettyHttp", Some("netty"), 1, &|d| {
             vec![d.display().to_string()]
         });
+    }
+
+    // ---- Hazelcast ----
+
+    /// A free TCP port of the host's loopback (nothing listens there once
+    /// this returns).
+    fn free_port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("no free port")
+    }
+
+    /// A Hazelcast cluster of a host JVM and a partition's: both members
+    /// print the same map digest.
+    fn hazelcast(jdk: Jdk) {
+        let Some(jars) = ready(jdk, Some("hazelcast"), true) else {
+            return;
+        };
+        let jars = jars.as_deref();
+        let classes = compile(jdk, "HazelcastPair", jars);
+        let (a, b) = (free_port(), free_port());
+        let cluster = format!("astraea-{}-{}", std::process::id(), jdk.name);
+        let args = |name: &str, mine: u16, other: u16| {
+            vec![
+                cluster.clone(),
+                name.to_string(),
+                mine.to_string(),
+                other.to_string(),
+            ]
+        };
+        let hdir = workdir(&["hazelcast", jdk.name, "host"]);
+        let host = host_cmd(
+            jdk,
+            &hdir,
+            &java_args(&hdir, &classes, jars, "HazelcastPair", &args("host", a, b)),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cannot start the host member");
+        let pdir = workdir(&["hazelcast", jdk.name, "partition"]);
+        let part = run_with_timeout(
+            &mut partition_cmd(
+                jdk,
+                &pdir,
+                1,
+                &java_args(
+                    &pdir,
+                    &classes,
+                    jars,
+                    "HazelcastPair",
+                    &args("partition", b, a),
+                ),
+            ),
+            PARTITION_TIMEOUT,
+        );
+        let host = wait_with_timeout(host, HOST_TIMEOUT);
+        let ctx = format!("Hazelcast on JDK {}", jdk.name);
+        assert_eq!(host.code, 0, "{ctx}: the host member failed: {host:?}");
+        assert!(
+            host.stdout.starts_with("members 2, entries 2000, digest "),
+            "{ctx}: {host:?}"
+        );
+        assert!(
+            part.code == 0 && part.stdout == host.stdout,
+            "{ctx}: the partition's member differs (exit {}): {:?} vs the host's {:?}\n{}",
+            part.code,
+            part.stdout,
+            host.stdout,
+            tail(&part.stderr)
+        );
+    }
+
+    #[test]
+    fn hazelcast_jdk17() {
+        hazelcast(JDK17);
+    }
+
+    #[test]
+    fn hazelcast_jdk25() {
+        hazelcast(JDK25);
     }
 
     // ---- Jetty ----
