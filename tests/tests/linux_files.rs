@@ -597,4 +597,61 @@ mod tests {
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// `open(O_CREAT)` while a host process removes and makes the same name
+    /// again and again: Linux never fails it (the lookup and the create are
+    /// one step under its locks); through 9P the name may change between
+    /// them, and the open must start over rather than answer `ENOENT` or
+    /// `EEXIST`.
+    #[test]
+    fn create_races_with_the_host() {
+        const SRC: &str = r#"
+            #include <errno.h>
+            #include <fcntl.h>
+            #include <stdio.h>
+            #include <string.h>
+            #include <unistd.h>
+            int main(void) {
+                int failures = 0;
+                for (int i = 0; i < 3000; i++) {
+                    int fd = open("/race.file", O_CREAT | O_WRONLY, 0644);
+                    if (fd < 0) {
+                        if (failures++ < 5)
+                            printf("open: %s\n", strerror(errno));
+                    } else
+                        close(fd);
+                }
+                printf("failures %d\n", failures);
+                return 0;
+            }
+        "#;
+        if !kvm_available() {
+            return;
+        }
+        let Some(dir) = compile("creatrace", SRC) else {
+            return;
+        };
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let churn = {
+            let (stop, file) = (stop.clone(), dir.join("race.file"));
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = std::fs::remove_file(&file);
+                    let _ = std::fs::write(&file, b"");
+                    n += 1;
+                }
+                n
+            })
+        };
+        let r = run_in(&dir, "creatrace");
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let churned = churn.join().unwrap();
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (0, "failures 0\n"),
+            "{churned} host removals meanwhile: {r:?}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

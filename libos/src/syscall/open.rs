@@ -175,7 +175,27 @@ fn open_path(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
     fd::install_object(object, cloexec)
 }
 
+/// Opens (or creates) a file of the namespace. With `O_CREAT` a name that
+/// another process (the host, another partition) makes or removes between
+/// the lookup and the open or create (`EEXIST` without `O_EXCL`, or
+/// `ENOENT`: the gateway opens by name) starts the open over, so it opens
+/// or creates what is there then, as Linux's `open` does under its locks.
 fn open_namespace(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
+    const TRIES: u32 = 16;
+    let mut tries = 0;
+    loop {
+        match open_namespace_once(path.clone(), flags, mode) {
+            Err(Errno::EEXIST | Errno::ENOENT)
+                if flags & O_CREAT != 0 && flags & O_EXCL == 0 && tries < TRIES =>
+            {
+                tries += 1;
+            }
+            r => return r,
+        }
+    }
+}
+
+fn open_namespace_once(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
     let lflags = flags & !(O_CLOEXEC);
     let mut cache = None;
