@@ -45,6 +45,16 @@ static void *shoot(void *arg)
     return NULL;
 }
 
+/* kill(getpid(), SIGUSR2) after 10 ms, from a thread that blocks it too. */
+static void *kill_later(void *arg)
+{
+    (void)arg;
+    struct timespec d = {0, 10000000};
+    nanosleep(&d, NULL);
+    kill(getpid(), SIGUSR2);
+    return NULL;
+}
+
 static void later(pthread_t *t, struct shot *s)
 {
     pthread_create(t, NULL, shoot, s);
@@ -141,6 +151,18 @@ int main(void)
     sigset_t pend;
     sigpending(&pend);
     printf("after: SIGUSR2 pending %d\n", sigismember(&pend, SIGUSR2));
+
+    /* A signal sent to the process by another thread while every thread
+     * blocks it: the thread waiting in sigwaitinfo takes it. */
+    {
+        pthread_t k;
+        pthread_create(&k, NULL, kill_later, NULL);
+        memset(&info, 0, sizeof info);
+        r = sigwaitinfo(&w2, &info);
+        pthread_join(k, NULL);
+        printf("process-directed: sigwaitinfo = %d (SIGUSR2 %d), si_code SI_USER %d\n", r,
+               r == SIGUSR2, info.si_code == SI_USER);
+    }
 
     /* Queued real-time signals, each with its value, lowest number first. */
     int rt = SIGRTMIN + 2;

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include "errname.h"
@@ -198,6 +199,30 @@ static void paths(void)
     printf("accepted flags: nonblock %d cloexec %d\n", (fcntl(s, F_GETFL) & O_NONBLOCK) != 0,
            (fcntl(s, F_GETFD) & FD_CLOEXEC) != 0);
     CHECK("read on empty nonblocking", read(s, buf, sizeof buf));
+    {
+        /* Linux's socket buffer takes a 100 KB write before any read. */
+        static char big[100000];
+        memset(big, 'b', sizeof big);
+        CHECK("100 KB write before a read", write(c, big, sizeof big));
+        long got = 0;
+        while (got < (long)sizeof big) {
+            ssize_t n = read(s, big, sizeof big);
+            if (n <= 0)
+                break;
+            got += n;
+        }
+        printf("read back %ld\n", got);
+        int v = 0;
+        socklen_t vl = sizeof v;
+        getsockopt(c, SOL_SOCKET, SO_SNDBUF, &v, &vl);
+        printf("SO_SNDBUF %d\n", v);
+        getsockopt(c, SOL_SOCKET, SO_RCVBUF, &v, &vl);
+        printf("SO_RCVBUF %d\n", v);
+        getsockopt(c, SOL_SOCKET, SO_PROTOCOL, &v, &vl);
+        printf("SO_PROTOCOL %d\n", v);
+        v = 1;
+        CHECK("TCP_NODELAY on a Unix socket", setsockopt(c, IPPROTO_TCP, 1, &v, sizeof v));
+    }
     CHECK("sendto with an address", sendto(c, "x", 1, 0, (struct sockaddr *)&a, len));
     int avail = -1;
     write(c, "abc", 3);

@@ -534,4 +534,50 @@ mod tests {
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// The host's own Python 3 and its standard library run
+    /// `tests/progs/pystd.py` (SQLite in WAL mode, Unix sockets, select,
+    /// memfd and mmap, sigtimedwait, threads, temporary files): the
+    /// partition prints what the host prints.
+    #[test]
+    fn the_hosts_python_prints_what_it_prints_on_the_host() {
+        let python = Path::new("/usr/bin/python3");
+        if !python.is_file() {
+            eprintln!("\n*** SKIPPED: no /usr/bin/python3; this test did not run. ***\n");
+            return;
+        }
+        if !kvm_available() {
+            return;
+        }
+        let script = workspace().join("tests/progs/pystd.py");
+        let run = |what: &str| {
+            let dir =
+                std::env::temp_dir().join(format!("astraea-py-{what}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let mut c = if what == "host" {
+                Command::new(python)
+            } else {
+                let mut c = Command::new(astraea());
+                c.args(["run", "--"]).arg(python);
+                c
+            };
+            c.arg(&script).current_dir(&dir);
+            let r = run_with_timeout(&mut c, std::time::Duration::from_secs(120));
+            let _ = std::fs::remove_dir_all(&dir);
+            r
+        };
+        let host = run("host");
+        assert_eq!(host.code, 0, "python3 fails on the host: {host:?}");
+        let part = run("partition");
+        eprintln!(
+            "python: {} lines, as on the host",
+            host.stdout.lines().count()
+        );
+        assert_eq!(
+            (part.code, part.stdout.as_str()),
+            (0, host.stdout.as_str()),
+            "{part:?}"
+        );
+    }
 }

@@ -4,7 +4,7 @@
 
 use alloc::vec::Vec;
 
-use super::addr::AF_INET6;
+use super::addr::{AF_INET6, AF_UNIX};
 use crate::errno::Errno;
 
 /// `SOL_SOCKET`.
@@ -78,6 +78,11 @@ impl Options {
     /// the socket does not have).
     fn size(&self, level: u32, name: u32) -> Result<usize, Errno> {
         if level == IPPROTO_IPV6 && self.family != AF_INET6 {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        // A Unix socket has socket-level options only (Linux's
+        // `sock_no_setsockopt` for the rest).
+        if level != SOL_SOCKET && self.family == AF_UNIX {
             return Err(Errno::EOPNOTSUPP);
         }
         let stream = self.ty == SOCK_STREAM;
@@ -179,6 +184,7 @@ impl Options {
         match (level, name) {
             (SOL_SOCKET, SO_TYPE) => return int(self.ty as i32),
             (SOL_SOCKET, SO_DOMAIN) => return int(i32::from(self.family)),
+            (SOL_SOCKET, SO_PROTOCOL) if self.family == AF_UNIX => return int(0),
             (SOL_SOCKET, SO_PROTOCOL) => return int(if stream { 6 } else { 17 }),
             _ => {}
         }
@@ -188,8 +194,8 @@ impl Options {
         }
         let default: i32 = match (level, name) {
             // tcp_rmem/tcp_wmem defaults; UDP uses rmem/wmem_default.
-            (SOL_SOCKET, SO_RCVBUF) if stream => 131_072,
-            (SOL_SOCKET, SO_SNDBUF) if stream => 16_384,
+            (SOL_SOCKET, SO_RCVBUF) if stream && self.family != AF_UNIX => 131_072,
+            (SOL_SOCKET, SO_SNDBUF) if stream && self.family != AF_UNIX => 16_384,
             (SOL_SOCKET, SO_RCVBUF | SO_SNDBUF) => 212_992,
             (IPPROTO_IP, IP_TTL) | (IPPROTO_IPV6, IPV6_UNICAST_HOPS) => 64,
             // IP_MULTICAST_TTL, IP_MULTICAST_LOOP, IPV6_MULTICAST_HOPS/LOOP.

@@ -456,10 +456,16 @@ pub struct Conn {
     peer: Name,
 }
 
+/// What one direction of a connection holds: Linux's default socket
+/// buffer (`net.core.wmem_default`), so a large write that fits on Linux
+/// does not wait here for a reader (Python's test `sendall`s 100 KB before
+/// reading).
+const UNIX_BUF: usize = 212_992;
+
 /// Two connected ends, named `a` and `b`.
 fn conn_pair(a: Name, b: Name) -> (Conn, Conn) {
-    let (r1, w1) = pipe::new(0);
-    let (r2, w2) = pipe::new(0);
+    let (r1, w1) = pipe::with_capacity(0, UNIX_BUF);
+    let (r2, w2) = pipe::with_capacity(0, UNIX_BUF);
     let end = |rd: ReadEnd, wr: WriteEnd, local: &Name, peer: &Name| {
         let wr = Arc::new(wr);
         Conn {

@@ -3,6 +3,8 @@
 //! handshakes on some paths) parks the sampled thread in its signal handler
 //! with `sigsuspend` until the sampler resumes it.
 
+use core::sync::atomic::Ordering;
+
 use crate::errno::Errno;
 use crate::mm::user;
 use crate::sched::WaitQueue;
@@ -55,12 +57,26 @@ pub fn rt_sigtimedwait(a: &[u64; 6]) -> Result<u64, Errno> {
     if let Some(info) = (a[1] != 0).then_some(a[1]) {
         user::check_range(info, 128)?;
     }
+    // As Linux's do_sigtimedwait, the set is unblocked while the thread
+    // waits, so a signal sent to the process (which goes to a thread that
+    // does not block it) finds this one; the mask comes back before the
+    // call returns, so a signal taken here never runs a handler.
+    let me = crate::sched::current();
+    let old = me.user.sigmask.fetch_and(!set, Ordering::Relaxed);
+    let r = wait_taking(set, deadline);
+    me.user.sigmask.store(old, Ordering::Relaxed);
+    let (sig, info) = r?;
+    if a[1] != 0 {
+        user::copy_in(a[1], &info)?;
+    }
+    Ok(u64::from(sig))
+}
+
+/// Takes a pending signal of `set`, waiting up to `deadline` for one.
+fn wait_taking(set: u64, deadline: Option<u64>) -> Result<(u32, crate::signal::SigInfo), Errno> {
     loop {
-        if let Some((sig, info)) = crate::signal::take_pending(set) {
-            if a[1] != 0 {
-                user::copy_in(a[1], &info)?;
-            }
-            return Ok(u64::from(sig));
+        if let Some(taken) = crate::signal::take_pending(set) {
+            return Ok(taken);
         }
         let timed_out = SIGWAIT
             .wait_while_interruptible_until(deadline, || !crate::signal::pending_in(set))

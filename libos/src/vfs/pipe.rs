@@ -60,9 +60,15 @@ pub struct WriteEnd {
 
 /// A new pipe; both ends get the status flags `flags` (`O_NONBLOCK`).
 pub fn new(flags: u32) -> (ReadEnd, WriteEnd) {
+    with_capacity(flags, PIPE_SIZE)
+}
+
+/// A new pipe holding up to `cap` bytes (a Unix socket's direction, as big
+/// as Linux's socket buffer); the ring grows as it fills.
+pub fn with_capacity(flags: u32, cap: usize) -> (ReadEnd, WriteEnd) {
     let pipe = Arc::new(Pipe {
         state: IrqLock::new(State {
-            ring: Ring::new(PIPE_SIZE),
+            ring: Ring::new(cap),
             readers: 1,
             writers: 1,
             rd_shut: false,
