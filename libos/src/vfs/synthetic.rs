@@ -51,7 +51,13 @@ impl Synthetic {
         Self {
             path,
             content: Content::Dir(if dir == SynDir::Fds {
-                super::route::fd_entries(&crate::fd::open_fds())
+                // The listing's own descriptor, about to be the lowest free
+                // one, is listed too, as on Linux.
+                let mut fds = crate::fd::open_fds();
+                let next = (0..).find(|i| !fds.contains(i)).unwrap_or(fds.len());
+                fds.push(next);
+                fds.sort_unstable();
+                super::route::fd_entries(&fds)
             } else {
                 dir_entries(dir, pid(), cpus())
             }),
