@@ -715,7 +715,7 @@ fn fault_inner(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
                 .as_any()
                 .downcast_ref::<crate::vfs::memfd::MemFd>()
                 .ok_or(Fault::Bus)?;
-            mem_fault(page, write, &area, start, memfd, *offset)
+            mem_fault(lo, hi, page, write, &area, start, memfd, *offset)
         }
         Backing::Anon => {
             STATS
@@ -804,7 +804,12 @@ fn fault_inner(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
 /// page itself (made, zeroed, if new); a private one its own copy on a
 /// write, the file's page read-only (copied on a later write) otherwise.
 /// Past the end of the file: SIGBUS.
+/// A shared mapping maps the whole fault-around window `[lo, hi)` at once
+/// (its pages made if new), as a file's: ZGC touches its heap in order.
+#[allow(clippy::too_many_arguments)]
 fn mem_fault(
+    lo: u64,
+    hi: u64,
     page: u64,
     write: bool,
     area: &Area,
@@ -812,11 +817,30 @@ fn mem_fault(
     memfd: &crate::vfs::memfd::MemFd,
     offset: u64,
 ) -> Result<(), Fault> {
-    let index = (offset + (page - start)) / PAGE;
-    let pa = memfd
-        .map_page(index)
-        .map_err(|past_end| if past_end { Fault::Bus } else { Fault::Oom })?;
-    map_shared_page(page, pa, area, start)?;
+    let (lo, hi) = if area.shared {
+        (lo, hi)
+    } else {
+        (page, page + PAGE)
+    };
+    let mut va = lo;
+    while va < hi {
+        if va != page && translate(va).is_some() {
+            va += PAGE;
+            continue;
+        }
+        let index = (offset + (va - start)) / PAGE;
+        match memfd.map_page(index) {
+            Ok(pa) => map_shared_page(va, pa, area, start)?,
+            // Past the end of the file (SIGBUS there) or out of memory:
+            // the faulting page fails, the window's others are left.
+            Err(past_end) if va == page => {
+                return Err(if past_end { Fault::Bus } else { Fault::Oom });
+            }
+            Err(_) if va < page => va = page - PAGE,
+            Err(_) => break,
+        }
+        va += PAGE;
+    }
     if write && !area.shared {
         return copy_on_write(page, area, start);
     }
