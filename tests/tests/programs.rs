@@ -535,6 +535,50 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// Runs `argv` in a fresh directory on the host and then in a
+    /// partition (`astraea run -- argv…`): both runs.
+    fn host_then_partition(tag: &str, argv: &[&Path]) -> (Run, Run) {
+        let run = |what: &str| {
+            let dir =
+                std::env::temp_dir().join(format!("astraea-{tag}-{what}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let mut c = if what == "host" {
+                Command::new(argv[0])
+            } else {
+                let mut c = Command::new(astraea());
+                c.args(["run", "--"]).arg(argv[0]);
+                c
+            };
+            c.args(&argv[1..]).current_dir(&dir);
+            let r = run_with_timeout(&mut c, std::time::Duration::from_secs(120));
+            let _ = std::fs::remove_dir_all(&dir);
+            r
+        };
+        let host = run("host");
+        assert_eq!(host.code, 0, "{tag} fails on the host: {host:?}");
+        (host, run("partition"))
+    }
+
+    /// The partition's run printed what the host's did, and reached no
+    /// system call the library OS lacks.
+    fn same_run(tag: &str, host: &Run, part: &Run) {
+        eprintln!(
+            "{tag}: {} lines, as on the host",
+            host.stdout.lines().count()
+        );
+        assert_eq!(
+            (part.code, part.stdout.as_str()),
+            (0, host.stdout.as_str()),
+            "{tag}: {part:?}"
+        );
+        assert!(
+            !part.stderr.contains("unimplemented system call"),
+            "{tag}: {}",
+            part.stderr
+        );
+    }
+
     /// The host's own Python 3 and its standard library run
     /// `tests/progs/pystd.py` (SQLite in WAL mode, Unix sockets, select,
     /// memfd and mmap, sigtimedwait, threads, temporary files): the
@@ -550,34 +594,63 @@ mod tests {
             return;
         }
         let script = workspace().join("tests/progs/pystd.py");
-        let run = |what: &str| {
-            let dir =
-                std::env::temp_dir().join(format!("astraea-py-{what}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            let mut c = if what == "host" {
-                Command::new(python)
-            } else {
-                let mut c = Command::new(astraea());
-                c.args(["run", "--"]).arg(python);
-                c
-            };
-            c.arg(&script).current_dir(&dir);
-            let r = run_with_timeout(&mut c, std::time::Duration::from_secs(120));
-            let _ = std::fs::remove_dir_all(&dir);
-            r
+        let (host, part) = host_then_partition("python", &[python, &script]);
+        same_run("python", &host, &part);
+    }
+
+    /// The host's Node.js (libuv: epoll, eventfd, threads, `capget`) runs
+    /// `tests/progs/nodeprobe.js`: the partition prints what the host prints.
+    #[test]
+    fn the_hosts_node_prints_what_it_prints_on_the_host() {
+        let node = Path::new("/usr/bin/node");
+        if !node.is_file() {
+            eprintln!("\n*** SKIPPED: no /usr/bin/node; this test did not run. ***\n");
+            return;
+        }
+        if !kvm_available() {
+            return;
+        }
+        let script = workspace().join("tests/progs/nodeprobe.js");
+        let (host, part) = host_then_partition("node", &[node, &script]);
+        same_run("node", &host, &part);
+    }
+
+    /// A static Go program (`tests/progs/goprobe`, built here with the
+    /// host's Go toolchain) with its own runtime: the partition prints what
+    /// the host prints.
+    #[test]
+    fn a_go_program_prints_what_it_prints_on_the_host() {
+        let go = ["/usr/local/go/bin/go", "/usr/bin/go"]
+            .into_iter()
+            .map(Path::new)
+            .find(|p| p.is_file());
+        let Some(go) = go else {
+            eprintln!("\n*** SKIPPED: no Go toolchain; this test did not run. ***\n");
+            return;
         };
-        let host = run("host");
-        assert_eq!(host.code, 0, "python3 fails on the host: {host:?}");
-        let part = run("partition");
-        eprintln!(
-            "python: {} lines, as on the host",
-            host.stdout.lines().count()
-        );
-        assert_eq!(
-            (part.code, part.stdout.as_str()),
-            (0, host.stdout.as_str()),
-            "{part:?}"
-        );
+        if !kvm_available() {
+            return;
+        }
+        let src = workspace().join("tests/progs/goprobe");
+        let out = std::env::temp_dir().join(format!("astraea-goprobe-{}", std::process::id()));
+        let built = Command::new(go)
+            .args(["build", "-o"])
+            .arg(&out)
+            .arg(".")
+            .current_dir(&src)
+            .env("CGO_ENABLED", "0")
+            .env("GOFLAGS", "-mod=mod")
+            .output()
+            .unwrap();
+        if !built.status.success() {
+            eprintln!(
+                "\n*** SKIPPED: go build failed ({}); this test did not run. ***\n",
+                String::from_utf8_lossy(&built.stderr)
+            );
+            return;
+        }
+        let (host, part) = host_then_partition("go", &[&out]);
+        let _ = std::fs::remove_file(&out);
+        same_run("go", &host, &part);
     }
 }

@@ -9,6 +9,7 @@ mod affinity;
 mod arch_prctl;
 mod bind;
 mod brk;
+mod caps;
 mod chmod;
 mod clock_gettime;
 mod clone;
@@ -263,6 +264,11 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (284, "eventfd", pipe::eventfd),
     (290, "eventfd2", pipe::eventfd2),
     (319, "memfd_create", memfd::memfd_create),
+    (125, "capget", caps::capget),
+    (126, "capset", caps::capset),
+    (329, "pkey_mprotect", caps::pkey_mprotect),
+    (330, "pkey_alloc", caps::pkey_alloc),
+    (331, "pkey_free", caps::pkey_free),
     (237, "mbind", numa::mbind),
     (238, "set_mempolicy", numa::set_mempolicy),
     (239, "get_mempolicy", numa::get_mempolicy),

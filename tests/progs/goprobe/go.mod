@@ -1,0 +1,2 @@
+module gop
+go 1.21
