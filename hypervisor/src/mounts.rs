@@ -1,7 +1,8 @@
 //! `--mount HOST[:GUEST][:ro|:rw][:cache|:nocache]` and the default exports
-//! (the host's `/` read-only, `/tmp` and the current directory read-write
-//! at their own paths): what a partition's files are, for `astraea run` and
-//! for the shared gateway of `astraea deploy`.
+//! (the host's `/` read-only and the current directory read-write at its
+//! own path; for `astraea run` also the host's `/tmp` read-write, with a
+//! private `hsperfdata` directory in it): what a partition's files are, for
+//! `astraea run` and for the shared gateway of `astraea deploy`.
 
 use std::path::{Path, PathBuf};
 
@@ -64,11 +65,12 @@ pub fn parse_mount(spec: &str) -> Result<(Export, Option<bool>), VmmError> {
 }
 
 /// The exports of `mounts`, or without any the defaults: the host's `/`
-/// read-only, and `/tmp` and the current directory read-write at their own
-/// paths (a host process may write both: the JVM's `java.io.tmpdir`, JFR's
-/// repository, native libraries that Netty and JNA unpack live in `/tmp`).
-/// Each comes with its `:cache`/`:nocache` choice, if made.
-pub fn exports(mounts: &[String]) -> Result<Vec<(Export, Option<bool>)>, VmmError> {
+/// read-only and the current directory read-write at its own path, and with
+/// `tmp` the host's `/tmp` read-write too (a host process may write it: the
+/// JVM's `java.io.tmpdir`, JFR's repository, native libraries that Netty and
+/// JNA unpack live there; see [`PrivatePerfData`] for what must not be
+/// shared in it). Each comes with its `:cache`/`:nocache` choice, if made.
+pub fn exports(mounts: &[String], tmp: bool) -> Result<Vec<(Export, Option<bool>)>, VmmError> {
     if !mounts.is_empty() {
         return mounts.iter().map(|m| parse_mount(m)).collect();
     }
@@ -82,11 +84,11 @@ pub fn exports(mounts: &[String]) -> Result<Vec<(Export, Option<bool>)>, VmmErro
         },
         None,
     )];
-    let tmp = Path::new("/tmp");
-    if tmp.is_dir() && cwd != tmp {
+    let host_tmp = Path::new("/tmp");
+    if tmp && host_tmp.is_dir() && cwd != host_tmp {
         out.push((
             Export {
-                host: tmp.to_path_buf(),
+                host: host_tmp.to_path_buf(),
                 guest: "/tmp".into(),
                 read_only: false,
             },
@@ -104,4 +106,75 @@ pub fn exports(mounts: &[String]) -> Result<Vec<(Export, Option<bool>)>, VmmErro
         ));
     }
     Ok(out)
+}
+
+/// A partition's own `/tmp/hsperfdata_USER`: a fresh host directory
+/// exported over that path of the shared `/tmp`, removed when this is
+/// dropped (the partition has ended). Every partition's process has the
+/// same pid, so the JVM's performance-data file there
+/// (`/tmp/hsperfdata_USER/PID`, mapped shared and truncated by each JVM)
+/// would be one file for all of them, and a JVM's clean-up of the files of
+/// processes it cannot see would remove the host JVMs'.
+pub struct PrivatePerfData {
+    dir: PathBuf,
+    user: String,
+}
+
+impl PrivatePerfData {
+    /// Makes the directory (mode 0700, as the JVM requires), for the user
+    /// this process runs as; `None` if that user has no name.
+    pub fn new() -> Result<Option<PrivatePerfData>, VmmError> {
+        use std::os::unix::fs::DirBuilderExt;
+        let Some(user) = user_name() else {
+            return Ok(None);
+        };
+        let base = std::env::temp_dir();
+        for n in 0..1000u32 {
+            let dir = base.join(format!("astraea-hsperfdata-{}-{n}", std::process::id()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => return Ok(Some(PrivatePerfData { dir, user })),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(VmmError::Boot(format!(
+                        "cannot make the partition's hsperfdata directory under {}: {e}",
+                        base.display()
+                    )));
+                }
+            }
+        }
+        Err(VmmError::Boot(format!(
+            "cannot make the partition's hsperfdata directory under {}: every name is taken",
+            base.display()
+        )))
+    }
+
+    /// Its export over `/tmp/hsperfdata_USER`, read-write.
+    pub fn export(&self) -> Export {
+        Export {
+            host: self.dir.clone(),
+            guest: format!("/tmp/hsperfdata_{}", self.user),
+            read_only: false,
+        }
+    }
+}
+
+impl Drop for PrivatePerfData {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.dir) {
+            tracing::warn!("cannot remove {}: {e}", self.dir.display());
+        }
+    }
+}
+
+/// The name of the user this process runs as, from `/etc/passwd` (what the
+/// JVM's `getpwuid` finds in the partition, which reads the same file).
+fn user_name() -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    // This process's own /proc directory belongs to its user.
+    let uid = std::fs::metadata("/proc/self").ok()?.uid();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() > 2 && f[2].parse() == Ok(uid)).then(|| f[0].to_string())
+    })
 }

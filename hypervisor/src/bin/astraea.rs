@@ -467,6 +467,17 @@ fn run(args: RunArgs) -> ExitCode {
 
 fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError> {
     let mem = parse_mem_size(&args.mem)?;
+    // The default namespace's /tmp is the host's; its hsperfdata directory
+    // is the partition's own, kept until the partition ends.
+    let perf = if args.mounts.is_empty()
+        && args.gateway.is_none()
+        && args.ninep.is_none()
+        && !args.no_files
+    {
+        astraea_hypervisor::mounts::PrivatePerfData::new()?
+    } else {
+        None
+    };
     let kernel = match &args.kernel {
         Some(k) => k.clone(),
         None => find_kernel()?,
@@ -484,7 +495,7 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
             }
         }
         None if args.no_files => NinePTarget::None,
-        None => NinePTarget::Gateway(gateway_config(&args.mounts, &args.net)?),
+        None => NinePTarget::Gateway(gateway_config(&args.mounts, &args.net, perf.as_ref())?),
         Some(t) => match t.strip_prefix("tcp:") {
             Some(addr) if !addr.is_empty() => NinePTarget::Tcp(addr.to_string()),
             _ => {
@@ -628,11 +639,14 @@ fn check_java(args: &RunArgs) -> Result<(), jvm_opts::JvmOptionError> {
 fn gateway_config(
     mounts: &[String],
     net: &[String],
+    perf: Option<&astraea_hypervisor::mounts::PrivatePerfData>,
 ) -> Result<astraea_gateway::GatewayConfig, VmmError> {
-    let exports = astraea_hypervisor::mounts::exports(mounts)?
-        .into_iter()
-        .map(|(e, _)| e)
-        .collect();
+    let mut exports: Vec<astraea_gateway::Export> =
+        astraea_hypervisor::mounts::exports(mounts, true)?
+            .into_iter()
+            .map(|(e, _)| e)
+            .collect();
+    exports.extend(perf.map(|p| p.export()));
     Ok(astraea_gateway::GatewayConfig {
         exports,
         env: std::env::vars().collect(),

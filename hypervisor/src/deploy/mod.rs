@@ -648,7 +648,7 @@ impl SharedGateway {
             "warn".into(),
         ];
         // The same exports `astraea run --mount` (or its defaults) would give.
-        let exports = crate::mounts::exports(&m.mounts)
+        let exports = crate::mounts::exports(&m.mounts, false)
             .map_err(|e| DeployError::NotReady(format!("the shared gateway's mounts: {e}")))?;
         let cache_on = m.cache.as_deref() != Some("none");
         let mut cache_paths = Vec::new();

@@ -181,7 +181,8 @@ pub struct Member {
     /// Network policy (`--net`), repeatable.
     pub net: Vec<String>,
     /// Exports (`--mount HOST[:GUEST][:ro|:rw][:cache|:nocache]`); empty:
-    /// the host's `/` read-only, `/tmp` and the current directory read-write.
+    /// the host's `/` read-only and the current directory read-write (no
+    /// shared `/tmp`: the members' processes all have one pid).
     pub mounts: Vec<String>,
     /// Restart policy.
     pub restart: Restart,
