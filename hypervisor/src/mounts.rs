@@ -129,6 +129,7 @@ impl PrivatePerfData {
             return Ok(None);
         };
         let base = std::env::temp_dir();
+        remove_stale(&base);
         for n in 0..1000u32 {
             let dir = base.join(format!("astraea-hsperfdata-{}-{n}", std::process::id()));
             match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
@@ -162,6 +163,27 @@ impl Drop for PrivatePerfData {
     fn drop(&mut self) {
         if let Err(e) = std::fs::remove_dir_all(&self.dir) {
             tracing::warn!("cannot remove {}: {e}", self.dir.display());
+        }
+    }
+}
+
+/// Removes the private hsperfdata directories of `astraea` processes that
+/// are gone without removing theirs (killed with SIGKILL).
+fn remove_stale(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("astraea-hsperfdata-")
+            .and_then(|r| r.split_once('-'))
+            .map(|(pid, _)| pid.to_string())
+        else {
+            continue;
+        };
+        if pid.bytes().all(|b| b.is_ascii_digit()) && !Path::new("/proc").join(&pid).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
         }
     }
 }
