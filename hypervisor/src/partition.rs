@@ -378,6 +378,10 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         cmdline += " net.stream=off";
     }
     cmdline += &format!(" syscall.entry={}", cfg.syscall_entry.name());
+    // The program's pid is this process's: files named after it (GC logs,
+    // crash reports, heap dumps) differ between partitions, and the pid a
+    // program logs is the one `ps` and `astraea ps` show.
+    cmdline += &format!(" pid={}", std::process::id());
     if let Some(name) = host_name() {
         // The program's `uname` is the host's: its name resolves as on the
         // host (`/etc/hosts`).

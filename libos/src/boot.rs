@@ -503,6 +503,9 @@ fn run(
     if let Some(name) = cfg.cmdline_value("host.name") {
         crate::syscall::uname::set_nodename(name);
     }
+    if let Some(pid) = cfg.cmdline_value("pid").and_then(|p| p.parse().ok()) {
+        crate::process::set_pid(pid);
+    }
     if cfg.cmdline_value("profile") == Some("1") {
         crate::profile::enable();
     }

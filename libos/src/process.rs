@@ -33,6 +33,28 @@ pub static LIVE_THREADS: core::sync::atomic::AtomicUsize = core::sync::atomic::A
 /// The process id: the first program thread's id.
 static PID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
 
+/// The process id the VMM chose (`pid=` on the command line; 0: none).
+static CHOSEN_PID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// Linux's largest process id (`PID_MAX_LIMIT`). Thread ids count on from
+/// the pid and stay far below a futex word's owner field (`FUTEX_TID_MASK`,
+/// 2^30) for any number of threads a partition can make.
+const PID_MAX: u64 = 1 << 22;
+
+/// Makes `pid` the program's process id (and the first of its thread ids)
+/// instead of the scheduler's small numbers. The VMM passes its own host
+/// process id, so that partitions differ where programs name files after
+/// their pid (`hs_err_pid%p.log`, `-Xlog:gc:file=gc-%p.log`, heap dumps,
+/// lock and pid files in a shared `/tmp`), and the pid a program logs is
+/// the one `ps` shows on the host.
+pub fn set_pid(pid: u64) {
+    if pid == 0 || pid > PID_MAX {
+        log::warn!("pid={pid} on the command line is out of range; ignored");
+        return;
+    }
+    CHOSEN_PID.store(pid, core::sync::atomic::Ordering::Relaxed);
+}
+
 /// The program's threads by id.
 static THREADS: crate::sync::IrqLock<alloc::collections::BTreeMap<u64, crate::sched::ThreadRef>> =
     crate::sync::IrqLock::new(alloc::collections::BTreeMap::new());
@@ -56,6 +78,11 @@ pub fn thread_not_blocking(sig: u32) -> Option<u64> {
         .iter()
         .find(|(_, t)| t.user.sigmask.load(core::sync::atomic::Ordering::Relaxed) & bit == 0)
         .map(|(&tid, _)| tid)
+}
+
+/// The ids of the program's threads alive, in order.
+pub fn tids() -> Vec<u64> {
+    THREADS.lock().keys().copied().collect()
 }
 
 /// Records a new program thread.
@@ -259,6 +286,10 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
     user::copy_in(stack.sp, &stack.bytes)?;
     log::debug!("{path}: entry {:#x}, stack {:#x}", plan.entry, stack.sp);
     let me = crate::sched::current();
+    match CHOSEN_PID.load(core::sync::atomic::Ordering::Relaxed) {
+        0 => {}
+        pid => me.renumber(pid),
+    }
     PID.store(me.id(), core::sync::atomic::Ordering::Relaxed);
     LIVE_THREADS.store(1, core::sync::atomic::Ordering::Relaxed);
     register(&me);

@@ -229,6 +229,50 @@ mod tests {
         }
     }
 
+    /// Process and thread ids relate as on Linux, and each partition's pid is
+    /// its `astraea` process's host pid: three partitions at once create
+    /// files named after their pids in one directory without colliding (all
+    /// had pid 4 before), and each file names the host pid (tests/progs/ids.c).
+    fn ids(b: Build) {
+        if !kvm_available() {
+            return;
+        }
+        let Some(dir) = build("ids", b) else {
+            return;
+        };
+        let (host, _) = host_and_partition(&dir, "ids", &["{data}"]);
+        assert_eq!(host.stdout, expected("ids"), "ids on the host: {host:?}");
+        let shared = dir.join("shared");
+        std::fs::create_dir_all(&shared).unwrap();
+        let children: Vec<_> = (0..3)
+            .map(|_| {
+                Command::new(astraea())
+                    .args(["run", "--", "./ids"])
+                    .arg(&shared)
+                    .current_dir(&dir)
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("cannot start astraea")
+            })
+            .collect();
+        for child in children {
+            let pid = child.id();
+            let r = wait_with_timeout(child, TIMEOUT);
+            assert_eq!(
+                (r.code, r.stdout.as_str()),
+                (0, host.stdout.as_str()),
+                "ids ({}) in partition {pid} differs from the host: {r:?}",
+                b.tag()
+            );
+            let seen = std::fs::read_to_string(shared.join(format!("pid-of-ids.{pid}")))
+                .unwrap_or_else(|e| panic!("partition {pid} wrote no pid file ({e}): {r:?}"));
+            assert_eq!(seen.trim(), pid.to_string(), "{r:?}");
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
     /// `sockets policy PORT` in a partition with `astraea run` options
     /// `net`: what its connect to 127.0.0.1:PORT and its bind answered.
     fn policy_run(net: &[&str], port: u16) -> Option<String> {
@@ -631,6 +675,7 @@ mod tests {
         unixsock: unixsock_glibc_dynamic, unixsock_musl_static, unixsock_musl_static_pie;
         sigwait: sigwait_glibc_dynamic, sigwait_musl_static, sigwait_musl_static_pie;
         memfd: memfd_glibc_dynamic, memfd_musl_static, memfd_musl_static_pie;
+        ids: ids_glibc_dynamic, ids_musl_static, ids_musl_static_pie;
     }
 
     // --- Debian's busybox-static: a non-PIE ET_EXEC at 0x400000 ---

@@ -35,7 +35,9 @@ type Entry = Box<dyn FnOnce() + Send>;
 
 /// A kernel thread.
 pub struct Thread {
-    id: u64,
+    /// Thread id (atomic only so that the program's first thread can take
+    /// the process id the VMM chose: see [`Thread::renumber`]).
+    id: AtomicU64,
     name: String,
     state: AtomicU8,
     /// Stack pointer saved by the context switch while the thread is off-CPU.
@@ -123,7 +125,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 impl Thread {
     fn alloc(name: &str, stack: Option<KernelStack>, entry: Option<Entry>) -> ThreadRef {
         Arc::new(Thread {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id: AtomicU64::new(NEXT_ID.fetch_add(1, Ordering::Relaxed)),
             name: String::from(name),
             // Not yet in a run queue: `make_ready` puts it there.
             state: AtomicU8::new(State::Blocked as u8),
@@ -169,7 +171,15 @@ impl Thread {
 
     /// Thread id.
     pub fn id(&self) -> u64 {
-        self.id
+        self.id.load(Ordering::Relaxed)
+    }
+
+    /// Gives the thread the id `id`, and the threads made after it the ids
+    /// that follow. For the program's first thread before the program runs
+    /// (its id is the process id), while nothing has recorded the old one.
+    pub(crate) fn renumber(&self, id: u64) {
+        self.id.store(id, Ordering::Relaxed);
+        NEXT_ID.fetch_max(id + 1, Ordering::Relaxed);
     }
 
     /// Thread name.

@@ -43,7 +43,7 @@ mod open;
 pub mod patch;
 mod pipe;
 mod poll;
-mod prctl;
+pub mod prctl;
 pub mod prlimit64;
 mod read;
 mod readlink;

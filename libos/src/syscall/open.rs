@@ -99,7 +99,11 @@ pub fn dir_slash(path: &str) -> bool {
 /// Where `path` is served: the library OS's own files, or 9P (with
 /// `/proc/self/exe` turned into the program's path).
 pub fn route_path(path: &str) -> Route {
-    route(path, crate::vfs::pid(), crate::vfs::cpus())
+    let r = route(path, crate::vfs::pid(), crate::vfs::cpus());
+    match r.thread() {
+        Some(tid) if crate::process::thread(tid).is_none() => Route::Missing,
+        _ => r,
+    }
 }
 
 /// Flag combinations refused before the path is looked at.

@@ -56,7 +56,18 @@ static TIMER_SLACK: AtomicU64 = AtomicU64::new(DEFAULT_SLACK_NS);
 
 /// The calling thread's name, NUL-padded.
 fn current_name() -> [u8; 16] {
-    let tid = crate::sched::current().id();
+    name_of(crate::sched::current().id())
+}
+
+/// Thread `tid`'s name (`/proc/self/task/<tid>/comm`).
+pub fn thread_name(tid: u64) -> alloc::string::String {
+    let name = name_of(tid);
+    let len = name.iter().position(|&b| b == 0).unwrap_or(16);
+    alloc::string::String::from_utf8_lossy(&name[..len]).into_owned()
+}
+
+/// Thread `tid`'s name, NUL-padded.
+fn name_of(tid: u64) -> [u8; 16] {
     if let Some(n) = THREAD_NAMES.lock().get(&tid) {
         return *n;
     }

@@ -15,6 +15,8 @@ pub const USER_HZ: u64 = 100;
 pub struct ProcessInfo {
     /// The process id.
     pub pid: u64,
+    /// The thread described (`/proc/self/task/<tid>`), or the pid.
+    pub tid: u64,
     /// The parent's id (0: outside the partition).
     pub ppid: u64,
     /// The command name (at most 15 bytes, as `PR_SET_NAME` keeps it).
@@ -405,7 +407,8 @@ pub fn loadavg(threads: u64, pid: u64) -> String {
 pub fn self_stat(p: &ProcessInfo) -> String {
     let ticks = p.utime_ns / (1_000_000_000 / USER_HZ);
     let mut s = format!(
-        "{pid} ({name}) R {ppid} {pid} {pid} 0 -1 4194560 0 0 0 0 {ticks} 0 0 0 20 0 {threads} 0 0 {vsize} {rss} 18446744073709551615 ",
+        "{tid} ({name}) R {ppid} {pid} {pid} 0 -1 4194560 0 0 0 0 {ticks} 0 0 0 20 0 {threads} 0 0 {vsize} {rss} 18446744073709551615 ",
+        tid = p.tid,
         pid = p.pid,
         name = p.name,
         ppid = p.ppid,
@@ -484,11 +487,12 @@ pub fn status(p: &ProcessInfo) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        "Name:\t{name}\nUmask:\t{umask:04o}\nState:\tR (running)\nTgid:\t{pid}\nNgid:\t0\nPid:\t{pid}\n\
+        "Name:\t{name}\nUmask:\t{umask:04o}\nState:\tR (running)\nTgid:\t{pid}\nNgid:\t0\nPid:\t{tid}\n\
          PPid:\t{ppid}\nTracerPid:\t0\nUid:\t{u}\t{u}\t{u}\t{u}\nGid:\t{g}\t{g}\t{g}\t{g}\n\
-         FDSize:\t64\nGroups:\t\nNStgid:\t{pid}\nNSpid:\t{pid}\nNSpgid:\t{pid}\nNSsid:\t{pid}\n",
+         FDSize:\t64\nGroups:\t\nNStgid:\t{pid}\nNSpid:\t{tid}\nNSpgid:\t{pid}\nNSsid:\t{pid}\n",
         name = p.name,
         umask = p.umask,
+        tid = p.tid,
         pid = p.pid,
         ppid = p.ppid,
     );
@@ -627,6 +631,7 @@ mod tests {
     fn self_stat_has_52_fields_and_the_name_in_parentheses() {
         let p = ProcessInfo {
             pid: 1,
+            tid: 1,
             name: String::from("my prog"),
             threads: 3,
             vsize: 1 << 20,
@@ -670,6 +675,7 @@ mod tests {
     fn status_reports_ids_threads_and_memory() {
         let p = ProcessInfo {
             pid: 1,
+            tid: 1,
             name: String::from("java"),
             uid: 1000,
             gid: 100,

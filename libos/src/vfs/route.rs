@@ -42,6 +42,22 @@ pub enum ProcFile {
     Mounts,
     /// `/proc/self/environ`.
     Environ,
+    /// `/proc/self/task/<tid>/stat`: the thread's line.
+    TaskStat(u64),
+    /// `/proc/self/task/<tid>/status`.
+    TaskStatus(u64),
+    /// `/proc/self/task/<tid>/comm`: the thread's name.
+    TaskComm(u64),
+}
+
+impl ProcFile {
+    /// The thread a `/proc/self/task/<tid>/…` file describes.
+    pub fn thread(self) -> Option<u64> {
+        match self {
+            ProcFile::TaskStat(t) | ProcFile::TaskStatus(t) | ProcFile::TaskComm(t) => Some(t),
+            _ => None,
+        }
+    }
 }
 
 /// A device node.
@@ -98,6 +114,22 @@ pub enum SynDir {
     ProcNet,
     /// `/proc/self/fd`: a link per open descriptor.
     Fds,
+    /// `/proc/self/task`: a directory per thread of the program.
+    Tasks,
+    /// `/proc/self/task/<tid>`.
+    Task(u64),
+}
+
+impl Route {
+    /// The thread a `/proc/self/task/<tid>` path names, which may have
+    /// exited (the caller looks).
+    pub fn thread(&self) -> Option<u64> {
+        match self {
+            Route::Dir(SynDir::Task(t)) => Some(*t),
+            Route::File(f) => f.thread(),
+            _ => None,
+        }
+    }
 }
 
 /// Where a path is served.
@@ -183,6 +215,14 @@ fn proc_route(rest: Vec<&str>, pid: u64) -> Route {
             ["exe"] => Route::Exe,
             ["fd"] => Route::Dir(SynDir::Fds),
             ["fd", n] => fd_number(n).map_or(Route::Missing, Route::Fd),
+            ["task"] => Route::Dir(SynDir::Tasks),
+            ["task", t, rest @ ..] => match (fd_number(t), rest) {
+                (Some(t), []) => Route::Dir(SynDir::Task(u64::from(t))),
+                (Some(t), ["stat"]) => Route::File(ProcFile::TaskStat(u64::from(t))),
+                (Some(t), ["status"]) => Route::File(ProcFile::TaskStatus(u64::from(t))),
+                (Some(t), ["comm"]) => Route::File(ProcFile::TaskComm(u64::from(t))),
+                _ => Route::Missing,
+            },
             _ => Route::Missing,
         },
         _ => Route::Missing,
@@ -246,11 +286,18 @@ pub fn dir_entries(dir: SynDir, pid: u64, cpus: usize) -> Vec<(String, u8)> {
             ]));
         }
         SynDir::ProcNet => out.extend(named(&[("if_inet6", DT_REG)])),
-        // The caller lists the descriptors (`fd_entries`).
-        SynDir::Fds => {}
+        // The caller lists the descriptors (`fd_entries`) and the threads
+        // (`task_entries`).
+        SynDir::Fds | SynDir::Tasks => {}
+        SynDir::Task(_) => out.extend(named(&[
+            ("stat", DT_REG),
+            ("status", DT_REG),
+            ("comm", DT_REG),
+        ])),
         SynDir::ProcSelf => out.extend(named(&[
             ("net", DT_DIR),
             ("fd", DT_DIR),
+            ("task", DT_DIR),
             ("cmdline", DT_REG),
             ("environ", DT_REG),
             ("mounts", DT_REG),
@@ -276,11 +323,20 @@ pub fn dir_entries(dir: SynDir, pid: u64, cpus: usize) -> Vec<(String, u8)> {
 
 /// `/proc/self/fd`'s entries for the descriptors `fds`.
 pub fn fd_entries(fds: &[usize]) -> Vec<(String, u8)> {
+    numbered_entries(fds.iter().map(|&fd| fd as u64), DT_LNK)
+}
+
+/// `/proc/self/task`'s entries for the threads `tids`.
+pub fn task_entries(tids: &[u64]) -> Vec<(String, u8)> {
+    numbered_entries(tids.iter().copied(), DT_DIR)
+}
+
+fn numbered_entries(ids: impl Iterator<Item = u64>, ty: u8) -> Vec<(String, u8)> {
     let mut out: Vec<(String, u8)> = [(".", DT_DIR), ("..", DT_DIR)]
         .iter()
         .map(|(n, t)| (String::from(*n), *t))
         .collect();
-    out.extend(fds.iter().map(|fd| (alloc::format!("{fd}"), DT_LNK)));
+    out.extend(ids.map(|id| (alloc::format!("{id}"), ty)));
     out
 }
 
@@ -309,6 +365,18 @@ mod tests {
         assert_eq!(route("/proc/self/fd/17", 1, 1), Route::Fd(17));
         assert_eq!(route("/proc/self/fd/017", 1, 1), Route::Missing);
         assert_eq!(route("/proc/self/fd/x", 1, 1), Route::Missing);
+        assert_eq!(route("/proc/7/task", 7, 1), Route::Dir(SynDir::Tasks));
+        assert_eq!(
+            route("/proc/self/task/9", 7, 1),
+            Route::Dir(SynDir::Task(9))
+        );
+        assert_eq!(
+            route("/proc/self/task/9/comm", 7, 1),
+            Route::File(ProcFile::TaskComm(9))
+        );
+        assert_eq!(route("/proc/self/task/9/comm", 7, 1).thread(), Some(9));
+        assert_eq!(route("/proc/self/task/09", 7, 1), Route::Missing);
+        assert_eq!(route("/proc/self/task/9/maps", 7, 1), Route::Missing);
         assert_eq!(
             route("/proc/self/cmdline", 1, 1),
             Route::File(ProcFile::Cmdline)

@@ -58,6 +58,8 @@ impl Synthetic {
                 fds.push(next);
                 fds.sort_unstable();
                 super::route::fd_entries(&fds)
+            } else if dir == SynDir::Tasks {
+                super::route::task_entries(&crate::process::tids())
             } else {
                 dir_entries(dir, pid(), cpus())
             }),
@@ -149,6 +151,13 @@ pub fn generate(file: ProcFile) -> String {
         ProcFile::Maps => crate::mm::vma::proc_maps(),
         ProcFile::SelfStat => proc::self_stat(&process_info()),
         ProcFile::Status => proc::status(&process_info()),
+        ProcFile::TaskStat(tid) => proc::self_stat(&thread_info(tid)),
+        ProcFile::TaskStatus(tid) => proc::status(&thread_info(tid)),
+        ProcFile::TaskComm(tid) => {
+            let mut n = crate::syscall::prctl::thread_name(tid);
+            n.push('\n');
+            n
+        }
         ProcFile::Limits => proc::limits(crate::syscall::prlimit64::rlimit),
         ProcFile::Comm => {
             let mut n = super::identity::name();
@@ -188,6 +197,16 @@ pub fn generate(file: ProcFile) -> String {
     }
 }
 
+/// What `/proc/self/task/<tid>/stat` and `…/status` report: the process's
+/// figures under the thread's id and name.
+fn thread_info(tid: u64) -> ProcessInfo {
+    ProcessInfo {
+        tid,
+        name: crate::syscall::prctl::thread_name(tid),
+        ..process_info()
+    }
+}
+
 /// What `/proc/self/stat` and `/proc/self/status` report.
 pub fn process_info() -> ProcessInfo {
     let m = crate::mm::stats();
@@ -197,6 +216,7 @@ pub fn process_info() -> ProcessInfo {
     let s = crate::sched::stats();
     ProcessInfo {
         pid: pid(),
+        tid: pid(),
         ppid: 0,
         name: super::identity::name(),
         uid,
