@@ -19,11 +19,18 @@
 static pid_t thread_tid;
 static volatile pid_t si_pid_seen;
 static pthread_barrier_t named, checked;
+static char self_comm[64], self_link[64];
+
+static void first_line(const char *path, char *out, size_t len);
 
 static void *thread_main(void *arg) {
     (void)arg;
     thread_tid = (pid_t)syscall(SYS_gettid);
     pthread_setname_np(pthread_self(), "ids-worker");
+    first_line("/proc/thread-self/comm", self_comm, sizeof self_comm);
+    ssize_t n = readlink("/proc/thread-self", self_link, sizeof self_link - 1);
+    if (n < 0) n = 0;
+    self_link[n] = 0;
     pthread_barrier_wait(&named);
     pthread_barrier_wait(&checked);
     return NULL;
@@ -101,6 +108,10 @@ int main(int argc, char **argv) {
     pthread_barrier_wait(&named);
     printf("thread tid differs: %d\n", thread_tid > 0 && thread_tid != pid);
     printf("/proc/self/task has the thread: %d\n", task_listed(thread_tid));
+    printf("its /proc/thread-self/comm: %s\n", self_comm);
+    char want_link[64];
+    snprintf(want_link, sizeof want_link, "%d/task/%d", pid, thread_tid);
+    printf("its /proc/thread-self -> PID/task/TID: %d\n", strcmp(self_link, want_link) == 0);
     char path2[128], line[256];
     snprintf(path2, sizeof path2, "/proc/self/task/%d/comm", thread_tid);
     first_line(path2, line, sizeof line);

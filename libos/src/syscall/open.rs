@@ -99,6 +99,9 @@ pub fn dir_slash(path: &str) -> bool {
 /// Where `path` is served: the library OS's own files, or 9P (with
 /// `/proc/self/exe` turned into the program's path).
 pub fn route_path(path: &str) -> Route {
+    if let Some(p) = crate::vfs::route::thread_self(path, crate::sched::current().id()) {
+        return route_path(&p);
+    }
     let r = route(path, crate::vfs::pid(), crate::vfs::cpus());
     match r.thread() {
         Some(tid) if crate::process::thread(tid).is_none() => Route::Missing,

@@ -17,6 +17,10 @@ fn read_link(path: &str, buf: u64, size: u64) -> Result<u64, Errno> {
         Route::Dir(SynDir::ProcSelf) if path.ends_with("/self") => {
             alloc::format!("{}", crate::vfs::pid())
         }
+        // /proc/thread-self is a link to <pid>/task/<tid>.
+        Route::Dir(SynDir::Task(tid)) if path.ends_with("/thread-self") => {
+            alloc::format!("{}/task/{tid}", crate::vfs::pid())
+        }
         Route::Missing => return Err(Errno::ENOENT),
         Route::NoDevice => return Err(Errno::ENXIO),
         Route::File(_) | Route::Dir(_) | Route::Dev(_) => return Err(Errno::EINVAL),

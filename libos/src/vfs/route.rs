@@ -161,9 +161,18 @@ pub const DT_REG: u8 = 8;
 /// A symbolic link in a listing.
 pub const DT_LNK: u8 = 10;
 
+/// `/proc/thread-self[/…]` as the `/proc/self/task/<tid>[/…]` it links to
+/// for thread `tid`; `None` for other paths.
+pub fn thread_self(path: &str, tid: u64) -> Option<String> {
+    let rest = path.strip_prefix("/proc/thread-self")?;
+    (rest.is_empty() || rest.starts_with('/'))
+        .then(|| alloc::format!("/proc/self/task/{tid}{rest}"))
+}
+
 /// Routes an absolute, normalised path (as `fd::absolute` makes them).
 /// `pid` is the process's id (`/proc/<pid>` is `/proc/self`); `cpus` the
-/// number of CPUs (for `/sys/devices/system/cpu/cpuN`).
+/// number of CPUs (for `/sys/devices/system/cpu/cpuN`). `/proc/thread-self`
+/// is for the caller to resolve first ([`thread_self`]).
 pub fn route(path: &str, pid: u64, cpus: usize) -> Route {
     let mut parts = path.split('/').filter(|c| !c.is_empty());
     match parts.next() {
@@ -186,7 +195,7 @@ pub fn route(path: &str, pid: u64, cpus: usize) -> Route {
 }
 
 fn is_self(name: &str, pid: u64) -> bool {
-    name == "self" || name == "thread-self" || name.parse::<u64>() == Ok(pid)
+    name == "self" || name.parse::<u64>() == Ok(pid)
 }
 
 fn proc_route(rest: Vec<&str>, pid: u64) -> Route {
@@ -377,6 +386,15 @@ mod tests {
         assert_eq!(route("/proc/self/task/9/comm", 7, 1).thread(), Some(9));
         assert_eq!(route("/proc/self/task/09", 7, 1), Route::Missing);
         assert_eq!(route("/proc/self/task/9/maps", 7, 1), Route::Missing);
+        assert_eq!(
+            thread_self("/proc/thread-self/comm", 9).as_deref(),
+            Some("/proc/self/task/9/comm")
+        );
+        assert_eq!(
+            thread_self("/proc/thread-self", 9).as_deref(),
+            Some("/proc/self/task/9")
+        );
+        assert_eq!(thread_self("/proc/thread-selfish", 9), None);
         assert_eq!(
             route("/proc/self/cmdline", 1, 1),
             Route::File(ProcFile::Cmdline)
