@@ -12,7 +12,9 @@
  *  - SO_RCVTIMEO ends blocking accept and receives with EAGAIN;
  *  - poll's events after shutting a TCP connection down one way, then both;
  *  - blocking pipe, eventfd and inotify calls interrupted by a signal whose
- *    handler has no SA_RESTART (EINTR), and one with SA_RESTART (restarted).
+ *    handler has no SA_RESTART (EINTR), and one with SA_RESTART (restarted);
+ *  - calls reading a struct from a page another thread maps and unmaps
+ *    meanwhile: each succeeds or fails with EFAULT, and the process lives.
  *
  * Prints one line per case, the same on every run; exits 0 on success. */
 #define _GNU_SOURCE
@@ -27,6 +29,8 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <poll.h>
 #include <netinet/in.h>
@@ -507,6 +511,59 @@ static void poll_after_shutdown(void) {
     close(l);
 }
 
+/* The page the flipper maps and unmaps, and the flipper's stop flag. */
+static char *volatile flip_page;
+static volatile int flip_stop;
+
+static void *flipper(void *arg) {
+    (void)arg;
+    char *p = flip_page;
+    while (!flip_stop) {
+        munmap(p, 4096);
+        sched_yield();
+        void *q = mmap(p, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        if (q == MAP_FAILED) break;
+        /* Valid contents for every call below: zero timespecs, an epoll
+         * event, an empty signal set, a zero int. */
+        memset(p, 0, 4096);
+        sched_yield();
+    }
+    return NULL;
+}
+
+static void struct_args_unmapped(void) {
+    flip_page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memset(flip_page, 0, 4096);
+    int ep = epoll_create1(0);
+    int efd = eventfd(0, EFD_NONBLOCK);
+    int sock = socket(AF_INET, SOCK_DGRAM, 0);
+    pthread_t t;
+    pthread_create(&t, NULL, flipper, NULL);
+    int other = 0;
+    for (int i = 0; i < 3000; i++) {
+        char *p = flip_page;
+        long r;
+        r = syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, (struct timespec *)p, NULL);
+        if (r != 0 && errno != EFAULT) other++;
+        r = epoll_ctl(ep, EPOLL_CTL_ADD, efd, (struct epoll_event *)p);
+        if (r == 0) epoll_ctl(ep, EPOLL_CTL_DEL, efd, NULL);
+        else if (errno != EFAULT) other++;
+        r = syscall(SYS_rt_sigprocmask, SIG_BLOCK, (sigset_t *)p, NULL, 8);
+        if (r != 0 && errno != EFAULT) other++;
+        r = setsockopt(sock, SOL_SOCKET, SO_RCVBUF, p, sizeof(int));
+        if (r != 0 && errno != EFAULT) other++;
+        r = syscall(SYS_ppoll, NULL, 0, (struct timespec *)p, NULL, 8);
+        if (r != 0 && errno != EFAULT) other++;
+    }
+    flip_stop = 1;
+    pthread_join(t, NULL);
+    close(sock);
+    close(efd);
+    close(ep);
+    printf("struct arguments in a page being unmapped: other errors=%d\n", other);
+    check("struct arguments in a page being unmapped", other == 0);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     create_then_kill();
@@ -518,6 +575,7 @@ int main(void) {
     socket_timeouts();
     poll_after_shutdown();
     interrupted_calls();
+    struct_args_unmapped();
     if (failures) {
         fprintf(stderr, "races: %d FAILED\n", failures);
         return 1;

@@ -20,22 +20,45 @@ pub fn check_range(addr: u64, len: u64) -> Result<(), Errno> {
     Ok(())
 }
 
-/// The program's bytes at `[addr, addr+len)`, faulted in if needed;
-/// `EFAULT` if the program could not read them itself.
-pub fn slice(addr: u64, len: u64) -> Result<&'static [u8], Errno> {
+/// Checks that the program could read `[addr, addr+len)` itself, faulting
+/// its pages in; reads nothing (`EFAULT` where it could not).
+pub fn check_readable(addr: u64, len: u64) -> Result<(), Errno> {
     check_range(addr, len)?;
-    super::vma::ensure(addr, len, false)?;
-    // SAFETY: every page of the range is mapped user memory in the one
-    // address space; the program may change it concurrently, as with any
-    // Linux read of user memory, which only affects the bytes read.
-    Ok(unsafe { core::slice::from_raw_parts(addr as *const u8, len as usize) })
+    super::vma::ensure(addr, len, false)
+}
+
+/// Copies the program's `N` bytes at `addr` (a struct an argument points
+/// to): `EFAULT` if any of them is in a page the program may not read,
+/// also when another thread unmaps it meanwhile.
+pub fn read_array<const N: usize>(addr: u64) -> Result<[u8; N], Errno> {
+    check_range(addr, N as u64)?;
+    let mut out = [0u8; N];
+    // SAFETY: `out` has room for `N` bytes; the range was checked.
+    match unsafe { copy_prefix(out.as_mut_ptr(), addr, N) } {
+        n if n == N => Ok(out),
+        _ => Err(Errno::EFAULT),
+    }
+}
+
+/// The program's byte at `addr` (strings read up to their NUL).
+pub fn read_byte(addr: u64) -> Result<u8, Errno> {
+    read_array::<1>(addr).map(|[b]| b)
+}
+
+/// Copies the program's `len` bytes at `addr` (an array of a length the
+/// program gave): `EFAULT` as [`read_array`].
+pub fn read_vec(addr: u64, len: u64) -> Result<alloc::vec::Vec<u8>, Errno> {
+    // First, so that an absurd length fails before anything is allocated.
+    check_readable(addr, len)?;
+    let mut v = alloc::vec::Vec::new();
+    read_append(&mut v, addr, len).map_err(|(_, e)| e)?;
+    Ok(v)
 }
 
 /// Copies the program's `len` bytes at `addr` to `dst`: how many came
 /// before a hole (a page the program may not read), `len` without one.
 /// Safe against the pages going meanwhile (another thread's `munmap` while
-/// the call waits or is preempted), unlike reading a [`slice`]; use it
-/// (through [`read_append`]) for bytes read after a wait or over a long time.
+/// the call waits or is preempted): a fault on the way ends the copy.
 ///
 /// # Safety
 /// `dst` is valid kernel memory for `len` bytes; `[addr, addr+len)` lies in

@@ -83,7 +83,7 @@ fn ifreq(family: u16, request: u64, arg: u64) -> Result<u64, crate::errno::Errno
     use crate::mm::user;
     if request == ifaces::SIOCGIFCONF {
         // struct ifconf { int ifc_len; char *ifc_buf; }
-        let conf = user::slice(arg, 16)?;
+        let conf = &user::read_array::<16>(arg)?;
         let len = i32::from_le_bytes([conf[0], conf[1], conf[2], conf[3]]);
         let buf = u64::from_le_bytes(conf[8..16].try_into().unwrap_or([0; 8]));
         let (bytes, all) = host_ifaces().ifconf(usize::try_from(len).unwrap_or(0));
@@ -96,7 +96,7 @@ fn ifreq(family: u16, request: u64, arg: u64) -> Result<u64, crate::errno::Errno
         user::copy_in(arg, &(n as i32).to_le_bytes())?;
         return Ok(0);
     }
-    let req = user::slice(arg, ifaces::IFREQ_LEN as u64)?.to_vec();
+    let req = user::read_vec(arg, ifaces::IFREQ_LEN as u64)?;
     let out = host_ifaces().answer(request, &req, family == addr::AF_INET)?;
     user::copy_in(arg, &out)?;
     Ok(0)

@@ -20,7 +20,7 @@ pub fn accept4(a: &[u64; 6]) -> Result<u64, Errno> {
     let s = o.socket().ok_or(Errno::ENOTSOCK)?;
     // The buffers are checked before a call is taken off the queue.
     if a[1] != 0 {
-        crate::mm::user::slice(a[2], 4)?;
+        crate::mm::user::check_readable(a[2], 4)?;
     }
     let status = if flags & SOCK_NONBLOCK != 0 {
         O_NONBLOCK

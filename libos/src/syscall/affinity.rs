@@ -37,7 +37,7 @@ pub fn sched_setaffinity(a: &[u64; 6]) -> Result<u64, Errno> {
     if size == 0 {
         return Err(Errno::EINVAL);
     }
-    let first = user::slice(a[2], 1)?[0];
+    let first = user::read_byte(a[2])?;
     if first & 1 == 0 {
         return Err(Errno::EINVAL);
     }

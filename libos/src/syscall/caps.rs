@@ -12,7 +12,7 @@ const V3: u32 = 0x2008_0522;
 /// `cap_validate_magic`: an unknown one is answered with the preferred
 /// version written back, and `None`.
 fn header(hdr: u64) -> Result<(Option<u64>, i32), Errno> {
-    let h = user::slice(hdr, 8)?;
+    let h = &user::read_array::<8>(hdr)?;
     let version = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
     let pid = i32::from_le_bytes([h[4], h[5], h[6], h[7]]);
     let words = match version {
@@ -58,7 +58,7 @@ pub fn capset(a: &[u64; 6]) -> Result<u64, Errno> {
     if pid != 0 && pid as u64 != crate::process::pid() {
         return Err(Errno::EPERM);
     }
-    let data = user::slice(a[1], 12 * words)?;
+    let data = user::read_vec(a[1], 12 * words)?;
     if data.iter().any(|&b| b != 0) {
         return Err(Errno::EPERM);
     }

@@ -21,8 +21,7 @@ fn read_loff(addr: u64) -> Result<Option<u64>, Errno> {
     if addr == 0 {
         return Ok(None);
     }
-    let b = user::slice(addr, 8)?;
-    let v = i64::from_le_bytes(b.try_into().map_err(|_| Errno::EFAULT)?);
+    let v = i64::from_le_bytes(user::read_array::<8>(addr)?);
     if v < 0 {
         return Err(Errno::EINVAL);
     }

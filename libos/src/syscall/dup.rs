@@ -129,7 +129,7 @@ fn p9_file(o: &Object) -> Result<(crate::p9::Fid, &'static crate::p9::Client), E
 /// Reads a `struct flock` (type, whence, start, len at 0, 2, 8, 16) and
 /// makes its range absolute.
 fn read_flock(o: &Object, addr: u64) -> Result<Lock, Errno> {
-    let b = user::slice(addr, 32)?;
+    let b = &user::read_array::<32>(addr)?;
     let ty = u16::from_le_bytes([b[0], b[1]]);
     let whence = u16::from_le_bytes([b[2], b[3]]);
     let start = i64::from_le_bytes(b[8..16].try_into().map_err(|_| Errno::EFAULT)?);
@@ -198,9 +198,7 @@ fn getlk(o: &Object, addr: u64) -> Result<u64, Errno> {
     let (fid, c) = p9_file(o)?;
     let (ty, start, len) = c.getlock(fid, l.ty as u8, l.start, l.len)?;
     // Linux changes only l_type when nothing conflicts.
-    let mut out: [u8; 32] = user::slice(addr, 32)?
-        .try_into()
-        .map_err(|_| Errno::EFAULT)?;
+    let mut out = user::read_array::<32>(addr)?;
     out[0..2].copy_from_slice(&u16::from(ty).to_le_bytes());
     if u16::from(ty) != F_UNLCK {
         out[2..4].copy_from_slice(&0u16.to_le_bytes());

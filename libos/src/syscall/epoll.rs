@@ -48,7 +48,7 @@ pub fn epoll_ctl(a: &[u64; 6]) -> Result<u64, Errno> {
     let (events, data) = if op == EPOLL_CTL_DEL {
         (0, 0)
     } else {
-        let b = user::slice(a[3], EVENT_SIZE)?;
+        let b = user::read_vec(a[3], EVENT_SIZE)?;
         let events = u32::from_le_bytes(b[..4].try_into().map_err(|_| Errno::EFAULT)?);
         let data = u64::from_le_bytes(b[4..12].try_into().map_err(|_| Errno::EFAULT)?);
         (events, data)

@@ -49,7 +49,7 @@ fn read_word(addr: u64) -> Result<u32, Errno> {
     if !addr.is_multiple_of(4) {
         return Err(Errno::EINVAL);
     }
-    let w = user::slice(addr, 4)?;
+    let w = &user::read_array::<4>(addr)?;
     Ok(u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
 }
 

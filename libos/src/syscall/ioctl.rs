@@ -23,11 +23,7 @@ pub fn ioctl(a: &[u64; 6]) -> Result<u64, Errno> {
     match a[1] {
         FIOCLEX | FIONCLEX => return fd::set_cloexec(a[0], a[1] == FIOCLEX).map(|_| 0),
         FIONBIO => {
-            let on = u32::from_le_bytes(
-                user::slice(a[2], 4)?
-                    .try_into()
-                    .map_err(|_| Errno::EFAULT)?,
-            );
+            let on = u32::from_le_bytes(user::read_array::<4>(a[2])?);
             let flags = o.status_flags();
             o.set_status_flags(if on != 0 {
                 flags | O_NONBLOCK

@@ -28,7 +28,7 @@ pub fn memfd_create(a: &[u64; 6]) -> Result<u64, Errno> {
     }
     let mut name = alloc::vec::Vec::new();
     loop {
-        let b = user::slice(a[0] + name.len() as u64, 1)?[0];
+        let b = user::read_byte(a[0] + name.len() as u64)?;
         if b == 0 {
             break;
         }

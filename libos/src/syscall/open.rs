@@ -27,7 +27,7 @@ const S_IFLNK: u32 = 0o120000;
 pub fn user_path(addr: u64) -> Result<String, Errno> {
     let mut out = alloc::vec::Vec::new();
     for i in 0..4096u64 {
-        let b = user::slice(addr + i, 1)?[0];
+        let b = user::read_byte(addr + i)?;
         if b == 0 {
             return String::from_utf8(out).map_err(|_| Errno::EINVAL);
         }

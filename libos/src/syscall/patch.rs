@@ -108,7 +108,7 @@ fn rewrite(site: u64) -> Result<u64, &'static str> {
         return Err("crosses the mapping's edge");
     }
     // The program's code must still be the file's.
-    let now = crate::mm::user::slice(prev, prev_len + 2).map_err(|_| "unreadable")?;
+    let now = crate::mm::user::read_vec(prev, prev_len + 2).map_err(|_| "unreadable")?;
     if now[..prev_len as usize] != proof.prev[..] || now[prev_len as usize..] != [0x0f, 0x05] {
         return Err("the code in memory differs from the file");
     }

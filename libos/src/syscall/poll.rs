@@ -91,8 +91,7 @@ pub fn with_mask<T>(
     if size != 8 {
         return Err(Errno::EINVAL);
     }
-    let b = user::slice(mask_addr, 8)?;
-    let mask = u64::from_le_bytes(b.try_into().map_err(|_| Errno::EFAULT)?);
+    let mask = u64::from_le_bytes(user::read_array::<8>(mask_addr)?);
     crate::signal::begin_wait_mask(mask);
     let r = wait();
     crate::signal::end_wait_mask(r.as_ref().err() == Some(&Errno::EINTR));
@@ -116,7 +115,7 @@ pub fn timespec_deadline(addr: u64) -> Result<Option<u64>, Errno> {
 
 /// Two `i64`s at `addr` (a timespec or timeval).
 fn read_pair(addr: u64) -> Result<(i64, i64), Errno> {
-    let b = user::slice(addr, 16)?;
+    let b = &user::read_array::<16>(addr)?;
     let a = i64::from_le_bytes(b[..8].try_into().map_err(|_| Errno::EFAULT)?);
     let c = i64::from_le_bytes(b[8..].try_into().map_err(|_| Errno::EFAULT)?);
     Ok((a, c))
@@ -126,7 +125,7 @@ fn do_poll(fds_addr: u64, nfds: u64, deadline: Option<u64>) -> Result<u64, Errno
     if nfds > fd::MAX_FDS as u64 {
         return Err(Errno::EINVAL);
     }
-    let raw = user::slice(fds_addr, nfds * 8)?.to_vec();
+    let raw = user::read_vec(fds_addr, nfds * 8)?;
     let watches: Vec<Watch> = raw
         .chunks_exact(8)
         .map(|p| {
@@ -172,9 +171,7 @@ fn read_set(addr: u64, nfds: usize) -> Result<Option<Vec<u8>>, Errno> {
     if addr == 0 {
         return Ok(None);
     }
-    Ok(Some(
-        user::slice(addr, nfds.div_ceil(64) as u64 * 8)?.to_vec(),
-    ))
+    Ok(Some(user::read_vec(addr, nfds.div_ceil(64) as u64 * 8)?))
 }
 
 fn bit(set: &[u8], i: usize) -> bool {

@@ -81,7 +81,7 @@ fn name_of(tid: u64) -> [u8; 16] {
 fn set_name(addr: u64) -> Result<u64, Errno> {
     let mut name = [0u8; 16];
     for (i, slot) in name.iter_mut().take(15).enumerate() {
-        let b = user::slice(addr + i as u64, 1)?[0];
+        let b = user::read_byte(addr + i as u64)?;
         if b == 0 {
             break;
         }

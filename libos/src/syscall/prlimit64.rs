@@ -39,6 +39,6 @@ pub fn getrlimit(a: &[u64; 6]) -> Result<u64, Errno> {
 
 /// `setrlimit(resource, rlim)`: accepted.
 pub fn setrlimit(a: &[u64; 6]) -> Result<u64, Errno> {
-    user::slice(a[1], 16)?;
+    user::check_readable(a[1], 16)?;
     Ok(0)
 }

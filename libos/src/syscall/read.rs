@@ -280,7 +280,7 @@ pub fn iovecs(addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
     if count > 1024 {
         return Err(Errno::EINVAL);
     }
-    let iov = user::slice(addr, count * 16)?;
+    let iov = user::read_vec(addr, count * 16)?;
     iov.chunks_exact(16)
         .map(|v| {
             let base = u64::from_le_bytes(v[..8].try_into().map_err(|_| Errno::EFAULT)?);

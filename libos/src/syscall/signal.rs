@@ -18,7 +18,7 @@ pub fn rt_sigaction(a: &[u64; 6]) -> Result<u64, Errno> {
         return Err(Errno::EINVAL);
     }
     let new = if a[1] != 0 {
-        let b = user::slice(a[1], 32)?;
+        let b = &user::read_array::<32>(a[1])?;
         Some(Action {
             handler: u64_at(b, 0),
             flags: u64_at(b, 8),
@@ -48,7 +48,7 @@ pub fn rt_sigprocmask(a: &[u64; 6]) -> Result<u64, Errno> {
         return Err(Errno::EINVAL);
     }
     let set = if a[1] != 0 {
-        Some(u64_at(user::slice(a[1], 8)?, 0))
+        Some(u64_at(&user::read_array::<8>(a[1])?, 0))
     } else {
         None
     };
@@ -90,7 +90,7 @@ pub fn rt_sigprocmask_direct(a: &[u64; 6]) -> Option<u64> {
 /// `sigaltstack(ss, old_ss)`.
 pub fn sigaltstack(a: &[u64; 6]) -> Result<u64, Errno> {
     let new = if a[0] != 0 {
-        let b = user::slice(a[0], 24)?;
+        let b = &user::read_array::<24>(a[0])?;
         Some((u64_at(b, 0), u64_at(b, 16), u64_at(b, 8) as u32))
     } else {
         None
@@ -206,7 +206,7 @@ pub fn tkill(a: &[u64; 6]) -> Result<u64, Errno> {
 
 /// Reads the `siginfo` a `sigqueue`-style call sends.
 fn user_info(addr: u64) -> Result<signal::SigInfo, Errno> {
-    let b = user::slice(addr, 128)?;
+    let b = &user::read_array::<128>(addr)?;
     let mut info = [0u8; 128];
     info.copy_from_slice(b);
     Ok(info)

@@ -18,8 +18,7 @@ fn sigset(addr: u64, size: u64) -> Result<u64, Errno> {
     if size != 8 {
         return Err(Errno::EINVAL);
     }
-    let b = user::slice(addr, 8)?;
-    Ok(u64::from_le_bytes(b.try_into().map_err(|_| Errno::EFAULT)?))
+    Ok(u64::from_le_bytes(user::read_array::<8>(addr)?))
 }
 
 /// Sleeps until a signal the thread takes (handled or fatal) arrives;

@@ -13,7 +13,7 @@ const TIMER_ABSTIME: u64 = 1;
 
 /// A `struct timespec` in nanoseconds (`EINVAL` if malformed).
 pub fn timespec_ns(addr: u64) -> Result<u64, Errno> {
-    let b = user::slice(addr, 16)?;
+    let b = &user::read_array::<16>(addr)?;
     let sec = i64::from_le_bytes(b[..8].try_into().map_err(|_| Errno::EFAULT)?);
     let nsec = i64::from_le_bytes(b[8..].try_into().map_err(|_| Errno::EFAULT)?);
     if sec < 0 || !(0..1_000_000_000).contains(&nsec) {

@@ -122,7 +122,7 @@ pub fn put_addr(addr: u64, len: u64, bytes: &[u8]) -> Result<(), Errno> {
     if addr == 0 {
         return Ok(());
     }
-    let room = user::slice(len, 4)?;
+    let room = &user::read_array::<4>(len)?;
     let room = i32::from_le_bytes([room[0], room[1], room[2], room[3]]);
     if room < 0 {
         return Err(Errno::EINVAL);
@@ -137,7 +137,7 @@ pub fn addr_bytes(addr: u64, len: u64) -> Result<alloc::vec::Vec<u8>, Errno> {
     if len > 128 {
         return Err(Errno::EINVAL);
     }
-    Ok(user::slice(addr, len)?.to_vec())
+    user::read_vec(addr, len)
 }
 
 /// The program's `sockaddr` at `addr` (`len` bytes) for a send on socket
@@ -162,7 +162,7 @@ pub struct MsgHdr {
 impl MsgHdr {
     /// Reads the `msghdr` at `addr`.
     pub fn read(addr: u64) -> Result<MsgHdr, Errno> {
-        let hdr = user::slice(addr, 56)?;
+        let hdr = &user::read_array::<56>(addr)?;
         let word = |at: usize| u64::from_le_bytes(hdr[at..at + 8].try_into().unwrap_or([0; 8]));
         Ok(MsgHdr {
             name: word(0),

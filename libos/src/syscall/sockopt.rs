@@ -10,7 +10,7 @@ pub fn setsockopt(a: &[u64; 6]) -> Result<u64, Errno> {
         if a[4] > 1024 {
             return Err(Errno::EINVAL);
         }
-        let value = user::slice(a[3], a[4])?.to_vec();
+        let value = user::read_vec(a[3], a[4])?;
         s.set_option(a[1] as u32, a[2] as u32, &value).map(|()| 0)
     })
 }
@@ -18,7 +18,7 @@ pub fn setsockopt(a: &[u64; 6]) -> Result<u64, Errno> {
 /// `getsockopt(fd, level, name, value, len)`.
 pub fn getsockopt(a: &[u64; 6]) -> Result<u64, Errno> {
     super::socket::with(a[0], |s| {
-        let room = user::slice(a[4], 4)?;
+        let room = &user::read_array::<4>(a[4])?;
         let room = i32::from_le_bytes([room[0], room[1], room[2], room[3]]);
         if room < 0 {
             return Err(Errno::EINVAL);

@@ -42,12 +42,12 @@ fn clock_kind(clock: u64) -> Result<bool, Errno> {
 pub fn timer_create(a: &[u64; 6]) -> Result<u64, Errno> {
     let wall = clock_kind(a[0])?;
     let value = (a[1] != 0)
-        .then(|| user::slice(a[1], 8).map(|v| u64::from_le_bytes(v.try_into().unwrap_or([0; 8]))))
+        .then(|| user::read_array::<8>(a[1]).map(u64::from_le_bytes))
         .transpose()?;
     let notify = if a[1] == 0 {
         Notify::Process(SIGALRM)
     } else {
-        let ev = user::slice(a[1], 64)?;
+        let ev = &user::read_array::<64>(a[1])?;
         let signo = u32::from_le_bytes([ev[8], ev[9], ev[10], ev[11]]);
         let how = u32::from_le_bytes([ev[12], ev[13], ev[14], ev[15]]);
         let tid = u32::from_le_bytes([ev[16], ev[17], ev[18], ev[19]]) as u64;
@@ -100,7 +100,7 @@ fn put_pair(addr: u64, (value, interval): (u64, u64), unit: u64) -> Result<(), E
 /// `timer_settime(timerid, flags, new_value, old_value)`.
 pub fn timer_settime(a: &[u64; 6]) -> Result<u64, Errno> {
     let id = timer_id(a[0])?;
-    let b = user::slice(a[2], 32)?;
+    let b = &user::read_array::<32>(a[2])?;
     let interval = timespec(b, 0)?;
     let value = timespec(b, 16)?;
     timers::get(id)?;
@@ -170,7 +170,7 @@ pub fn setitimer(a: &[u64; 6]) -> Result<u64, Errno> {
     let (value, interval) = if a[1] == 0 {
         (0, 0)
     } else {
-        let b = user::slice(a[1], 32)?;
+        let b = &user::read_array::<32>(a[1])?;
         (timeval(b, 16)?, timeval(b, 0)?)
     };
     let deadline = if value == 0 {

@@ -71,7 +71,7 @@ pub fn timerfd_settime(a: &[u64; 6]) -> Result<u64, Errno> {
     }
     let o = timer(a[0])?;
     let t = o.like::<TimerFd>().ok_or(Errno::EINVAL)?;
-    let b = user::slice(a[2], 32)?;
+    let b = &user::read_array::<32>(a[2])?;
     let interval = timespec(&b[..16])?;
     let value = timespec(&b[16..])?;
     let old = t.set(value, interval, flags & TFD_TIMER_ABSTIME != 0);

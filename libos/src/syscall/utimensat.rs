@@ -77,7 +77,7 @@ pub fn utimensat(a: &[u64; 6]) -> Result<u64, Errno> {
     let times = if a[2] == 0 {
         None
     } else {
-        let b = user::slice(a[2], 32)?;
+        let b = &user::read_array::<32>(a[2])?;
         Some([(word(b, 0), word(b, 1)), (word(b, 2), word(b, 3))])
     };
     // Linux finds the file before it looks at the times.
@@ -97,7 +97,7 @@ pub fn utimes(a: &[u64; 6]) -> Result<u64, Errno> {
     let times = if a[1] == 0 {
         None
     } else {
-        let b = user::slice(a[1], 32)?;
+        let b = &user::read_array::<32>(a[1])?;
         let (au, mu) = (word(b, 1), word(b, 3));
         if au >= 1_000_000 || mu >= 1_000_000 {
             return Err(Errno::EINVAL);
@@ -112,7 +112,7 @@ pub fn utime(a: &[u64; 6]) -> Result<u64, Errno> {
     let times = if a[1] == 0 {
         None
     } else {
-        let b = user::slice(a[1], 16)?;
+        let b = &user::read_array::<16>(a[1])?;
         Some([(word(b, 0), 0), (word(b, 1), 0)])
     };
     apply((-100i64) as u64, a[0], times_attr(times)?, 0)

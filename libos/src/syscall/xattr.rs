@@ -23,7 +23,7 @@ const XATTR_REPLACE: u64 = 2;
 fn name_arg(addr: u64) -> Result<String, Errno> {
     let mut out = Vec::new();
     for i in 0..=NAME_MAX as u64 {
-        let b = user::slice(addr + i, 1)?[0];
+        let b = user::read_byte(addr + i)?;
         if b == 0 {
             if out.is_empty() {
                 return Err(Errno::ERANGE);
@@ -122,7 +122,7 @@ fn set(
     if size > SIZE_MAX {
         return Err(Errno::E2BIG);
     }
-    let bytes = user::slice(value, size)?.to_vec();
+    let bytes = user::read_vec(value, size)?;
     let fid = walk(&t?)?;
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
     c.xattr_set(fid, &name, Some(&bytes), flags as u32)?;

@@ -187,7 +187,7 @@ pub fn restore_from_user(addr: u64) -> Result<(), crate::errno::Errno> {
     // Faulted in first; then checked and loaded with interrupts off, so no
     // other thread of the program can change or unmap the area between the
     // check and XRSTOR (which would fault in the library OS).
-    crate::mm::user::slice(addr, size)?;
+    crate::mm::user::check_readable(addr, size)?;
     let irq = super::cpu::irq_save();
     let r = restore_checked(addr, size);
     super::cpu::irq_restore(irq);

@@ -397,9 +397,9 @@ fn finish_resume_stub(f: &mut TrapFrame) {
         return;
     };
     let word = |a: u64| {
-        crate::mm::user::slice(a, 8)
+        crate::mm::user::read_array::<8>(a)
             .ok()
-            .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+            .map(u64::from_le_bytes)
     };
     let sp = f.rsp;
     // Instruction boundaries of RESUME_STUB: mov rcx (0), mov r11 (4),
@@ -515,8 +515,8 @@ fn direct_fault(f: &mut TrapFrame) {
 /// still allow is brought back, as for the program itself; otherwise the
 /// user copy ends early ([`super::user::copy_user`]), and the call fails
 /// with `EFAULT` as on Linux. Anything else is a kernel bug (a null or wild
-/// pointer, or a read of a [`crate::mm::user::slice`] the program unmapped
-/// in the few instructions after its check).
+/// pointer: the program's memory is only read and written through the copy
+/// routines of `mm::user`).
 fn kernel_user_fault(f: &mut TrapFrame) {
     let cr2 = super::cpu::cr2();
     if cr2 >= crate::mm::user::USER_MAX || f.error & 0x10 != 0 {
