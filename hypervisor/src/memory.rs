@@ -92,6 +92,72 @@ pub fn create(size: u64) -> Result<GuestMemory, VmmError> {
     })
 }
 
+/// A file mapped read-only, for reading the kernel image: only the pages
+/// looked at (the headers and the loadable segments, not the debug
+/// information that makes up most of a kernel built with it) are read, from
+/// the host's page cache, instead of the whole file being copied into fresh
+/// memory (10 MB took 10 ms of every start, mostly first touches of the
+/// buffer's pages).
+pub struct MappedFile {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+impl MappedFile {
+    /// Maps the whole of `file` (an empty file is an empty slice).
+    pub fn open(path: &std::path::Path) -> std::io::Result<Self> {
+        use std::os::fd::AsRawFd;
+        let file = File::open(path)?;
+        let len = usize::try_from(file.metadata()?.len())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::FileTooLarge))?;
+        if len == 0 {
+            return Ok(Self {
+                ptr: std::ptr::null_mut(),
+                len: 0,
+            });
+        }
+        // SAFETY: a new private read-only mapping of an open file, placed by
+        // the kernel; nothing else refers to that range.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Self { ptr, len })
+    }
+}
+
+impl std::ops::Deref for MappedFile {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `ptr..ptr+len` is this object's readable mapping, alive
+        // until drop. (A file truncated under it would fault: the kernel
+        // image is not rewritten in place while a partition starts.)
+        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.len) }
+    }
+}
+
+impl Drop for MappedFile {
+    fn drop(&mut self) {
+        if self.len != 0 {
+            // SAFETY: the mapping made in `open`, unmapped once; no slice
+            // of it outlives `self` (they borrow it).
+            unsafe { libc::munmap(self.ptr, self.len) };
+        }
+    }
+}
+
 /// This machine's RAM plus swap in bytes (`/proc/meminfo`), if known.
 pub fn host_memory() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;

@@ -132,7 +132,7 @@ fn place_cache_image(
         // host's page cache.
         crate::memory::overlay_file(mem, gpa, &file, len)?;
     } else {
-        let bytes = std::fs::read(path).map_err(cannot)?;
+        let bytes = crate::memory::MappedFile::open(path).map_err(cannot)?;
         mem.write_slice(&bytes, GuestAddress(gpa))
             .map_err(|e| VmmError::Boot(format!("writing the cache image: {e}")))?;
     }
@@ -269,7 +269,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
             have: have >> 20,
         });
     }
-    let image = std::fs::read(&cfg.kernel).map_err(|source| VmmError::KernelRead {
+    let image = memory::MappedFile::open(&cfg.kernel).map_err(|source| VmmError::KernelRead {
         path: cfg.kernel.clone(),
         source,
     })?;
