@@ -310,7 +310,6 @@ pub fn acknowledge_interrupts(on: bool) {
 }
 
 impl Virtio9p {
-
     /// Sends `request` (a complete T-message) and waits for the reply, which
     /// is written to `reply`; returns the reply's length.
     pub fn request(&self, request: &[u8], reply: &mut [u8]) -> Result<usize, DeviceError> {
