@@ -76,6 +76,33 @@ impl Drop for File {
     }
 }
 
+/// The calls of a regular file, for an object that is one without being a
+/// file of the namespace (a memory-only file): positional reads and writes,
+/// a size to change, pages to map. The system calls reach it through
+/// [`FileLike::regular`] (and [`Object::regular`]), so another such kind
+/// plugs in without a case of its own in each of them.
+pub trait RegularLike: Send + Sync {
+    /// Its inode (`st_ino`; the key of its pages).
+    fn ino(&self) -> u64;
+    /// Its size in bytes.
+    fn size(&self) -> u64;
+    /// The file position of `read`, `write` and `lseek`.
+    fn position(&self) -> &IrqLock<u64>;
+    /// Up to `max` bytes at `off` (fewer at the end).
+    fn read_at(&self, off: u64, max: usize) -> Vec<u8>;
+    /// Writes `data` at `off`, growing the file; how much went.
+    fn write_at(&self, off: u64, data: &[u8]) -> Result<usize, Errno>;
+    /// `ftruncate`.
+    fn set_size(&self, size: u64) -> Result<(), Errno>;
+    /// `fallocate(mode, off, len)`.
+    fn fallocate(&self, mode: u32, off: u64, len: u64) -> Result<(), Errno>;
+    /// The file system's `f_type` for `fstatfs`.
+    fn statfs_magic(&self) -> u64;
+    /// The physical address of page `index`, made if need be: `Err(true)`
+    /// past the end (SIGBUS), `Err(false)` when memory ran out.
+    fn map_page(&self, index: u64) -> Result<u64, bool>;
+}
+
 /// An open file description the library OS serves itself, as a trait:
 /// a new kind of file (a socket) implements it instead of adding an arm to
 /// every system call's `match` on [`Object`] (after Asterinas'
@@ -130,6 +157,10 @@ pub trait FileLike: Send + Sync + 'static {
     /// file (`anon_inode:[eventfd]`); sockets are `socket:[INODE]`.
     fn proc_link(&self) -> String {
         String::from("anon_inode:[unknown]")
+    }
+    /// Its regular-file calls, if it is a regular file (see [`RegularLike`]).
+    fn regular(&self) -> Option<&dyn RegularLike> {
+        None
     }
     /// The concrete type, for the calls only one kind has (`bind` on a socket).
     /// A read that neither waits nor goes to the gateway, for a direct
@@ -379,6 +410,15 @@ impl Object {
         };
         let old = cell.load(Ordering::Relaxed);
         cell.store((old & !CHANGEABLE) | (new & CHANGEABLE), Ordering::Relaxed);
+    }
+
+    /// Its regular-file calls, if it is a regular file other than one of
+    /// the namespace (a memory-only file).
+    pub fn regular(&self) -> Option<&dyn RegularLike> {
+        match self {
+            Object::Like(l) => l.regular(),
+            _ => None,
+        }
     }
 
     /// The file of kind `T` behind it, if it is one (a call only one

@@ -55,7 +55,8 @@ pub enum Backing {
     /// A memory-only file (`memfd_create`): its pages, shared by every
     /// mapping of it, as `File` for a file of the namespace.
     Mem {
-        /// The file (a `vfs::memfd::MemFd`).
+        /// The file (one with [`crate::fd::FileLike::regular`] calls: a
+        /// `vfs::memfd::MemFd`).
         memfd: Arc<dyn crate::fd::FileLike>,
         /// File offset of the area's first byte.
         offset: u64,
@@ -711,10 +712,7 @@ fn fault_inner(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
             STATS
                 .file
                 .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-            let memfd = memfd
-                .as_any()
-                .downcast_ref::<crate::vfs::memfd::MemFd>()
-                .ok_or(Fault::Bus)?;
+            let memfd = memfd.regular().ok_or(Fault::Bus)?;
             mem_fault(lo, hi, page, write, &area, start, memfd, *offset)
         }
         Backing::Anon => {
@@ -814,7 +812,7 @@ fn mem_fault(
     write: bool,
     area: &Area,
     start: u64,
-    memfd: &crate::vfs::memfd::MemFd,
+    memfd: &dyn crate::fd::RegularLike,
     offset: u64,
 ) -> Result<(), Fault> {
     let (lo, hi) = if area.shared {
@@ -1362,13 +1360,7 @@ pub fn file_truncated(ino: u64, size: u64) {
         for (&s, a) in &sp.areas {
             let (this, offset) = match &a.backing {
                 Backing::File { file, offset } => (file_ino(file), offset),
-                Backing::Mem { memfd, offset } => (
-                    memfd
-                        .as_any()
-                        .downcast_ref::<crate::vfs::memfd::MemFd>()
-                        .map(|m| m.ino()),
-                    offset,
-                ),
+                Backing::Mem { memfd, offset } => (memfd.regular().map(|m| m.ino()), offset),
                 Backing::Anon | Backing::Beyond => continue,
             };
             if this != Some(ino) {

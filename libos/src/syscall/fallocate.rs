@@ -58,7 +58,7 @@ pub fn fallocate(a: &[u64; 6]) -> Result<u64, Errno> {
     if o.status_flags() & O_ACCMODE == 0 {
         return Err(Errno::EBADF);
     }
-    if let Some(m) = o.like::<crate::vfs::memfd::MemFd>() {
+    if let Some(m) = o.regular() {
         return m.fallocate(mode as u32, offset, len).map(|()| 0);
     }
     let (fid, ino, path) = match &o {

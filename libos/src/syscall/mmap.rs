@@ -79,7 +79,7 @@ pub fn mmap(a: &[u64; 6]) -> Result<u64, Errno> {
 /// The memory-only file behind `fd`, if that is what it is.
 fn memfd(fd: u64) -> Result<Option<Arc<dyn crate::fd::FileLike>>, Errno> {
     match crate::fd::object(fd)? {
-        crate::fd::Object::Like(l) if l.as_any().is::<crate::vfs::memfd::MemFd>() => Ok(Some(l)),
+        crate::fd::Object::Like(l) if l.regular().is_some() => Ok(Some(l)),
         _ => Ok(None),
     }
 }

@@ -144,7 +144,7 @@ pub fn read_object(o: &Object, offset: Option<u64>, addr: u64, len: u64) -> Resu
         // No read operation.
         Object::Epoll(_) => Err(Errno::EINVAL),
         Object::Like(l) => {
-            if let Some(m) = l.as_any().downcast_ref::<crate::vfs::memfd::MemFd>() {
+            if let Some(m) = l.regular() {
                 // A memory-only file reads as a regular one.
                 let max = len.min(CHUNK) as usize;
                 return match offset {
@@ -419,12 +419,10 @@ fn lseek_object(o: &Object, a: &[u64; 6]) -> Result<u64, Errno> {
             File::Console { .. } => return Err(Errno::ESPIPE),
         },
         Object::Synthetic(s) => (&s.offset, s.len()),
-        Object::Like(l) if l.as_any().is::<crate::vfs::memfd::MemFd>() => {
-            match l.as_any().downcast_ref::<crate::vfs::memfd::MemFd>() {
-                Some(m) => (m.position(), m.size()),
-                None => return Err(Errno::ESPIPE),
-            }
-        }
+        Object::Like(l) if l.regular().is_some() => match l.regular() {
+            Some(m) => (m.position(), m.size()),
+            None => return Err(Errno::ESPIPE),
+        },
         // Seeking a device succeeds and means nothing.
         Object::Device(_) => return Ok(0),
         _ => return Err(Errno::ESPIPE),

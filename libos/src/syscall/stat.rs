@@ -84,11 +84,8 @@ fn object_stat(fd: u64) -> Result<Stat, Errno> {
         },
         Object::Synthetic(s) => s.stat(),
         Object::Device(d) => d.stat(),
-        Object::Like(l) if l.as_any().is::<crate::vfs::memfd::MemFd>() => {
-            let size = l
-                .as_any()
-                .downcast_ref::<crate::vfs::memfd::MemFd>()
-                .map_or(0, |m| m.size());
+        Object::Like(l) if l.regular().is_some() => {
+            let size = l.regular().map_or(0, |m| m.size());
             let mut st = anon_stat(l.mode(), alloc::sync::Arc::as_ptr(&l) as *const u8 as u64);
             st.size = size;
             // No name links to it.

@@ -8,7 +8,6 @@ use crate::mm::user;
 const V9FS_MAGIC: u64 = 0x0102_1997;
 const PROC_SUPER_MAGIC: u64 = 0x9fa0;
 const SYSFS_MAGIC: u64 = 0x6265_6572;
-const TMPFS_MAGIC: u64 = 0x0102_1994;
 
 fn magic_of(path: &str) -> u64 {
     if path == "/proc" || path.starts_with("/proc/") {
@@ -56,12 +55,8 @@ pub fn statfs(a: &[u64; 6]) -> Result<u64, Errno> {
 
 /// `fstatfs(fd, buf)`.
 pub fn fstatfs(a: &[u64; 6]) -> Result<u64, Errno> {
-    if crate::fd::object(a[0])?
-        .like::<crate::vfs::memfd::MemFd>()
-        .is_some()
-    {
-        // Linux's memory-only files live on tmpfs (ZGC checks).
-        return write_statfs(a[1], TMPFS_MAGIC);
+    if let Some(r) = crate::fd::object(a[0])?.regular() {
+        return write_statfs(a[1], r.statfs_magic());
     }
     let magic = match &*crate::fd::get(a[0])? {
         crate::fd::File::P9 { path, .. } => magic_of(path),

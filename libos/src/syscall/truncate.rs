@@ -11,7 +11,7 @@ pub fn ftruncate(a: &[u64; 6]) -> Result<u64, Errno> {
         return Err(Errno::EINVAL);
     }
     let o = fd::object(a[0])?;
-    if let Some(m) = o.like::<crate::vfs::memfd::MemFd>() {
+    if let Some(m) = o.regular() {
         if o.status_flags() & O_ACCMODE == 0 {
             return Err(Errno::EINVAL);
         }

@@ -145,13 +145,12 @@ pub fn write_bytes(o: &Object, at: Option<u64>, bytes: &[u8]) -> Result<u64, Err
 /// Whether `o` takes a write's bytes as one stream (a pipe, a socket…),
 /// which is handed kernel copies (it may wait for room part-way).
 fn is_stream(o: &Object) -> bool {
-    matches!(o, Object::Like(_) | Object::PipeWrite(_))
-        && o.like::<crate::vfs::memfd::MemFd>().is_none()
+    matches!(o, Object::Like(_) | Object::PipeWrite(_)) && o.regular().is_none()
 }
 
 fn write_source(o: &Object, at: Option<u64>, src: Source<'_>) -> Result<u64, Errno> {
     let len = src.len() as u64;
-    if let (Some(m), Some(at)) = (o.like::<crate::vfs::memfd::MemFd>(), at) {
+    if let (Some(m), Some(at)) = (o.regular(), at) {
         // `pwrite` of a memory-only file, as a regular one.
         return match src {
             Source::Kernel(bytes) => m.write_at(at, bytes).map(|n| n as u64),

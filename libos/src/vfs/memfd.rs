@@ -11,6 +11,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::errno::Errno;
+use crate::fd::RegularLike as _;
 use crate::mm::shared;
 use crate::sync::IrqLock;
 
@@ -21,6 +22,8 @@ const MAX_SIZE: u64 = i64::MAX as u64;
 const KEEP_SIZE: u32 = 1;
 /// `FALLOC_FL_PUNCH_HOLE`.
 const PUNCH_HOLE: u32 = 2;
+/// tmpfs's `f_type`.
+const TMPFS_MAGIC: u64 = 0x0102_1994;
 
 /// Inodes of memory-only files: above any 9P qid path the gateway gives
 /// (those are below 2^63).
@@ -48,25 +51,27 @@ impl MemFd {
             flags: AtomicU32::new(2),
         }
     }
+}
 
+impl crate::fd::RegularLike for MemFd {
     /// Its inode (the key of its pages).
-    pub fn ino(&self) -> u64 {
+    fn ino(&self) -> u64 {
         self.ino
     }
 
     /// The file position of `read`, `write` and `lseek`.
-    pub fn position(&self) -> &IrqLock<u64> {
+    fn position(&self) -> &IrqLock<u64> {
         &self.pos
     }
 
     /// Its size in bytes.
-    pub fn size(&self) -> u64 {
+    fn size(&self) -> u64 {
         *self.size.lock()
     }
 
     /// `ftruncate`: pages wholly past a smaller size that nothing maps go
     /// (their bytes with them); the last page's tail reads zeros again.
-    pub fn set_size(&self, size: u64) -> Result<(), Errno> {
+    fn set_size(&self, size: u64) -> Result<(), Errno> {
         if size > MAX_SIZE {
             return Err(Errno::EINVAL);
         }
@@ -85,7 +90,7 @@ impl MemFd {
     /// `fallocate(mode, off, len)`: 0 makes room (the size grows to cover
     /// it; pages are made when touched), `PUNCH_HOLE | KEEP_SIZE` zeroes the
     /// range. Other modes are `EOPNOTSUPP`.
-    pub fn fallocate(&self, mode: u32, off: u64, len: u64) -> Result<(), Errno> {
+    fn fallocate(&self, mode: u32, off: u64, len: u64) -> Result<(), Errno> {
         let end = off.checked_add(len).ok_or(Errno::EFBIG)?;
         if len == 0 {
             return Err(Errno::EINVAL);
@@ -112,7 +117,7 @@ impl MemFd {
     }
 
     /// Reads up to `max` bytes at `off` (pages never written read zeros).
-    pub fn read_at(&self, off: u64, max: usize) -> Vec<u8> {
+    fn read_at(&self, off: u64, max: usize) -> Vec<u8> {
         let size = self.size();
         if off >= size {
             return Vec::new();
@@ -125,7 +130,7 @@ impl MemFd {
 
     /// Writes `data` at `off`, growing the file; `ENOMEM` if no page can be
     /// had (what was written before stays).
-    pub fn write_at(&self, off: u64, data: &[u8]) -> Result<usize, Errno> {
+    fn write_at(&self, off: u64, data: &[u8]) -> Result<usize, Errno> {
         if data.is_empty() {
             return Ok(0);
         }
@@ -145,11 +150,16 @@ impl MemFd {
     /// The frame of page `index` for a mapping (a reference taken), made if
     /// new; `Err(true)` past the end of the file (SIGBUS), `Err(false)` out
     /// of memory.
-    pub fn map_page(&self, index: u64) -> Result<u64, bool> {
+    fn map_page(&self, index: u64) -> Result<u64, bool> {
         if index.saturating_mul(PAGE) >= self.size() {
             return Err(true);
         }
         shared::mem_page(self.ino, index, true).ok_or(false)
+    }
+
+    /// Linux's memory-only files live on tmpfs (ZGC checks).
+    fn statfs_magic(&self) -> u64 {
+        TMPFS_MAGIC
     }
 }
 
@@ -202,6 +212,10 @@ impl crate::fd::FileLike for MemFd {
 
     fn proc_link(&self) -> String {
         alloc::format!("/memfd:{} (deleted)", self.name)
+    }
+
+    fn regular(&self) -> Option<&dyn crate::fd::RegularLike> {
+        Some(self)
     }
 
     fn as_any(&self) -> &dyn core::any::Any {
