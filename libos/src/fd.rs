@@ -158,6 +158,13 @@ pub trait FileLike: Send + Sync + 'static {
     fn proc_link(&self) -> String {
         String::from("anon_inode:[unknown]")
     }
+    /// Whether a read takes what it reads before copying it out, so that a
+    /// buffer with a hole loses it (`EFAULT`, and it is gone), as Linux's
+    /// eventfd counter, timerfd expirations and datagrams are; streams
+    /// keep their bytes for the next read (the default).
+    fn taken_before_copy(&self) -> bool {
+        false
+    }
     /// Its regular-file calls, if it is a regular file (see [`RegularLike`]).
     fn regular(&self) -> Option<&dyn RegularLike> {
         None

@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -268,6 +271,57 @@ static void epoll_cases(char how) {
     unholed(b);
 }
 
+/* Reads that take what they read before copying it out lose it to a hole
+ * (EFAULT, then nothing left): an eventfd's counter, a timerfd's
+ * expirations, a UDP datagram (but not when only peeked at). */
+static void taken_cases(char how) {
+    char name[64];
+    unsigned char *b = holed(how);
+    unsigned char *hole = b + 2 * PAGE;
+    unsigned char good[64];
+
+    int e = eventfd(0, EFD_NONBLOCK);
+    uint64_t five = 5;
+    write(e, &five, 8);
+    snprintf(name, sizeof name, "eventfd read at hole(%c)", how);
+    show(name, read(e, hole, 8));
+    show("  then", read(e, good, 8));
+    close(e);
+
+    int t = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+    struct itimerspec its = {.it_value = {0, 1000 * 1000}};
+    timerfd_settime(t, 0, &its, NULL);
+    struct pollfd pfd = {.fd = t, .events = POLLIN};
+    poll(&pfd, 1, 1000);
+    snprintf(name, sizeof name, "timerfd read at hole(%c)", how);
+    show(name, read(t, hole, 8));
+    show("  then", read(t, good, 8));
+    close(t);
+
+    int u = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    bind(u, (struct sockaddr *)&a, sizeof a);
+    getsockname(u, (struct sockaddr *)&a, &al);
+    sendto(u, "one", 3, 0, (struct sockaddr *)&a, sizeof a);
+    sendto(u, "two", 3, 0, (struct sockaddr *)&a, sizeof a);
+    pfd = (struct pollfd){.fd = u, .events = POLLIN};
+    poll(&pfd, 1, 1000);
+    snprintf(name, sizeof name, "udp recv peek at hole(%c)", how);
+    show(name, recv(u, hole, 3, MSG_PEEK));
+    snprintf(name, sizeof name, "udp recv at hole(%c)", how);
+    show(name, recv(u, hole, 3, 0));
+    /* The second datagram may still be on its way (through the host). */
+    poll(&pfd, 1, 1000);
+    long r = recv(u, good, sizeof good, 0);
+    show("  then", r);
+    if (r == 3)
+        printf("  which is %.3s\n", good);
+    show("  then", recv(u, good, sizeof good, 0));
+    close(u);
+    unholed(b);
+}
+
 /* --- a buffer unmapped by another thread while a long write copies it -- */
 
 #define BIG (32L << 20)
@@ -327,6 +381,7 @@ int main(int argc, char **argv) {
         socket_cases(hows[i], 0);
         socket_cases(hows[i], 1);
         epoll_cases(hows[i]);
+        taken_cases(hows[i]);
     }
     unmapped_meanwhile();
     printf("holes: %s\n", failures ? "FAILED" : "ok");

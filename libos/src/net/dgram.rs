@@ -336,6 +336,10 @@ impl Drop for Dgram {
 }
 
 impl FileLike for Dgram {
+    fn taken_before_copy(&self) -> bool {
+        true
+    }
+
     fn read(&self, max: usize, nonblock: bool) -> Result<Vec<u8>, Errno> {
         self.recv_from(max, nonblock, false).map(|(d, _, _)| d)
     }

@@ -294,7 +294,8 @@ pub fn iovecs(addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
 /// all) when the program's buffer has a hole, so that no byte is taken
 /// that could not be delivered, as on Linux: a pipe fills whole buffers
 /// (pages) before the hole, a socket copies nothing (`EFAULT`, the bytes
-/// stay for the next read).
+/// stay for the next read); what Linux takes before copying (an eventfd's
+/// counter) is read and lost to the hole.
 pub fn stream_room(o: &Object, pieces: &[(u64, u64)], want: u64) -> Result<u64, Errno> {
     let room = user::writable_prefix(pieces, want);
     if room >= want {
@@ -302,6 +303,7 @@ pub fn stream_room(o: &Object, pieces: &[(u64, u64)], want: u64) -> Result<u64, 
     }
     match o {
         Object::PipeRead(_) if room >= 4096 => Ok(room - room % 4096),
+        Object::Like(l) if l.taken_before_copy() => Ok(want),
         _ => Err(Errno::EFAULT),
     }
 }

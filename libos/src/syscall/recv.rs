@@ -48,21 +48,26 @@ fn recv_bytes(fd: u64, max: u64, flags: u64) -> Result<Received, Errno> {
 }
 
 /// `EFAULT` before anything is taken when the buffer `pieces` has a hole
-/// in its first `want` bytes (see `read::stream_room`); else `want`.
-fn room(fd: u64, pieces: &[(u64, u64)], want: u64) -> Result<u64, Errno> {
+/// in its first `want` bytes (see `read::stream_room`); else `want`. A
+/// datagram received (not peeked at) into a hole is taken, and lost with
+/// `EFAULT` when it is copied out, as Linux drops it.
+fn room(fd: u64, pieces: &[(u64, u64)], want: u64, flags: u64) -> Result<u64, Errno> {
     let want = want.min(MAX_RECV);
     if user::writable_prefix(pieces, want) >= want {
         return Ok(want);
     }
     // A bad descriptor is reported before a bad buffer.
-    super::socket::object(fd)?;
-    Err(Errno::EFAULT)
+    let o = super::socket::object(fd)?;
+    match &o {
+        crate::fd::Object::Like(l) if l.taken_before_copy() && flags & MSG_PEEK == 0 => Ok(want),
+        _ => Err(Errno::EFAULT),
+    }
 }
 
 /// `recvfrom(fd, buf, len, flags, src_addr, addrlen)`.
 pub fn recvfrom(a: &[u64; 6]) -> Result<u64, Errno> {
     user::check_range(a[1], a[2])?;
-    let max = room(a[0], &[(a[1], a[2])], a[2])?;
+    let max = room(a[0], &[(a[1], a[2])], a[2], a[3])?;
     let Received { data, from, len } = recv_bytes(a[0], max, a[3])?;
     user::copy_in(a[1], &data)?;
     if a[4] != 0 {
@@ -85,7 +90,7 @@ pub fn recvmsg(a: &[u64; 6]) -> Result<u64, Errno> {
     for &(base, len) in &iov {
         user::check_range(base, len)?;
     }
-    let max = room(a[0], &iov, total)?;
+    let max = room(a[0], &iov, total, a[2])?;
     let Received { data, from, len } = recv_bytes(a[0], max, a[2])?;
     let mut at = 0usize;
     for (base, len) in iov {

@@ -95,6 +95,10 @@ impl EventFd {
 }
 
 impl crate::fd::FileLike for EventFd {
+    fn taken_before_copy(&self) -> bool {
+        true
+    }
+
     fn read(&self, max: usize, nonblock: bool) -> Result<alloc::vec::Vec<u8>, Errno> {
         if max < 8 {
             return Err(Errno::EINVAL);

@@ -196,6 +196,10 @@ mod imp {
     }
 
     impl crate::fd::FileLike for TimerFd {
+        fn taken_before_copy(&self) -> bool {
+            true
+        }
+
         fn read(&self, max: usize, nonblock: bool) -> Result<alloc::vec::Vec<u8>, Errno> {
             if max < 8 {
                 return Err(Errno::EINVAL);
