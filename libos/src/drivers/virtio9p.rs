@@ -377,6 +377,36 @@ impl Virtio9p {
         self.wait(head, header.len() + data.1 as usize)
     }
 
+    /// Sends a request made of `header` followed by `data` (two readable
+    /// descriptors: a write's payload goes from where it is, without being
+    /// copied behind its header) and waits for the reply in `reply`; both
+    /// byte ranges must be kernel memory (one guest-physical range each).
+    pub fn request_gather(
+        &self,
+        header: &[u8],
+        data: &[u8],
+        reply: &mut [u8],
+    ) -> Result<usize, DeviceError> {
+        let head = self.submit_chain(&[
+            (
+                mm::virt_to_phys(header.as_ptr() as u64),
+                header.len() as u32,
+                false,
+            ),
+            (
+                mm::virt_to_phys(data.as_ptr() as u64),
+                data.len() as u32,
+                false,
+            ),
+            (
+                mm::virt_to_phys(reply.as_mut_ptr() as u64),
+                reply.len() as u32,
+                true,
+            ),
+        ])?;
+        self.wait(head, reply.len())
+    }
+
     /// Posts a request whose descriptors name arbitrary guest-physical
     /// ranges, as a hostile or buggy driver might; for tests of the VMM's
     /// checks. The device must refuse ranges outside guest RAM.

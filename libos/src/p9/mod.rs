@@ -28,6 +28,10 @@ const MAXWELEM: usize = 16;
 /// A file identifier on the connection.
 pub type Fid = u32;
 
+/// Smallest write whose payload goes in a descriptor of its own (below
+/// it, copying it behind the header costs less than a second descriptor).
+const GATHER_MIN: usize = 4096;
+
 static MOUNTED: spin::Once<Client> = spin::Once::new();
 
 /// The namespace the partition mounted at boot, if it has a 9P device.
@@ -648,14 +652,45 @@ impl Client {
 
     /// Writes `data` at `offset`; returns how much was written.
     pub fn write(&self, fid: Fid, offset: u64, data: &[u8]) -> Result<usize, Errno> {
-        let mut buf = self.buffer();
         let n = data.len().min(self.iounit() as usize);
+        if n >= GATHER_MIN && data.as_ptr() as u64 >= crate::mm::DIRECT_MAP {
+            return self.write_gather(fid, offset, &data[..n]);
+        }
+        let mut buf = self.buffer();
         let t = TMessage::Write {
             fid,
             offset,
             data: &data[..n],
         };
         match self.rpc(&t, &mut buf)? {
+            RMessage::Write { count } => Ok(count as usize),
+            _ => Err(Errno::EPROTO),
+        }
+    }
+
+    /// [`write`](Self::write) of kernel bytes sent from where they are: the
+    /// header in a descriptor of its own, the payload in the next, instead
+    /// of copied into one message (a socket's bulk writes are each an
+    /// iounit of bytes).
+    fn write_gather(&self, fid: Fid, offset: u64, data: &[u8]) -> Result<usize, Errno> {
+        use astraea_9p::consts::{MsgType, TWRITE_HEADER_LEN};
+        let guard = self.alloc_tag();
+        let tag = guard.tag;
+        let count = data.len() as u32;
+        let mut hdr = [0u8; TWRITE_HEADER_LEN];
+        hdr[0..4].copy_from_slice(&(TWRITE_HEADER_LEN as u32 + count).to_le_bytes());
+        hdr[4] = MsgType::Twrite as u8;
+        hdr[5..7].copy_from_slice(&tag.to_le_bytes());
+        hdr[7..11].copy_from_slice(&fid.to_le_bytes());
+        hdr[11..19].copy_from_slice(&offset.to_le_bytes());
+        hdr[19..23].copy_from_slice(&count.to_le_bytes());
+        // An Rwrite or an Rlerror: a few bytes.
+        let mut reply = [0u8; 64];
+        let n = self
+            .dev
+            .request_gather(&hdr, data, &mut reply)
+            .map_err(|_| Errno::EIO)?;
+        match Self::decode(&reply[..n.min(reply.len())], tag)? {
             RMessage::Write { count } => Ok(count as usize),
             _ => Err(Errno::EPROTO),
         }
