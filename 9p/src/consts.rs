@@ -30,6 +30,12 @@ pub const RREAD_HEADER_LEN: usize = 11;
 pub const TWRITE_HEADER_LEN: usize = 23;
 /// Length of a qid on the wire: `type[1] version[4] path[8]`.
 pub const QID_LEN: usize = 13;
+/// The offset of a read of a `/net` connection's `data` file that waits,
+/// after the end of file, for the connection to fail (a reset its peer's
+/// close or a later send drew): it answers the error, or end of file when
+/// the connection is closed without one. Reads at any other offset are
+/// the stream's bytes (Plan 9's `/net` ignores the offset).
+pub const NET_WATCH_OFFSET: u64 = u64::MAX;
 
 /// Type number 6, reserved by Linux for a "Tlerror" that does not exist on the
 /// wire: 9P2000.L defines no such request. Decoding type 6 yields

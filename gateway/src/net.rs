@@ -828,6 +828,33 @@ impl Conv {
         )
     }
 
+    /// The watch after the end of file ([`astraea_9p::consts::NET_WATCH_OFFSET`]):
+    /// waits until the host socket reports an error (the reset that the
+    /// peer's close with our bytes unread, or a send of ours after its
+    /// close, brings after its FIN: Linux's `sk_err`, `EPIPE` or
+    /// `ECONNRESET`) and answers it; answers end of file (`()`) once the
+    /// connection is hung up or closed without one. The socket's readiness
+    /// events (edge-triggered: an error is one) retry it.
+    pub(crate) fn watch(
+        self: &Arc<Self>,
+        then: impl FnOnce(&SessionInner, ()) -> Result<Vec<u8>, Errno> + Send + 'static,
+    ) -> Wait {
+        self.wait_for(
+            move |_, st| match (&st.sock, st.status) {
+                (Sock::Stream(s), Status::Established) => match s.take_error() {
+                    Ok(Some(e)) => Some(Err(e.into())),
+                    Ok(None) => None,
+                    Err(e) => Some(Err(e.into())),
+                },
+                (Sock::Stream(_), _) => None, // still connecting
+                (Sock::Udp(_), _) | (Sock::Listener(_), _) => Some(Err(Errno(libc::EINVAL))),
+                (Sock::None, _) => Some(Ok(())),
+            },
+            |_, _| {},
+            then,
+        )
+    }
+
     /// Sends what fits in the socket buffer (at least one byte); waits
     /// while it is full.
     pub(crate) fn write(

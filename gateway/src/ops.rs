@@ -695,9 +695,16 @@ impl SessionInner {
             file: ConvFile::Data,
         } = &*opened
         {
-            // A stream: the offset means nothing. The open file is held
-            // while the read waits, as a blocked worker held it.
+            // A stream: the offset means nothing, but for the watch after
+            // the end of file. The open file is held while the read waits,
+            // as a blocked worker held it.
             let hold = Arc::clone(&opened);
+            if offset == astraea_9p::consts::NET_WATCH_OFFSET {
+                return Ok(Step::Wait(conv.conv().watch(move |_, ()| {
+                    drop(hold);
+                    encode(tag, &RMessage::Read { data: &[] })
+                })));
+            }
             return Ok(Step::Wait(conv.conv().read(max, move |_, data| {
                 drop(hold);
                 encode(tag, &RMessage::Read { data: &data })

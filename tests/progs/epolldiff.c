@@ -12,8 +12,7 @@
  * A random sequence works on a table of slots holding pipe ends, eventfds,
  * timerfds (disarmed, expired or far in the future: nothing depends on
  * timing), epoll instances, Unix socket pairs, loopback TCP connections
- * (see `settle`: a TCP end is never shut for reading, and a send to a
- * closed peer is left out), dups of those and one
+ * (see `settle`: a TCP end is never shut for reading), dups of those and one
  * regular file in DIR, with pipe/socketpair/eventfd/timerfd/epoll_create1/
  * dup/close/write/read/send/recv (MSG_PEEK, MSG_DONTWAIT, MSG_WAITALL)/
  * shutdown/FIONREAD/SO_ERROR/epoll_ctl/epoll_wait(timeout 0)/poll calls. Each line is "INDEX CALL ARGS = RESULT";
@@ -193,26 +192,6 @@ static void settle(void) {
             }
         }
     }
-}
-
-/* Whether slot s is a TCP end whose peer is closed. Sending there is
- * left out: the reset it brings comes back after the connection's end of
- * file, which a partition does not watch for (docs/net.md). */
-static int tcp_peer_gone(int s) {
-    return s >= 0 && slot[s].kind == TCP && conn[slot[s].conn].closed[1 - slot[s].side];
-}
-
-/* Whether closing slot s would reset a TCP connection whose other end
- * has already read the end of file (s's end shut for writing, then closed
- * with bytes unread): left out, as the reset is not seen there in a
- * partition (docs/net.md). */
-static int tcp_late_reset(int s) {
-    if (s < 0 || slot[s].kind != TCP)
-        return 0;
-    int c = slot[s].conn, i = slot[s].side, others = 0;
-    for (int k = 0; k < NSLOTS; k++)
-        others += k != s && slot[k].kind == TCP && slot[k].conn == c && slot[k].side == i;
-    return !others && conn[c].shut_wr[i] && conn[c].inflight[i] > 0 && !conn[c].closed[1 - i];
 }
 
 /* Bookkeeping for `settle` after a call on slot s. */
@@ -409,10 +388,6 @@ static void sock_call(void) {
         unsigned n = pick(40), fl = pick(3);
         memset(buf, 'A' + (int)pick(26), sizeof buf);
         printf("send s%d %u%s", s, n, fl == 1 ? " NOSIGNAL" : fl == 2 ? " DONTWAIT" : "");
-        if (tcp_peer_gone(s)) {
-            printf(" = skip\n");
-            return;
-        }
         long r = send(fd, buf, n, fl == 1 ? MSG_NOSIGNAL : fl == 2 ? MSG_DONTWAIT : 0);
         tcp_sent(s, r);
         res(r);
@@ -595,7 +570,7 @@ static void call(unsigned i) {
     } else if (op < 40) {
         int s = some_slot(ANY_OPEN);
         printf("close s%d", s);
-        if (s < 0 || tcp_late_reset(s)) {
+        if (s < 0) {
             printf(" = skip\n");
             return;
         }
@@ -606,7 +581,7 @@ static void call(unsigned i) {
     } else if (op < 50) {
         int s = some_slot(1u << PIPE_W | 1u << EVENT | 1u << PIPE_R | 1u << SOCK | 1u << TCP);
         printf("write s%d", s);
-        if (s < 0 || tcp_peer_gone(s)) {
+        if (s < 0) {
             printf(" = skip\n");
             return;
         }

@@ -671,7 +671,14 @@ impl Socket {
         let sh = &*self.sh;
         let deadline = self.deadline(true);
         let conv = loop {
-            let st = sh.st.lock();
+            let mut st = sh.st.lock();
+            // A reset not yet reported (before or after the end of file):
+            // the send reports it and takes it, before a shutdown's EPIPE,
+            // as Linux's `sk_stream_error` takes `sk_err`.
+            if st.phase == Phase::Connected && (st.so_error.is_some() || st.read_err.is_some()) {
+                let e = st.so_error.take().or_else(|| st.read_err.take());
+                return Err(e.unwrap_or(Errno::EPIPE));
+            }
             if st.shut_wr {
                 return Err(Errno::EPIPE);
             }
@@ -690,6 +697,15 @@ impl Socket {
                 _ => return Err(Errno::EPIPE),
             }
         };
+        if data.is_empty() {
+            // Nothing to send, but a broken connection is still `EPIPE`.
+            let st = sh.st.lock();
+            return match st.write_err {
+                Some(e) => Err(e),
+                None if st.broken => Err(Errno::EPIPE),
+                None => Ok(0),
+            };
+        }
         let mut done = 0;
         while done < data.len() {
             let mut st = sh.st.lock();
@@ -833,6 +849,11 @@ impl Socket {
             // A connection the peer reset, or whose ends both sent their
             // FIN, is closed (Linux's TCP_CLOSE, TIME_WAIT).
             if st.phase != Phase::Connected || st.broken || (st.shut_wr && st.eof) {
+                // Refused, but pollers are woken all the same, as Linux's
+                // `inet_shutdown` calls `sk_state_change` on a closed socket
+                // (an edge-triggered registration sees an event).
+                drop(st);
+                self.sh.notify_state();
                 return Err(Errno::ENOTCONN);
             }
             if how != 1 {
@@ -1055,7 +1076,8 @@ impl FileLike for Socket {
                 if st.write_err.is_some() {
                     ev |= POLLERR;
                 }
-                if st.read_err.is_some() {
+                // A reset after the end of file is `SO_ERROR`'s until read.
+                if st.read_err.is_some() || st.so_error.is_some() {
                     ev |= POLLERR;
                 }
                 // Both directions shut (by us or by the peer's FIN), or reset.
@@ -1262,6 +1284,7 @@ fn reader(sh: Arc<Shared>, conv: Arc<Conv>) {
         };
         let r = c.read(fid, 0, &mut buf[..want]);
         let filled = r == Ok(buf.len());
+        let clean_end = r == Ok(0);
         let end = {
             let mut st = sh.st.lock();
             st.demand = false;
@@ -1284,11 +1307,38 @@ fn reader(sh: Arc<Shared>, conv: Arc<Conv>) {
         if end {
             // The peer's FIN or a reset: EPOLLRDHUP, EPOLLHUP, EPOLLERR.
             sh.notify_state();
+            if clean_end && stream {
+                watch_after_eof(&sh, c, fid);
+            }
             break;
         }
         sh.notify_input();
         if filled && buf.len() < READ_CHUNK {
             buf = vec![0u8; buf.len() * 4];
+        }
+    }
+}
+
+/// After the peer's FIN, waits for the reset that may still come (the
+/// peer closed with our bytes unread, or a send of ours reached it closed):
+/// Linux then reports `POLLERR | POLLHUP` and `SO_ERROR` (`EPIPE`), while
+/// reads go on seeing the end of file. The gateway answers the watch read
+/// with that error, or with end of file when we close first.
+fn watch_after_eof(sh: &Shared, c: &Client, fid: crate::p9::Fid) {
+    let mut byte = [0u8; 1];
+    match c.read(fid, astraea_9p::consts::NET_WATCH_OFFSET, &mut byte) {
+        // Closed (or hung up) by us without an error; EINTR: cancelled by
+        // our close.
+        Ok(_) | Err(Errno::EINTR) => {}
+        Err(e) => {
+            let mut st = sh.st.lock();
+            if st.closing {
+                return;
+            }
+            st.so_error = Some(e);
+            st.broken = true;
+            drop(st);
+            sh.notify_state();
         }
     }
 }
