@@ -78,6 +78,20 @@ struct Queue {
 // partition's life; all access goes through the IrqLock around `Queue`.
 unsafe impl Send for Queue {}
 
+/// A descriptor the device reads: kernel bytes (one guest-physical range).
+fn readable(b: &[u8]) -> (u64, u32, bool) {
+    (mm::virt_to_phys(b.as_ptr() as u64), b.len() as u32, false)
+}
+
+/// A descriptor the device writes: kernel bytes (one guest-physical range).
+fn writable(b: &mut [u8]) -> (u64, u32, bool) {
+    (
+        mm::virt_to_phys(b.as_mut_ptr() as u64),
+        b.len() as u32,
+        true,
+    )
+}
+
 /// The device.
 pub struct Virtio9p {
     base: u64,
@@ -361,19 +375,8 @@ impl Virtio9p {
         header: &mut [u8],
         data: (u64, u32),
     ) -> Result<usize, DeviceError> {
-        let head = self.submit_chain(&[
-            (
-                mm::virt_to_phys(request.as_ptr() as u64),
-                request.len() as u32,
-                false,
-            ),
-            (
-                mm::virt_to_phys(header.as_mut_ptr() as u64),
-                header.len() as u32,
-                true,
-            ),
-            (data.0, data.1, true),
-        ])?;
+        let head =
+            self.submit_chain(&[readable(request), writable(header), (data.0, data.1, true)])?;
         self.wait(head, header.len() + data.1 as usize)
     }
 
@@ -387,23 +390,7 @@ impl Virtio9p {
         data: &[u8],
         reply: &mut [u8],
     ) -> Result<usize, DeviceError> {
-        let head = self.submit_chain(&[
-            (
-                mm::virt_to_phys(header.as_ptr() as u64),
-                header.len() as u32,
-                false,
-            ),
-            (
-                mm::virt_to_phys(data.as_ptr() as u64),
-                data.len() as u32,
-                false,
-            ),
-            (
-                mm::virt_to_phys(reply.as_mut_ptr() as u64),
-                reply.len() as u32,
-                true,
-            ),
-        ])?;
+        let head = self.submit_chain(&[readable(header), readable(data), writable(reply)])?;
         self.wait(head, reply.len())
     }
 
