@@ -1308,7 +1308,7 @@ fn reader(sh: Arc<Shared>, conv: Arc<Conv>) {
             // The peer's FIN or a reset: EPOLLRDHUP, EPOLLHUP, EPOLLERR.
             sh.notify_state();
             if clean_end && stream {
-                watch_after_eof(&sh, c, fid);
+                watch_after_eof(&sh, c, fid, &mut buf);
             }
             break;
         }
@@ -1323,10 +1323,12 @@ fn reader(sh: Arc<Shared>, conv: Arc<Conv>) {
 /// peer closed with our bytes unread, or a send of ours reached it closed):
 /// Linux then reports `POLLERR | POLLHUP` and `SO_ERROR` (`EPIPE`), while
 /// reads go on seeing the end of file. The gateway answers the watch read
-/// with that error, or with end of file when we close first.
-fn watch_after_eof(sh: &Shared, c: &Client, fid: crate::p9::Fid) {
-    let mut byte = [0u8; 1];
-    match c.read(fid, astraea_9p::consts::NET_WATCH_OFFSET, &mut byte) {
+/// with that error, or with end of file when we close first. `buf` (4 KiB
+/// or more, which the reply never fills) makes the read one straight into
+/// it: a pooled reply buffer (msize bytes) held by every half-closed
+/// connection would add up.
+fn watch_after_eof(sh: &Shared, c: &Client, fid: crate::p9::Fid, buf: &mut [u8]) {
+    match c.read(fid, astraea_9p::consts::NET_WATCH_OFFSET, buf) {
         // Closed (or hung up) by us without an error; EINTR: cancelled by
         // our close.
         Ok(_) | Err(Errno::EINTR) => {}
