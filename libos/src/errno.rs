@@ -24,6 +24,7 @@ impl Errno {
     pub const ENOEXEC: Errno = Errno(8);
     pub const ENOMEM: Errno = Errno(12);
     pub const EACCES: Errno = Errno(13);
+    pub const EBUSY: Errno = Errno(16);
     pub const EEXIST: Errno = Errno(17);
     pub const ENOTDIR: Errno = Errno(20);
     pub const EISDIR: Errno = Errno(21);

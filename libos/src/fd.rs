@@ -101,6 +101,11 @@ pub trait RegularLike: Send + Sync {
     /// The physical address of page `index`, made if need be: `Err(true)`
     /// past the end (SIGBUS), `Err(false)` when memory ran out.
     fn map_page(&self, index: u64) -> Result<u64, bool>;
+    /// Its seals (`F_GET_SEALS`: `F_SEAL_*` bits).
+    fn seals(&self) -> u32;
+    /// `F_ADD_SEALS`: `EPERM` once sealed against sealing, `EBUSY` for
+    /// `F_SEAL_WRITE` while a shared writable mapping exists.
+    fn add_seals(&self, seals: u32) -> Result<(), Errno>;
 }
 
 /// An open file description the library OS serves itself, as a trait:

@@ -13,6 +13,7 @@ static const char *errname(int e)
     case EFBIG: return "EFBIG";
     case ENOENT: return "ENOENT";
     case EEXIST: return "EEXIST";
+    case EBUSY: return "EBUSY";
     case ENODATA: return "ENODATA";
     case ERANGE: return "ERANGE";
     case E2BIG: return "E2BIG";

@@ -160,5 +160,43 @@ int main(void)
         close(f);
     }
     printf("50 files: %d right\n", ok);
+
+    /* Seals (fcntl F_ADD_SEALS / F_GET_SEALS), each result then its errno. */
+#define SHOW(what, expr) do { errno = 0; long r_ = (long)(expr); \
+        printf("%s: %ld %s\n", what, r_, r_ < 0 ? errname(errno) : ""); } while (0)
+    int unsealable = (int)syscall(SYS_memfd_create, "plain", 0);
+    int s = (int)syscall(SYS_memfd_create, "sealed", 2 /* MFD_ALLOW_SEALING */);
+    SHOW("seals without MFD_ALLOW_SEALING", fcntl(unsealable, F_GET_SEALS));
+    SHOW("seals with it", fcntl(s, F_GET_SEALS));
+    SHOW("add to the unsealable one", fcntl(unsealable, F_ADD_SEALS, F_SEAL_SHRINK));
+    int pp2[2];
+    pipe(pp2);
+    SHOW("seals of a pipe", fcntl(pp2[0], F_GET_SEALS));
+    SHOW("unknown seal", fcntl(s, F_ADD_SEALS, 0x4000));
+    ftruncate(s, 2 * PG);
+    SHOW("add shrink+grow", fcntl(s, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW));
+    SHOW("shrink", ftruncate(s, PG));
+    SHOW("grow", ftruncate(s, 3 * PG));
+    SHOW("same size", ftruncate(s, 2 * PG));
+    SHOW("write past the end", pwrite(s, "x", 1, 2 * PG));
+    SHOW("write inside", pwrite(s, "x", 1, 10));
+    SHOW("fallocate past the end", fallocate(s, 0, 0, 3 * PG));
+    char *w = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, s, 0);
+    SHOW("add write with a writable shared mapping", fcntl(s, F_ADD_SEALS, F_SEAL_WRITE));
+    munmap(w, PG);
+    SHOW("add write", fcntl(s, F_ADD_SEALS, F_SEAL_WRITE));
+    SHOW("write sealed", pwrite(s, "y", 1, 10));
+    SHOW("punch a hole", fallocate(s, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, PG));
+    errno = 0;
+    w = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, s, 0);
+    printf("shared writable mapping: %s\n", w == MAP_FAILED ? errname(errno) : "mapped");
+    w = mmap(NULL, PG, PROT_READ, MAP_SHARED, s, 0);
+    SHOW("shared read-only mapping", w == MAP_FAILED ? -1 : (long)w[10]);
+    char c2 = 0;
+    pread(s, &c2, 1, 10);
+    printf("byte 10: %c\n", c2);
+    SHOW("add seal", fcntl(s, F_ADD_SEALS, F_SEAL_SEAL));
+    SHOW("add after it", fcntl(s, F_ADD_SEALS, F_SEAL_GROW));
+    SHOW("seals now", fcntl(s, F_GET_SEALS));
     return 0;
 }

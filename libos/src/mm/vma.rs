@@ -1350,6 +1350,17 @@ fn write_orphans(gone: &[Area]) {
     }
 }
 
+/// Whether a shared writable mapping of the memory-only file `ino` exists
+/// (`F_SEAL_WRITE` is refused then).
+pub fn writable_shared_mapping(ino: u64) -> bool {
+    SPACE.lock().areas.values().any(|a| {
+        a.shared
+            && a.prot & PROT_WRITE != 0
+            && matches!(&a.backing, Backing::Mem { memfd, .. }
+                if memfd.regular().is_some_and(|m| m.ino() == ino))
+    })
+}
+
 /// A file was cut to `size` bytes through the library OS: the pages of its
 /// mappings wholly past the end go (a touch then raises SIGBUS, as on
 /// Linux, private copies included), and its shared pages follow.

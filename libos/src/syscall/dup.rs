@@ -11,6 +11,8 @@ const F_GETFD: u64 = 1;
 const F_SETFD: u64 = 2;
 const F_GETFL: u64 = 3;
 const F_SETFL: u64 = 4;
+const F_ADD_SEALS: u64 = 1033;
+const F_GET_SEALS: u64 = 1034;
 const F_GETLK: u64 = 5;
 const F_SETLK: u64 = 6;
 const F_SETLKW: u64 = 7;
@@ -79,6 +81,12 @@ pub fn fcntl(a: &[u64; 6]) -> Result<u64, Errno> {
         F_GETLK | F_OFD_GETLK => getlk(&o, a[2]),
         F_SETLK | F_OFD_SETLK => setlk(&o, a[2], false),
         F_SETLKW | F_OFD_SETLKW => setlk(&o, a[2], true),
+        F_ADD_SEALS => o
+            .regular()
+            .ok_or(Errno::EINVAL)?
+            .add_seals(a[2] as u32)
+            .map(|()| 0),
+        F_GET_SEALS => Ok(u64::from(o.regular().ok_or(Errno::EINVAL)?.seals())),
         F_GETPIPE_SZ => match o {
             Object::PipeRead(_) | Object::PipeWrite(_) => Ok(crate::vfs::ring::PIPE_SIZE as u64),
             _ => Err(Errno::EBADF),

@@ -37,6 +37,13 @@ pub fn mmap(a: &[u64; 6]) -> Result<u64, Errno> {
         if mode == 1 || (shared && prot & PROT_WRITE != 0 && mode != 2) {
             return Err(Errno::EACCES);
         }
+        let seals = memfd.regular().map_or(0, |m| m.seals());
+        if shared
+            && prot & PROT_WRITE != 0
+            && seals & (crate::vfs::memfd::SEAL_WRITE | crate::vfs::memfd::SEAL_FUTURE_WRITE) != 0
+        {
+            return Err(Errno::EPERM);
+        }
         let name = Arc::<str>::from(memfd.proc_link().as_str());
         (Backing::Mem { memfd, offset }, Some(name))
     } else {

@@ -24,6 +24,20 @@ const KEEP_SIZE: u32 = 1;
 const PUNCH_HOLE: u32 = 2;
 /// tmpfs's `f_type`.
 const TMPFS_MAGIC: u64 = 0x0102_1994;
+/// `F_SEAL_SEAL`: no more seals.
+pub const SEAL_SEAL: u32 = 1;
+/// `F_SEAL_SHRINK`: the size may not go down.
+pub const SEAL_SHRINK: u32 = 2;
+/// `F_SEAL_GROW`: the size may not go up.
+pub const SEAL_GROW: u32 = 4;
+/// `F_SEAL_WRITE`: the contents may not change.
+pub const SEAL_WRITE: u32 = 8;
+/// `F_SEAL_FUTURE_WRITE`: no new way to change the contents.
+pub const SEAL_FUTURE_WRITE: u32 = 0x10;
+/// `F_SEAL_EXEC`: the mode's execute bits may not change.
+pub const SEAL_EXEC: u32 = 0x20;
+const ALL_SEALS: u32 =
+    SEAL_SEAL | SEAL_SHRINK | SEAL_GROW | SEAL_WRITE | SEAL_FUTURE_WRITE | SEAL_EXEC;
 
 /// Inodes of memory-only files: above any 9P qid path the gateway gives
 /// (those are below 2^63).
@@ -38,18 +52,30 @@ pub struct MemFd {
     pos: IrqLock<u64>,
     /// `O_*` status flags.
     pub flags: AtomicU32,
+    /// `F_SEAL_*` bits.
+    seals: AtomicU32,
 }
 
 impl MemFd {
-    /// A new empty file named `name` (shown as `/memfd:NAME (deleted)`).
-    pub fn new(name: String) -> MemFd {
+    /// A new empty file named `name` (shown as `/memfd:NAME (deleted)`)
+    /// with seals `seals` (`F_SEAL_SEAL` unless sealing is allowed).
+    pub fn new(name: String, seals: u32) -> MemFd {
         MemFd {
             ino: NEXT_INO.fetch_add(1, Ordering::Relaxed),
             name,
             size: IrqLock::new(0),
             pos: IrqLock::new(0),
             flags: AtomicU32::new(2),
+            seals: AtomicU32::new(seals),
         }
+    }
+
+    /// `EPERM` if a seal in `seals` is set.
+    fn sealed(&self, seals: u32) -> Result<(), Errno> {
+        if self.seals.load(Ordering::Relaxed) & seals != 0 {
+            return Err(Errno::EPERM);
+        }
+        Ok(())
     }
 }
 
@@ -77,6 +103,11 @@ impl crate::fd::RegularLike for MemFd {
         }
         let mut s = self.size.lock();
         let old = *s;
+        if size < old {
+            self.sealed(SEAL_SHRINK)?;
+        } else if size > old {
+            self.sealed(SEAL_GROW)?;
+        }
         *s = size;
         drop(s);
         if size < old {
@@ -102,11 +133,15 @@ impl crate::fd::RegularLike for MemFd {
             0 | KEEP_SIZE => {
                 if mode == 0 {
                     let mut s = self.size.lock();
+                    if end > *s {
+                        self.sealed(SEAL_GROW)?;
+                    }
                     *s = (*s).max(end);
                 }
                 Ok(())
             }
             m if m == PUNCH_HOLE | KEEP_SIZE => {
+                self.sealed(SEAL_WRITE | SEAL_FUTURE_WRITE)?;
                 shared::mem_zero(self.ino, off, len);
                 Ok(())
             }
@@ -138,6 +173,10 @@ impl crate::fd::RegularLike for MemFd {
             .checked_add(data.len() as u64)
             .filter(|&e| e <= MAX_SIZE)
             .ok_or(Errno::EFBIG)?;
+        self.sealed(SEAL_WRITE | SEAL_FUTURE_WRITE)?;
+        if end > self.size() {
+            self.sealed(SEAL_GROW)?;
+        }
         for index in off / PAGE..end.div_ceil(PAGE) {
             shared::mem_page(self.ino, index, false).ok_or(Errno::ENOMEM)?;
         }
@@ -160,6 +199,26 @@ impl crate::fd::RegularLike for MemFd {
     /// Linux's memory-only files live on tmpfs (ZGC checks).
     fn statfs_magic(&self) -> u64 {
         TMPFS_MAGIC
+    }
+
+    fn seals(&self) -> u32 {
+        self.seals.load(Ordering::Relaxed)
+    }
+
+    fn add_seals(&self, seals: u32) -> Result<(), Errno> {
+        if seals & !ALL_SEALS != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if self.flags.load(Ordering::Relaxed) & 3 == 0 {
+            // Linux asks for a descriptor open for writing.
+            return Err(Errno::EPERM);
+        }
+        self.sealed(SEAL_SEAL)?;
+        if seals & SEAL_WRITE != 0 && crate::mm::vma::writable_shared_mapping(self.ino) {
+            return Err(Errno::EBUSY);
+        }
+        self.seals.fetch_or(seals, Ordering::Relaxed);
+        Ok(())
     }
 }
 
