@@ -48,9 +48,9 @@ pub fn epoll_ctl(a: &[u64; 6]) -> Result<u64, Errno> {
     let (events, data) = if op == EPOLL_CTL_DEL {
         (0, 0)
     } else {
-        let b = user::read_vec(a[3], EVENT_SIZE)?;
-        let events = u32::from_le_bytes(b[..4].try_into().map_err(|_| Errno::EFAULT)?);
-        let data = u64::from_le_bytes(b[4..12].try_into().map_err(|_| Errno::EFAULT)?);
+        let b = user::read_array::<{ EVENT_SIZE as usize }>(a[3])?;
+        let events = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let data = u64::from_le_bytes([b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11]]);
         (events, data)
     };
     let ep = u64::try_from(epfd)
