@@ -137,8 +137,16 @@ int main(int argc, char **argv) {
     printf("thread status Pid/Tgid: %d %d\n", spid == thread_tid, stgid == pid);
     pthread_barrier_wait(&checked);
     pthread_join(t, NULL);
+    /* pthread_join returns when the kernel clears the thread's tid word,
+     * which on Linux comes before the thread leaves /proc: wait (1 s at
+     * most) for its entry to go. */
     snprintf(path2, sizeof path2, "/proc/self/task/%d", thread_tid);
-    printf("exited thread's task gone: %d\n", access(path2, F_OK) != 0 && !task_listed(thread_tid));
+    int gone = 0;
+    for (int i = 0; i < 1000 && !gone; i++) {
+        gone = access(path2, F_OK) != 0 && !task_listed(thread_tid);
+        if (!gone) usleep(1000);
+    }
+    printf("exited thread's task gone: %d\n", gone);
 
     struct sigaction sa = {0};
     sa.sa_sigaction = on_usr1;
