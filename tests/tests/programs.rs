@@ -449,7 +449,8 @@ mod tests {
     /// SIGHUP and SIGTERM sent to `astraea run` reach the program as they
     /// reach the same program on the host: its handlers run (pause returns),
     /// its exit status is its own; a program that does not handle SIGTERM
-    /// ends with 143, as on the host.
+    /// ends with 143, as on the host. The signals go to the pid the program
+    /// reports (`getpid`), which in a partition is the `astraea` process's.
     #[test]
     fn signals_sent_to_the_vmm_reach_the_program_as_on_the_host() {
         use std::io::{BufRead, BufReader};
@@ -469,13 +470,13 @@ mod tests {
                 if (s == SIGTERM) _exit(7);
             }
             int main(int argc, char **argv) {
-                if (argc > 1) { puts("ready"); fflush(stdout); for (;;) pause(); }
+                if (argc > 1) { printf("ready %d\n", getpid()); fflush(stdout); for (;;) pause(); }
                 struct sigaction sa;
                 memset(&sa, 0, sizeof sa);
                 sa.sa_handler = on;
                 sigaction(SIGHUP, &sa, 0);
                 sigaction(SIGTERM, &sa, 0);
-                puts("ready");
+                printf("ready %d\n", getpid());
                 fflush(stdout);
                 for (;;) pause();
             }
@@ -493,13 +494,16 @@ mod tests {
                 .stderr(Stdio::inherit())
                 .spawn()
                 .unwrap();
-            let pid = child.id().to_string();
             let mut out = BufReader::new(child.stdout.take().unwrap());
             let mut text = String::new();
             let mut line = String::new();
             out.read_line(&mut line).unwrap();
-            assert_eq!(line, "ready\n", "the program did not start");
-            text += &line;
+            let pid = line
+                .strip_prefix("ready ")
+                .map(|p| p.trim().to_string())
+                .unwrap_or_else(|| panic!("the program did not start: {line:?}"));
+            assert_eq!(pid, child.id().to_string(), "the pid the program reports");
+            text += "ready\n";
             let send = |s: &str| {
                 let st = Command::new("kill").args([s, &pid]).status().unwrap();
                 assert!(st.success(), "kill {s} {pid}");
