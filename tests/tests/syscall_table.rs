@@ -55,7 +55,7 @@ const NOTES: &[(&str, Status, &str)] = &[
     (
         "memfd_create",
         Partial,
-        "memory-only files (ZGC's heap); `MFD_HUGETLB` is EINVAL, seals are not enforced",
+        "memory-only files (ZGC's heap) with seals; `MFD_HUGETLB` is EINVAL",
     ),
     (
         "fork",
