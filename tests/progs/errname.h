@@ -14,6 +14,7 @@ static const char *errname(int e)
     case ENOENT: return "ENOENT";
     case EEXIST: return "EEXIST";
     case EBUSY: return "EBUSY";
+    case ENAMETOOLONG: return "ENAMETOOLONG";
     case ENODATA: return "ENODATA";
     case ERANGE: return "ERANGE";
     case E2BIG: return "E2BIG";

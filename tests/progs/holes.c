@@ -22,6 +22,8 @@
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -271,6 +273,36 @@ static void epoll_cases(char how) {
     unholed(b);
 }
 
+/* Strings the program passes (paths, names) that end right before a hole,
+ * run into it, or have no NUL within the limit: read up to their NUL a
+ * page at a time, EFAULT only for a byte before the NUL. */
+static void string_cases(char how) {
+    char name[64];
+    unsigned char *b = holed(how);
+    char *end = (char *)b + 2 * PAGE;
+    memcpy(end - 5, "/tmp", 5);
+    snprintf(name, sizeof name, "access, NUL right before hole(%c)", how);
+    show(name, access(end - 5, F_OK));
+    memcpy(end - 4, "/tmp", 4);
+    snprintf(name, sizeof name, "access, running into hole(%c)", how);
+    show(name, access(end - 4, F_OK));
+    memset(b, 'a', 2 * PAGE);
+    b[0] = '/';
+    snprintf(name, sizeof name, "access, no NUL in 4096 bytes(%c)", how);
+    show(name, access((char *)b, F_OK));
+    memcpy(end - 15, "fifteen-chars!!", 15);
+    snprintf(name, sizeof name, "PR_SET_NAME, 15 bytes then hole(%c)", how);
+    show(name, prctl(PR_SET_NAME, end - 15));
+    char got[17] = {0};
+    prctl(PR_GET_NAME, got);
+    printf("  name now %s\n", got);
+    snprintf(name, sizeof name, "PR_SET_NAME, 3 bytes then hole(%c)", how);
+    show(name, prctl(PR_SET_NAME, end - 3));
+    snprintf(name, sizeof name, "memfd_create, name into hole(%c)", how);
+    show(name, syscall(SYS_memfd_create, end - 3, 0));
+    unholed(b);
+}
+
 /* Reads that take what they read before copying it out lose it to a hole
  * (EFAULT, then nothing left): an eventfd's counter, a timerfd's
  * expirations, a UDP datagram (but not when only peeked at). */
@@ -382,6 +414,7 @@ int main(int argc, char **argv) {
         socket_cases(hows[i], 1);
         epoll_cases(hows[i]);
         taken_cases(hows[i]);
+        string_cases(hows[i]);
     }
     unmapped_meanwhile();
     printf("holes: %s\n", failures ? "FAILED" : "ok");

@@ -45,6 +45,30 @@ pub fn read_byte(addr: u64) -> Result<u8, Errno> {
     read_array::<1>(addr).map(|[b]| b)
 }
 
+/// The program's NUL-terminated string at `addr` (a path, a name), read a
+/// page at a time as Linux's `strncpy_from_user`: its bytes without the
+/// NUL, at most `max`, and whether the NUL came within them. `EFAULT` only
+/// where a byte before the NUL cannot be read.
+pub fn read_cstr(addr: u64, max: usize) -> Result<(alloc::vec::Vec<u8>, bool), Errno> {
+    let mut out = alloc::vec::Vec::new();
+    let mut at = addr;
+    while out.len() < max {
+        let n = (PAGE_SIZE as u64 - at % PAGE_SIZE as u64).min((max - out.len()) as u64);
+        let start = out.len();
+        // A hole is an error only if no NUL came before it.
+        let whole = read_append(&mut out, at, n).is_ok();
+        if let Some(i) = out[start..].iter().position(|&b| b == 0) {
+            out.truncate(start + i);
+            return Ok((out, true));
+        }
+        if !whole {
+            return Err(Errno::EFAULT);
+        }
+        at += n;
+    }
+    Ok((out, false))
+}
+
 /// Copies the program's `len` bytes at `addr` (an array of a length the
 /// program gave): `EFAULT` as [`read_array`].
 pub fn read_vec(addr: u64, len: u64) -> Result<alloc::vec::Vec<u8>, Errno> {

@@ -673,17 +673,10 @@ impl Client {
     /// of copied into one message (a socket's bulk writes are each an
     /// iounit of bytes).
     fn write_gather(&self, fid: Fid, offset: u64, data: &[u8]) -> Result<usize, Errno> {
-        use astraea_9p::consts::{MsgType, TWRITE_HEADER_LEN};
         let guard = self.alloc_tag();
         let tag = guard.tag;
-        let count = data.len() as u32;
-        let mut hdr = [0u8; TWRITE_HEADER_LEN];
-        hdr[0..4].copy_from_slice(&(TWRITE_HEADER_LEN as u32 + count).to_le_bytes());
-        hdr[4] = MsgType::Twrite as u8;
-        hdr[5..7].copy_from_slice(&tag.to_le_bytes());
-        hdr[7..11].copy_from_slice(&fid.to_le_bytes());
-        hdr[11..19].copy_from_slice(&offset.to_le_bytes());
-        hdr[19..23].copy_from_slice(&count.to_le_bytes());
+        let hdr = astraea_9p::encode_twrite_header(tag, fid, offset, data.len() as u32)
+            .map_err(|_| Errno::EINVAL)?;
         // An Rwrite or an Rlerror: a few bytes.
         let mut reply = [0u8; 64];
         let n = self

@@ -26,17 +26,9 @@ pub fn memfd_create(a: &[u64; 6]) -> Result<u64, Errno> {
     {
         return Err(Errno::EINVAL);
     }
-    let mut name = alloc::vec::Vec::new();
-    loop {
-        let b = user::read_byte(a[0] + name.len() as u64)?;
-        if b == 0 {
-            break;
-        }
-        if name.len() == NAME_MAX {
-            return Err(Errno::EINVAL);
-        }
-        name.push(b);
-    }
+    let (name, true) = user::read_cstr(a[0], NAME_MAX + 1)? else {
+        return Err(Errno::EINVAL);
+    };
     let name = String::from_utf8_lossy(&name).into_owned();
     use crate::vfs::memfd::{SEAL_EXEC, SEAL_SEAL};
     // Without MFD_ALLOW_SEALING a memfd is sealed against sealing;

@@ -25,15 +25,10 @@ const S_IFLNK: u32 = 0o120000;
 
 /// Reads a NUL-terminated path from user memory (at most 4096 bytes).
 pub fn user_path(addr: u64) -> Result<String, Errno> {
-    let mut out = alloc::vec::Vec::new();
-    for i in 0..4096u64 {
-        let b = user::read_byte(addr + i)?;
-        if b == 0 {
-            return String::from_utf8(out).map_err(|_| Errno::EINVAL);
-        }
-        out.push(b);
+    match user::read_cstr(addr, 4096)? {
+        (path, true) => String::from_utf8(path).map_err(|_| Errno::EINVAL),
+        (_, false) => Err(Errno::ENAMETOOLONG),
     }
-    Err(Errno::ENAMETOOLONG)
 }
 
 /// Resolves a path relative to a directory descriptor into an absolute

@@ -79,14 +79,10 @@ fn name_of(tid: u64) -> [u8; 16] {
 }
 
 fn set_name(addr: u64) -> Result<u64, Errno> {
+    // At most 15 bytes are kept, terminated or not.
+    let (given, _) = user::read_cstr(addr, 15)?;
     let mut name = [0u8; 16];
-    for (i, slot) in name.iter_mut().take(15).enumerate() {
-        let b = user::read_byte(addr + i as u64)?;
-        if b == 0 {
-            break;
-        }
-        *slot = b;
-    }
+    name[..given.len()].copy_from_slice(&given);
     let tid = crate::sched::current().id();
     if tid == crate::process::pid() {
         let len = name.iter().position(|&b| b == 0).unwrap_or(16);

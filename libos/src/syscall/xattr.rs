@@ -4,7 +4,6 @@
 //! (the gateway asks it as the launching user), as Linux's would.
 
 use alloc::string::String;
-use alloc::vec::Vec;
 
 use crate::errno::Errno;
 use crate::fd::{self, File, Object};
@@ -21,18 +20,10 @@ const XATTR_REPLACE: u64 = 2;
 /// The attribute name at `addr`: as Linux, an empty or over-long one is
 /// `ERANGE`.
 fn name_arg(addr: u64) -> Result<String, Errno> {
-    let mut out = Vec::new();
-    for i in 0..=NAME_MAX as u64 {
-        let b = user::read_byte(addr + i)?;
-        if b == 0 {
-            if out.is_empty() {
-                return Err(Errno::ERANGE);
-            }
-            return String::from_utf8(out).map_err(|_| Errno::EINVAL);
-        }
-        out.push(b);
+    match user::read_cstr(addr, NAME_MAX + 1)? {
+        (name, true) if !name.is_empty() => String::from_utf8(name).map_err(|_| Errno::EINVAL),
+        _ => Err(Errno::ERANGE),
     }
-    Err(Errno::ERANGE)
 }
 
 /// What a call names: a path (following a last link or not) or an open file.
