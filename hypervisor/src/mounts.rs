@@ -110,11 +110,10 @@ pub fn exports(mounts: &[String], tmp: bool) -> Result<Vec<(Export, Option<bool>
 
 /// A partition's own `/tmp/hsperfdata_USER`: a fresh host directory
 /// exported over that path of the shared `/tmp`, removed when this is
-/// dropped (the partition has ended). Every partition's process has the
-/// same pid, so the JVM's performance-data file there
-/// (`/tmp/hsperfdata_USER/PID`, mapped shared and truncated by each JVM)
-/// would be one file for all of them, and a JVM's clean-up of the files of
-/// processes it cannot see would remove the host JVMs'.
+/// dropped (the partition has ended). A starting JVM removes the
+/// performance-data files of the pids it cannot see alive (`kill(pid, 0)`
+/// fails), and a partition sees no other process: in the host's directory
+/// it would remove the files of every other JVM, host JVMs' included.
 pub struct PrivatePerfData {
     dir: PathBuf,
     user: String,

@@ -183,13 +183,17 @@ pub fn field(text: &str, key: &str) -> Option<u64> {
 /// after `timeout`: a hung program then fails its test instead of hanging the
 /// suite. A run that timed out has code 128 + 9 and says so on stderr.
 pub fn run_with_timeout(cmd: &mut Command, timeout: std::time::Duration) -> Run {
-    let child = cmd
-        .stdin(Stdio::null())
+    wait_with_timeout(spawn_piped(cmd), timeout)
+}
+
+/// Starts `cmd` with no stdin and its stdout and stderr piped, for
+/// [`wait_with_timeout`] (several at once: over-committed runs).
+pub fn spawn_piped(cmd: &mut Command) -> std::process::Child {
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("cannot spawn");
-    wait_with_timeout(child, timeout)
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"))
 }
 
 /// The port a server wrote to `file` (written whole, then renamed), waiting

@@ -246,15 +246,12 @@ mod tests {
         std::fs::create_dir_all(&shared).unwrap();
         let children: Vec<_> = (0..3)
             .map(|_| {
-                Command::new(astraea())
-                    .args(["run", "--", "./ids"])
-                    .arg(&shared)
-                    .current_dir(&dir)
-                    .stdin(std::process::Stdio::null())
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .expect("cannot start astraea")
+                spawn_piped(
+                    Command::new(astraea())
+                        .args(["run", "--", "./ids"])
+                        .arg(&shared)
+                        .current_dir(&dir),
+                )
             })
             .collect();
         for child in children {

@@ -589,34 +589,33 @@ mod tests {
     /// partition prints what the host prints.
     #[test]
     fn the_hosts_python_prints_what_it_prints_on_the_host() {
-        let python = Path::new("/usr/bin/python3");
-        if !python.is_file() {
-            eprintln!("\n*** SKIPPED: no /usr/bin/python3; this test did not run. ***\n");
-            return;
-        }
-        if !kvm_available() {
-            return;
-        }
-        let script = workspace().join("tests/progs/pystd.py");
-        let (host, part) = host_then_partition("python", &[python, &script]);
-        same_run("python", &host, &part);
+        script_as_on_the_host("python", "/usr/bin/python3", "pystd.py");
     }
 
     /// The host's Node.js (libuv: epoll, eventfd, threads, `capget`) runs
     /// `tests/progs/nodeprobe.js`: the partition prints what the host prints.
     #[test]
     fn the_hosts_node_prints_what_it_prints_on_the_host() {
-        let node = Path::new("/usr/bin/node");
-        if !node.is_file() {
-            eprintln!("\n*** SKIPPED: no /usr/bin/node; this test did not run. ***\n");
+        script_as_on_the_host("node", "/usr/bin/node", "nodeprobe.js");
+    }
+
+    /// The host's `interpreter` runs `tests/progs/{script}` on the host and
+    /// in a partition: the same output (skipped, loudly, without it).
+    fn script_as_on_the_host(tag: &str, interpreter: &str, script: &str) {
+        let interpreter = Path::new(interpreter);
+        if !interpreter.is_file() {
+            eprintln!(
+                "\n*** SKIPPED: no {}; this test did not run. ***\n",
+                interpreter.display()
+            );
             return;
         }
         if !kvm_available() {
             return;
         }
-        let script = workspace().join("tests/progs/nodeprobe.js");
-        let (host, part) = host_then_partition("node", &[node, &script]);
-        same_run("node", &host, &part);
+        let script = workspace().join("tests/progs").join(script);
+        let (host, part) = host_then_partition(tag, &[interpreter, &script]);
+        same_run(tag, &host, &part);
     }
 
     /// A static Go program (`tests/progs/goprobe`, built here with the
@@ -646,13 +645,12 @@ mod tests {
             .env("GOFLAGS", "-mod=mod")
             .output()
             .unwrap();
-        if !built.status.success() {
-            eprintln!(
-                "\n*** SKIPPED: go build failed ({}); this test did not run. ***\n",
-                String::from_utf8_lossy(&built.stderr)
-            );
-            return;
-        }
+        // The program has no dependencies: a failed build is a broken test.
+        assert!(
+            built.status.success(),
+            "go build of tests/progs/goprobe failed: {}",
+            String::from_utf8_lossy(&built.stderr)
+        );
         let (host, part) = host_then_partition("go", &[&out]);
         let _ = std::fs::remove_file(&out);
         same_run("go", &host, &part);

@@ -83,11 +83,7 @@ mod tests {
                         .arg("--")
                         .args(argv)
                         .current_dir(cwd);
-                    c.stdin(std::process::Stdio::null())
-                        .stdout(std::process::Stdio::piped())
-                        .stderr(std::process::Stdio::piped())
-                        .spawn()
-                        .expect("cannot run astraea")
+                    spawn_piped(&mut c)
                 })
                 .collect();
             for child in children {

@@ -182,7 +182,8 @@ pub struct Member {
     pub net: Vec<String>,
     /// Exports (`--mount HOST[:GUEST][:ro|:rw][:cache|:nocache]`); empty:
     /// the host's `/` read-only and the current directory read-write (no
-    /// shared `/tmp`: the members' processes all have one pid).
+    /// shared `/tmp`: each member's JVM would remove the others'
+    /// `hsperfdata` files there, seeing no other process alive).
     pub mounts: Vec<String>,
     /// Restart policy.
     pub restart: Restart,

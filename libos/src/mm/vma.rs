@@ -802,6 +802,7 @@ fn fault_inner(va: u64, write: bool, exec: bool) -> Result<(), Fault> {
 /// page itself (made, zeroed, if new); a private one its own copy on a
 /// write, the file's page read-only (copied on a later write) otherwise.
 /// Past the end of the file: SIGBUS.
+///
 /// A shared mapping maps the whole fault-around window `[lo, hi)` at once
 /// (its pages made if new), as a file's: ZGC touches its heap in order.
 #[allow(clippy::too_many_arguments)]
