@@ -622,7 +622,7 @@ fn enter_handler(
 /// `rt_sigreturn`: the registers, mask and extended state saved in the
 /// frame at `uc` (the program's stack pointer after the handler's `ret`).
 pub fn sigreturn(uc: u64) -> Result<UserRegs, Errno> {
-    let b = user::read_vec(uc, UC_SIZE)?;
+    let b = user::read_array::<{ UC_SIZE as usize }>(uc)?;
     let get = |off: u64| {
         let mut w = [0u8; 8];
         w.copy_from_slice(&b[off as usize..off as usize + 8]);
