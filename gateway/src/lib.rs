@@ -55,8 +55,8 @@ pub use ops::MIN_MSIZE;
 pub use session::{Reply, Session};
 pub use stream::{Stream, serve_stream};
 pub use vhost::{
-    MAX_TAG_LEN, Request, VHOST_MOUNT_TAG, VHOST_QUEUE_SIZE, VhostError, VhostStats,
-    VhostUserServer, gather_request, log_rejected_chain, scatter_reply,
+    KICK_POLL, MAX_TAG_LEN, PolledQueue, Request, VHOST_MOUNT_TAG, VHOST_QUEUE_SIZE, VhostError,
+    VhostStats, VhostUserServer, gather_request, log_rejected_chain, scatter_reply, serve_kick,
 };
 
 /// The largest msize the gateway negotiates (1 MiB).

@@ -16,6 +16,7 @@ pub mod memory;
 pub mod mounts;
 pub mod ninep;
 pub mod partition;
+pub mod sampler;
 mod serial;
 mod vcpu;
 

@@ -490,6 +490,8 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     let mut exits = 0u64;
     let mut serial = Com1::new();
     let watchdog = HangWatchdog::arm();
+    // Writes its report when dropped, however the loop ends.
+    let mut sampler = crate::sampler::Sampler::arm(&cfg.kernel);
     loop {
         if let Some(w) = gateway_watch.as_ref() {
             // The gateway died: the requests in flight and all later ones
@@ -644,6 +646,9 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
             }
             Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
                 vcpu.set_kvm_immediate_exit(0);
+                if let Some(s) = sampler.as_mut() {
+                    s.sample(&vcpu);
+                }
             }
             Err(e) => {
                 return Err(VmmError::Kvm {

@@ -624,8 +624,10 @@ fn report() {
         s.timer_interrupts,
         s.idle_ns / 1000
     );
-    let (requests, notes, irqs) = crate::drivers::virtio9p::stats();
-    log::info!("9P: {requests} requests, {notes} notifications, {irqs} completion interrupts");
+    let (requests, notes, quiet, irqs) = crate::drivers::virtio9p::stats();
+    log::info!(
+        "9P: {requests} requests, {notes} notifications ({quiet} left out: the device was polling), {irqs} completion interrupts"
+    );
     if crate::arch::direct::enabled() {
         let (served, declined, warmed) = crate::arch::direct::stats();
         let (patched, refused) = crate::syscall::patch::stats();

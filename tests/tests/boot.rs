@@ -219,4 +219,52 @@ mod tests {
         );
         assert!(r.stderr.contains("rip "), "{r:?}");
     }
+
+    #[test]
+    fn vcpu_sampler_reports_the_program_and_library_os_functions() {
+        if !kvm_available() {
+            return;
+        }
+        let out = std::env::temp_dir().join(format!("astraea-samples-{}.txt", std::process::id()));
+        let _ = std::fs::remove_file(&out);
+        // A shell loop: program code, with the system calls of its output.
+        let r = astraea_cmd_env(
+            &[
+                "run",
+                "--",
+                "/bin/sh",
+                "-c",
+                "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done; echo $i",
+            ],
+            &[("ASTRAEA_SAMPLE", out.to_str().unwrap())],
+        );
+        assert_eq!(r.code, 0, "{r:?}");
+        // The sampler's own line goes to stderr; stdout is the program's.
+        assert_eq!(r.stdout, "400000\n", "{r:?}");
+        assert!(r.stderr.contains("vCPU samples written to"), "{r:?}");
+        let report = std::fs::read_to_string(&out).expect("the sampler's report");
+        let _ = std::fs::remove_file(&out);
+        let taken = report
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("# vCPU samples: "))
+            .and_then(|l| l.split(' ').next())
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no sample count: {report}"));
+        assert!(taken >= 20, "{taken} samples: {report}");
+        let program = report
+            .lines()
+            .find_map(|l| l.strip_prefix("# program (user addresses): "))
+            .and_then(|l| l.split(' ').next())
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no program count: {report}"));
+        assert!(program > 0, "the shell's loop was never sampled: {report}");
+        assert!(report.contains("## library OS by function"), "{report}");
+        if program < taken {
+            assert!(
+                report.contains("astraea_libos::") || report.contains("trap_"),
+                "library-OS samples without names (addr2line missing?): {report}"
+            );
+        }
+    }
 }

@@ -480,10 +480,44 @@ impl Virtio9p {
         std::thread::Builder::new()
             .name("virtio-9p".into())
             .spawn(move || {
+                let q = Worker { shared, backend };
                 while notify.read().is_ok() {
-                    drain(&shared, &backend);
+                    astraea_gateway::serve_kick(&q, astraea_gateway::KICK_POLL);
                 }
             })
+    }
+}
+
+/// The in-process worker's view of the queue, served by
+/// [`astraea_gateway::serve_kick`].
+struct Worker {
+    shared: Arc<Shared>,
+    backend: Arc<dyn NinePBackend>,
+}
+
+impl astraea_gateway::PolledQueue for Worker {
+    fn drain(&self) {
+        drain(&self.shared, &self.backend);
+    }
+
+    fn pending(&self) -> bool {
+        let q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.ready()
+            && q.avail_idx(&*self.shared.mem, Ordering::Acquire)
+                .is_ok_and(|i| i.0 != q.next_avail())
+    }
+
+    fn set_notifications(&self, on: bool) -> bool {
+        let mut q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if !q.ready() {
+            return false;
+        }
+        if on {
+            q.enable_notification(&*self.shared.mem).unwrap_or(false)
+        } else {
+            let _ = q.disable_notification(&*self.shared.mem);
+            false
+        }
     }
 }
 

@@ -29,6 +29,8 @@ const DESC_F_WRITE: u16 = 2;
 const POLL_NS: u64 = 200_000;
 /// Available-ring flag: no interrupt per completion (nobody is asleep).
 const VIRTQ_AVAIL_F_NO_INTERRUPT: u16 = 1;
+/// Used-ring flag: the device is polling, no notification needed.
+const VIRTQ_USED_F_NO_NOTIFY: u16 = 1;
 
 /// Why the device could not be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +113,8 @@ pub struct Virtio9p {
     seen: core::sync::atomic::AtomicU16,
     /// The address of the used ring's index word.
     used_idx: u64,
+    /// The address of the used ring's flags word.
+    used_flags: u64,
     /// The server has gone: requests in flight were failed, new ones fail.
     gone: AtomicBool,
     /// Requests were queued since the last notification: the device is told
@@ -226,6 +230,7 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
         in_flight: AtomicU32::new(0),
         seen: core::sync::atomic::AtomicU16::new(0),
         used_idx: mm::phys_to_virt(used) + 2,
+        used_flags: mm::phys_to_virt(used),
         gone: AtomicBool::new(false),
         notify_due: AtomicBool::new(false),
     };
@@ -266,17 +271,21 @@ pub fn flush() {
     }
 }
 
-/// Requests queued, notifications sent, and completion interrupts taken
+/// Requests queued, notifications sent (and left out while the device
+/// polled), and completion interrupts taken
 /// (for the exit summary of `--log info`).
 static REQUESTS: AtomicU64 = AtomicU64::new(0);
 static NOTIFICATIONS: AtomicU64 = AtomicU64::new(0);
 static INTERRUPTS: AtomicU64 = AtomicU64::new(0);
+/// Notifications left out because the device was polling the ring.
+static SUPPRESSED: AtomicU64 = AtomicU64::new(0);
 
-/// (requests, notifications, interrupts) so far.
-pub fn stats() -> (u64, u64, u64) {
+/// (requests, notifications, notifications left out, interrupts) so far.
+pub fn stats() -> (u64, u64, u64, u64) {
     (
         REQUESTS.load(Ordering::Relaxed),
         NOTIFICATIONS.load(Ordering::Relaxed),
+        SUPPRESSED.load(Ordering::Relaxed),
         INTERRUPTS.load(Ordering::Relaxed),
     )
 }
@@ -569,6 +578,19 @@ impl Virtio9p {
         // find nothing due (a swap is a locked instruction).
         if self.notify_due.load(Ordering::Relaxed) && self.notify_due.swap(false, Ordering::SeqCst)
         {
+            // The device is polling the ring (it set the used ring's
+            // NO_NOTIFY flag): it will find the requests without the exit.
+            // The flag is read after the available index was published
+            // (the fence), and the device looks at the index again after
+            // clearing the flag, so one of the two always sees the other.
+            fence(Ordering::SeqCst);
+            // SAFETY: the used ring's first field is the device's flags
+            // word, in frames the driver owns; the device writes it.
+            let flags = unsafe { read_volatile(self.used_flags as *const u16) };
+            if flags & VIRTQ_USED_F_NO_NOTIFY != 0 {
+                SUPPRESSED.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
             NOTIFICATIONS.fetch_add(1, Ordering::Relaxed);
             wr(self.base, reg::QUEUE_NOTIFY, 0);
         }
