@@ -21,7 +21,8 @@ use std::time::Duration;
 
 use kvm_ioctls::VcpuFd;
 
-/// Environment variable: write the vCPU's samples to this file at exit.
+/// Environment variable: write the vCPU's samples to this file at exit
+/// (`%p` in it stands for the pid of the `astraea` process).
 pub const SAMPLE_ENV: &str = "ASTRAEA_SAMPLE";
 
 /// Where the library OS's image runs: its ELF addresses are offsets from
@@ -47,7 +48,10 @@ impl Sampler {
     /// Starts sampling the calling thread (the vCPU's) if [`SAMPLE_ENV`]
     /// names a file.
     pub fn arm(kernel: &Path) -> Option<Sampler> {
-        let out = PathBuf::from(std::env::var_os(SAMPLE_ENV)?);
+        // `%p` becomes this process's pid, so that the partitions of a
+        // deployment, which share the environment, each write their own.
+        let name = std::env::var(SAMPLE_ENV).ok()?;
+        let out = PathBuf::from(name.replace("%p", &std::process::id().to_string()));
         // SAFETY: installs a handler that does nothing, without SA_RESTART,
         // so that KVM_RUN returns EINTR when the signal arrives.
         unsafe {

@@ -42,8 +42,8 @@ const NOTES: &[(&str, Status, &str)] = &[
     ),
     (
         "clone3",
-        Refused,
-        "ENOSYS; glibc and musl fall back to `clone`",
+        Partial,
+        "threads only (`CLONE_VM`), as `clone`; `set_tid` is EPERM",
     ),
     (
         "get_mempolicy",

@@ -451,7 +451,6 @@ pub fn direct(nr: u64, args: [u64; 6]) -> Option<u64> {
         // thread start): nothing but the thread's own state and small
         // copies from and to the program's memory.
         273 => stubs::set_robust_list,
-        435 => clone::clone3,
         14 => return signal::rt_sigprocmask_direct(&args).inspect(|_| count_call()),
         204 => return with_present(&[], &[(args[2], 8)], || affinity::sched_getaffinity(&args)),
         157 if args[0] == prctl::PR_SET_NAME => {
