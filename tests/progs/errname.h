@@ -8,6 +8,7 @@ static const char *errname(int e)
     switch (e) {
     case EIO: return "EIO";
     case EFAULT: return "EFAULT";
+    case EACCES: return "EACCES";
     case ENOSPC: return "ENOSPC";
     case EDQUOT: return "EDQUOT";
     case EFBIG: return "EFBIG";

@@ -2,7 +2,8 @@
  * ZGC maps its heap), read and written through the descriptor, grown by
  * ftruncate and fallocate, holes punched, shrunk (SIGBUS past the end),
  * privately mapped, fstat/fstatfs/lseek/pread/pwrite, and its
- * /proc/self/fd link. Output compared with the host's. */
+ * /proc/self/fd link, seals, mprotect of shared mappings, reopening
+ * through /proc/self/fd. Output compared with the host's. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,9 @@
 #include "errname.h"
 
 #define PG 4096
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
 
 static sigjmp_buf jb;
 static void on_bus(int sig)
@@ -198,5 +202,43 @@ int main(void)
     SHOW("add seal", fcntl(s, F_ADD_SEALS, F_SEAL_SEAL));
     SHOW("add after it", fcntl(s, F_ADD_SEALS, F_SEAL_GROW));
     SHOW("seals now", fcntl(s, F_GET_SEALS));
+
+    /* mprotect adds write access to a shared mapping only where the file
+     * could have been mapped writable (Linux's VM_MAYWRITE): not through a
+     * read-only descriptor, not once sealed against writes; and a shared
+     * mapping that may become writable blocks F_SEAL_WRITE. */
+    SHOW("mprotect rw, sealed before the mapping",
+         w == MAP_FAILED ? -1 : mprotect(w, PG, PROT_READ | PROT_WRITE));
+    int u = (int)syscall(SYS_memfd_create, "mayw", 2 /* MFD_ALLOW_SEALING */);
+    SHOW("size", ftruncate(u, PG));
+    char *mr = mmap(NULL, PG, PROT_READ, MAP_SHARED, u, 0);
+    SHOW("add write with a read-only shared mapping", fcntl(u, F_ADD_SEALS, F_SEAL_WRITE));
+    SHOW("add future write", fcntl(u, F_ADD_SEALS, F_SEAL_FUTURE_WRITE));
+    SHOW("mprotect rw, mapped before the seal", mprotect(mr, PG, PROT_READ | PROT_WRITE));
+    char *mr2 = mmap(NULL, PG, PROT_READ, MAP_SHARED, u, 0);
+    SHOW("mprotect rw, mapped after the seal",
+         mr2 == MAP_FAILED ? -1 : mprotect(mr2, PG, PROT_READ | PROT_WRITE));
+    char *mp2 = mmap(NULL, PG, PROT_READ, MAP_PRIVATE, u, 0);
+    SHOW("mprotect rw, private", mp2 == MAP_FAILED ? -1 : mprotect(mp2, PG, PROT_READ | PROT_WRITE));
+    /* Opening /proc/self/fd/N makes a new open file description: its own
+     * access mode and position. */
+    int rv = (int)syscall(SYS_memfd_create, "reopen", 0);
+    SHOW("write 6", write(rv, "abcdef", 6));
+    snprintf(path, sizeof path, "/proc/self/fd/%d", rv);
+    int ro = open(path, O_RDONLY);
+    SHOW("reopen read-only", ro < 0 ? -1 : 0);
+    char two[3] = {0};
+    SHOW("read 2 from the new description", read(ro, two, 2));
+    printf("read: %s, old position %ld\n", two, (long)lseek(rv, 0, SEEK_CUR));
+    SHOW("write through it", write(ro, "x", 1));
+    char *q = mmap(NULL, PG, PROT_READ, MAP_SHARED, ro, 0);
+    SHOW("mprotect rw of its shared mapping",
+         q == MAP_FAILED ? -1 : mprotect(q, PG, PROT_READ | PROT_WRITE));
+    SHOW("shared writable mapping of it",
+         mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, ro, 0) == MAP_FAILED ? -1 : 0);
+    int tr = open(path, O_RDWR | O_TRUNC);
+    SHOW("reopen with O_TRUNC", tr < 0 ? -1 : 0);
+    fstat(rv, &st);
+    printf("size after: %ld\n", (long)st.st_size);
     return 0;
 }

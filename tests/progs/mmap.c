@@ -324,6 +324,25 @@ int main(int argc, char **argv) {
         result("SIGBUS past end of file", ok);
     }
 
+    /* A shared mapping through a read-only descriptor cannot be made
+     * writable (EACCES, Linux's VM_MAYWRITE); a private one can. */
+    {
+        int ro = open(path, O_RDONLY);
+        char *s = mmap(NULL, page, PROT_READ, MAP_SHARED, ro, 0);
+        char *q = mmap(NULL, page, PROT_READ, MAP_PRIVATE, ro, 0);
+        errno = 0;
+        int rs = s == MAP_FAILED ? -2 : mprotect(s, page, PROT_READ | PROT_WRITE);
+        int es = errno;
+        int rq = q == MAP_FAILED ? -2 : mprotect(q, page, PROT_READ | PROT_WRITE);
+        result("mprotect rw: read-only fd, shared", rs == -1 && es == EACCES);
+        result("mprotect rw: read-only fd, private", rq == 0);
+        if (s != MAP_FAILED)
+            munmap(s, page);
+        if (q != MAP_FAILED)
+            munmap(q, page);
+        close(ro);
+    }
+
     close(fd);
     unlink(path);
     if (failures) {

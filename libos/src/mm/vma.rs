@@ -92,6 +92,10 @@ pub struct Area {
     pub backing: Backing,
     /// The name in `/proc/self/maps` (a path, `[stack]`, `[heap]`), if any.
     pub name: Option<Arc<str>>,
+    /// Linux's `VM_MAYWRITE` for a shared area: whether `mprotect` may add
+    /// `PROT_WRITE` (the file was opened for writing and, if memory-only,
+    /// not sealed against writes when mapped). Always true when private.
+    pub may_write: bool,
 }
 
 impl Area {
@@ -302,6 +306,7 @@ pub fn map(
         prev.end = start + len;
         return Ok(start);
     }
+    let may_write = !shared || may_write_shared(&backing);
     sp.areas.insert(
         start,
         Area {
@@ -310,9 +315,27 @@ pub fn map(
             shared,
             backing,
             name,
+            may_write,
         },
     );
     Ok(start)
+}
+
+/// `VM_MAYWRITE` of a new shared mapping of `backing` (see [`Area::may_write`]).
+fn may_write_shared(backing: &Backing) -> bool {
+    use core::sync::atomic::Ordering::Relaxed;
+    match backing {
+        Backing::File { file, .. } => match &**file {
+            crate::fd::File::P9 { flags, .. } => flags.load(Relaxed) & 3 == 2,
+            _ => true,
+        },
+        Backing::Mem { memfd, .. } => {
+            let sealed = memfd.regular().map_or(0, |m| m.seals())
+                & (crate::vfs::memfd::SEAL_WRITE | crate::vfs::memfd::SEAL_FUTURE_WRITE);
+            memfd.flags().load(Relaxed) & 3 == 2 && sealed == 0
+        }
+        Backing::Anon | Backing::Beyond => true,
+    }
 }
 
 /// `MREMAP_MAYMOVE`.
@@ -503,6 +526,7 @@ fn grow_area(sp: &mut Space, start: u64, area: &Area, end: u64) {
             shared: true,
             backing: Backing::Beyond,
             name: area.name.clone(),
+            may_write: area.may_write,
         };
         sp.areas.insert(area.end, tail);
     } else if let Some(a) = sp.areas.get_mut(&start) {
@@ -550,11 +574,29 @@ pub fn protect(start: u64, len: u64, prot: u32) -> Result<(), Errno> {
     if end == start && want > start {
         return Err(Errno::ENOMEM);
     }
-    let r = if end < want {
+    let mut r = if end < want {
         Err(Errno::ENOMEM)
     } else {
         Ok(())
     };
+    // Write access to a shared area that may not have it (a file opened
+    // read-only, a memory-only file sealed against writes): EACCES at that
+    // area, as Linux, whose walk has changed the areas before it.
+    if prot & PROT_WRITE != 0 {
+        let first = sp.find(start).map_or(start, |(s, _)| s);
+        let denied = sp
+            .areas
+            .range(first..end)
+            .find(|(_, a)| a.shared && !a.may_write)
+            .map(|(&s, _)| s.max(start));
+        if let Some(at) = denied {
+            end = at;
+            r = Err(Errno::EACCES);
+            if end == start {
+                return r;
+            }
+        }
+    }
     sp.split_at(start);
     sp.split_at(end);
     for (_, a) in sp.areas.range_mut(start..end) {
@@ -1351,12 +1393,13 @@ fn write_orphans(gone: &[Area]) {
     }
 }
 
-/// Whether a shared writable mapping of the memory-only file `ino` exists
-/// (`F_SEAL_WRITE` is refused then).
+/// Whether a shared mapping of the memory-only file `ino` that is or may
+/// become writable exists (Linux counts those with `VM_MAYWRITE`, read-only
+/// ones included; `F_SEAL_WRITE` is refused then).
 pub fn writable_shared_mapping(ino: u64) -> bool {
     SPACE.lock().areas.values().any(|a| {
         a.shared
-            && a.prot & PROT_WRITE != 0
+            && a.may_write
             && matches!(&a.backing, Backing::Mem { memfd, .. }
                 if memfd.regular().is_some_and(|m| m.ino() == ino))
     })

@@ -123,8 +123,9 @@ fn open_path(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
             return open_namespace(exe, flags, mode);
         }
         // What descriptor N has open: a file is opened again by its path (a
-        // new open file description, as Linux's), a socket cannot be
-        // (`ENXIO`), anything else shares N's description.
+        // new open file description, as Linux's), a memory-only file as a
+        // new description of the same file, a socket cannot be (`ENXIO`),
+        // anything else shares N's description.
         Route::Fd(n) => {
             let o = fd::object(u64::from(n)).map_err(|_| Errno::ENOENT)?;
             match &o {
@@ -136,6 +137,22 @@ fn open_path(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
                 Object::Synthetic(s) => return open_path(s.path.clone(), flags, mode),
                 Object::Like(l) if l.mode() & 0o170_000 == 0o140_000 => {
                     return Err(Errno::ENXIO);
+                }
+                Object::Like(l) => {
+                    if let Some(m) = l.as_any().downcast_ref::<crate::vfs::memfd::MemFd>() {
+                        if flags & O_CREAT != 0 && flags & O_EXCL != 0 {
+                            return Err(Errno::EEXIST);
+                        }
+                        if flags & O_DIRECTORY != 0 {
+                            return Err(Errno::ENOTDIR);
+                        }
+                        let again = m.reopen(status);
+                        if flags & O_TRUNC != 0 {
+                            use crate::fd::RegularLike as _;
+                            again.set_size(0)?;
+                        }
+                        return fd::install_object(Object::Like(Arc::new(again)), cloexec);
+                    }
                 }
                 _ => {}
             }

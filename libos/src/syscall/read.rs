@@ -145,6 +145,11 @@ pub fn read_object(o: &Object, offset: Option<u64>, addr: u64, len: u64) -> Resu
         Object::Epoll(_) => Err(Errno::EINVAL),
         Object::Like(l) => {
             if let Some(m) = l.regular() {
+                // Not through a write-only description (/proc/self/fd).
+                if l.flags().load(core::sync::atomic::Ordering::Relaxed) & crate::fd::O_ACCMODE == 1
+                {
+                    return Err(Errno::EBADF);
+                }
                 // A memory-only file reads as a regular one.
                 let max = len.min(CHUNK) as usize;
                 return match offset {

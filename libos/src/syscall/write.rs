@@ -150,6 +150,13 @@ fn is_stream(o: &Object) -> bool {
 
 fn write_source(o: &Object, at: Option<u64>, src: Source<'_>) -> Result<u64, Errno> {
     let len = src.len() as u64;
+    // A memory-only file opened read-only (through /proc/self/fd).
+    if let Object::Like(l) = o
+        && o.regular().is_some()
+        && l.flags().load(core::sync::atomic::Ordering::Relaxed) & crate::fd::O_ACCMODE == 0
+    {
+        return Err(Errno::EBADF);
+    }
     if let (Some(m), Some(at)) = (o.regular(), at) {
         // `pwrite` of a memory-only file, as a regular one.
         return match src {

@@ -7,6 +7,7 @@
 //! `FALLOC_FL_PUNCH_HOLE`, and checks with `fstatfs` that it is on tmpfs.
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -43,17 +44,30 @@ const ALL_SEALS: u32 =
 /// (those are below 2^63).
 static NEXT_INO: AtomicU64 = AtomicU64::new(1 << 63);
 
-/// A memory-only file and its one open file description (`dup` shares it).
-pub struct MemFd {
+/// A memory-only file: what every open file description of it shares.
+struct Inode {
     ino: u64,
     name: String,
     size: IrqLock<u64>,
+    /// `F_SEAL_*` bits.
+    seals: AtomicU32,
+}
+
+impl Drop for Inode {
+    /// The last description is closed and nothing maps the file: its pages go.
+    fn drop(&mut self) {
+        shared::forget(self.ino);
+    }
+}
+
+/// An open file description of a memory-only file (`dup` shares it; an
+/// open of `/proc/self/fd/N` makes another, [`MemFd::reopen`]).
+pub struct MemFd {
+    inode: Arc<Inode>,
     /// The file position of `read`/`write`.
     pos: IrqLock<u64>,
     /// `O_*` status flags.
     pub flags: AtomicU32,
-    /// `F_SEAL_*` bits.
-    seals: AtomicU32,
 }
 
 impl MemFd {
@@ -61,18 +75,31 @@ impl MemFd {
     /// with seals `seals` (`F_SEAL_SEAL` unless sealing is allowed).
     pub fn new(name: String, seals: u32) -> MemFd {
         MemFd {
-            ino: NEXT_INO.fetch_add(1, Ordering::Relaxed),
-            name,
-            size: IrqLock::new(0),
+            inode: Arc::new(Inode {
+                ino: NEXT_INO.fetch_add(1, Ordering::Relaxed),
+                name,
+                size: IrqLock::new(0),
+                seals: AtomicU32::new(seals),
+            }),
             pos: IrqLock::new(0),
             flags: AtomicU32::new(2),
-            seals: AtomicU32::new(seals),
+        }
+    }
+
+    /// A new open file description of the same file, with status flags
+    /// `flags` (access mode included) and its own position at 0: what
+    /// opening `/proc/self/fd/N` gives on Linux.
+    pub fn reopen(&self, flags: u32) -> MemFd {
+        MemFd {
+            inode: self.inode.clone(),
+            pos: IrqLock::new(0),
+            flags: AtomicU32::new(flags),
         }
     }
 
     /// `EPERM` if a seal in `seals` is set.
     fn sealed(&self, seals: u32) -> Result<(), Errno> {
-        if self.seals.load(Ordering::Relaxed) & seals != 0 {
+        if self.inode.seals.load(Ordering::Relaxed) & seals != 0 {
             return Err(Errno::EPERM);
         }
         Ok(())
@@ -82,7 +109,7 @@ impl MemFd {
 impl crate::fd::RegularLike for MemFd {
     /// Its inode (the key of its pages).
     fn ino(&self) -> u64 {
-        self.ino
+        self.inode.ino
     }
 
     /// The file position of `read`, `write` and `lseek`.
@@ -92,7 +119,7 @@ impl crate::fd::RegularLike for MemFd {
 
     /// Its size in bytes.
     fn size(&self) -> u64 {
-        *self.size.lock()
+        *self.inode.size.lock()
     }
 
     /// `ftruncate`: pages wholly past a smaller size that nothing maps go
@@ -101,7 +128,7 @@ impl crate::fd::RegularLike for MemFd {
         if size > MAX_SIZE {
             return Err(Errno::EINVAL);
         }
-        let mut s = self.size.lock();
+        let mut s = self.inode.size.lock();
         let old = *s;
         if size < old {
             self.sealed(SEAL_SHRINK)?;
@@ -113,7 +140,7 @@ impl crate::fd::RegularLike for MemFd {
         if size < old {
             // Mappings lose the pages wholly past the end (a later access
             // is SIGBUS), as Linux's truncate unmaps them.
-            crate::mm::vma::file_truncated(self.ino, size);
+            crate::mm::vma::file_truncated(self.inode.ino, size);
         }
         Ok(())
     }
@@ -132,7 +159,7 @@ impl crate::fd::RegularLike for MemFd {
         match mode {
             0 | KEEP_SIZE => {
                 if mode == 0 {
-                    let mut s = self.size.lock();
+                    let mut s = self.inode.size.lock();
                     if end > *s {
                         self.sealed(SEAL_GROW)?;
                     }
@@ -142,7 +169,7 @@ impl crate::fd::RegularLike for MemFd {
             }
             m if m == PUNCH_HOLE | KEEP_SIZE => {
                 self.sealed(SEAL_WRITE | SEAL_FUTURE_WRITE)?;
-                shared::mem_zero(self.ino, off, len);
+                shared::mem_zero(self.inode.ino, off, len);
                 Ok(())
             }
             // A hole must keep the size.
@@ -159,7 +186,7 @@ impl crate::fd::RegularLike for MemFd {
         }
         let n = (max as u64).min(size - off) as usize;
         let mut buf = alloc::vec![0u8; n];
-        shared::overlay(self.ino, off, &mut buf);
+        shared::overlay(self.inode.ino, off, &mut buf);
         buf
     }
 
@@ -178,10 +205,10 @@ impl crate::fd::RegularLike for MemFd {
             self.sealed(SEAL_GROW)?;
         }
         for index in off / PAGE..end.div_ceil(PAGE) {
-            shared::mem_page(self.ino, index, false).ok_or(Errno::ENOMEM)?;
+            shared::mem_page(self.inode.ino, index, false).ok_or(Errno::ENOMEM)?;
         }
-        shared::wrote(self.ino, off, data);
-        let mut s = self.size.lock();
+        shared::wrote(self.inode.ino, off, data);
+        let mut s = self.inode.size.lock();
         *s = (*s).max(end);
         Ok(data.len())
     }
@@ -193,7 +220,7 @@ impl crate::fd::RegularLike for MemFd {
         if index.saturating_mul(PAGE) >= self.size() {
             return Err(true);
         }
-        shared::mem_page(self.ino, index, true).ok_or(false)
+        shared::mem_page(self.inode.ino, index, true).ok_or(false)
     }
 
     /// Linux's memory-only files live on tmpfs (ZGC checks).
@@ -202,7 +229,7 @@ impl crate::fd::RegularLike for MemFd {
     }
 
     fn seals(&self) -> u32 {
-        self.seals.load(Ordering::Relaxed)
+        self.inode.seals.load(Ordering::Relaxed)
     }
 
     fn add_seals(&self, seals: u32) -> Result<(), Errno> {
@@ -214,17 +241,11 @@ impl crate::fd::RegularLike for MemFd {
             return Err(Errno::EPERM);
         }
         self.sealed(SEAL_SEAL)?;
-        if seals & SEAL_WRITE != 0 && crate::mm::vma::writable_shared_mapping(self.ino) {
+        if seals & SEAL_WRITE != 0 && crate::mm::vma::writable_shared_mapping(self.inode.ino) {
             return Err(Errno::EBUSY);
         }
-        self.seals.fetch_or(seals, Ordering::Relaxed);
+        self.inode.seals.fetch_or(seals, Ordering::Relaxed);
         Ok(())
-    }
-}
-
-impl Drop for MemFd {
-    fn drop(&mut self) {
-        shared::forget(self.ino);
     }
 }
 
@@ -270,7 +291,7 @@ impl crate::fd::FileLike for MemFd {
     }
 
     fn proc_link(&self) -> String {
-        alloc::format!("/memfd:{} (deleted)", self.name)
+        alloc::format!("/memfd:{} (deleted)", self.inode.name)
     }
 
     fn regular(&self) -> Option<&dyn crate::fd::RegularLike> {
