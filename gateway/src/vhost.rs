@@ -146,7 +146,7 @@ impl NinePDevice {
                         frame,
                         Box::new(move |reply| {
                             let written = write_reply(&mem, head, &segments, &reply);
-                            complete(&vring, head, written);
+                            complete(&mem, &vring, head, written);
                             stats.replies.fetch_add(1, Ordering::Relaxed);
                         }),
                     );
@@ -154,7 +154,7 @@ impl NinePDevice {
                 Some(Err((head, why))) => {
                     log_rejected_chain(head, why);
                     self.stats.rejected.fetch_add(1, Ordering::Relaxed);
-                    complete(vring, head, 0);
+                    complete(&self.mem, vring, head, 0);
                 }
             }
         }
@@ -443,16 +443,32 @@ pub fn scatter_reply<M: Bytes<GuestAddress> + ?Sized>(
 }
 
 /// Marks `head` used with `len` bytes and interrupts the guest if it wants to be.
-fn complete(vring: &VringRwLock, head: u16, len: u32) {
+fn complete(mem: &Mem, vring: &VringRwLock, head: u16, len: u32) {
     if let Err(e) = vring.add_used(head, len) {
         tracing::warn!(?e, head, "cannot complete a 9P request");
         return;
     }
     if vring.needs_notification().unwrap_or(true)
+        && !driver_polls(mem, vring)
         && let Err(e) = vring.signal_used_queue()
     {
         tracing::warn!("cannot interrupt the guest: {e}");
     }
+}
+
+/// Whether the driver set `VIRTQ_AVAIL_F_NO_INTERRUPT`: it is polling the
+/// used ring, and an interrupt (an exit into its vCPU) would only cost it.
+/// `virtio-queue` leaves that flag to the device, as the VMM's own device
+/// reads it. Read after the used index was published (`add_used` fences);
+/// the driver clears the flag before it sleeps and then looks at the ring
+/// again, so a completion is never left unseen.
+fn driver_polls(mem: &Mem, vring: &VringRwLock) -> bool {
+    const VIRTQ_AVAIL_F_NO_INTERRUPT: u16 = 1;
+    let avail = vring.get_ref().get_queue().avail_ring();
+    std::sync::atomic::fence(Ordering::SeqCst);
+    mem.memory()
+        .read_obj::<u16>(GuestAddress(avail))
+        .is_ok_and(|flags| flags & VIRTQ_AVAIL_F_NO_INTERRUPT != 0)
 }
 
 /// A gateway serving one virtio-9p device on a vhost-user socket.
