@@ -173,6 +173,14 @@ impl Gateway {
         }))
     }
 
+    /// Worker threads the gateway runs now, and how many of them are busy
+    /// with a request: one starts whenever every other is busy, and an idle
+    /// one leaves after 30 s. Requests parked on the network hold none (for
+    /// monitoring, and tests of that).
+    pub fn worker_threads(&self) -> (usize, usize) {
+        self.pool.threads()
+    }
+
     /// Starts a new 9P connection whose replies may block (a socket).
     pub fn session(self: &Arc<Self>) -> Session {
         Session::new(Arc::clone(self), false)

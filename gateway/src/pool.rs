@@ -48,6 +48,12 @@ impl Pool {
         }
     }
 
+    /// Worker threads now: (all, busy with a job).
+    pub(crate) fn threads(&self) -> (usize, usize) {
+        let st = lock(&self.shared.state);
+        (st.threads, st.threads - st.idle.min(st.threads))
+    }
+
     /// Queues `job`; starts a worker if every worker is busy.
     pub(crate) fn execute(&self, job: impl FnOnce() + Send + 'static) {
         let mut st = lock(&self.shared.state);
