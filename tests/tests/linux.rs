@@ -296,7 +296,7 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         if let Some(out) = policy_run(&["--net", "none"], port) {
-            assert_eq!(out, "connect: errno 13\nbind: errno 13\n");
+            assert_eq!(out, "connect: EACCES\nbind: EACCES\n");
         }
     }
 
@@ -307,7 +307,7 @@ mod tests {
         let port = l.local_addr().unwrap().port();
         let rule = format!("allow=127.0.0.1/32:{port}");
         if let Some(out) = policy_run(&["--net", &rule], port) {
-            assert_eq!(out, "connect: 0\nbind: errno 13\n");
+            assert_eq!(out, "connect: 0\nbind: EACCES\n");
         }
         // The default is the host's network.
         if let Some(out) = policy_run(&[], port) {
