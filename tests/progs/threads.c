@@ -107,6 +107,22 @@ static int clone_child(void *arg) {
     return 0;
 }
 
+/* After a clone of clone_child with the three tid flags: the words the
+ * kernel wrote, waiting for it to clear the child's at its exit. */
+static int check_tids(const char *what, long tid) {
+    int parent_ok = ptid_word == tid;
+    for (;;) {
+        pid_t v = ctid_word;
+        if (v == 0)
+            break;
+        syscall(SYS_futex, &ctid_word, FUTEX_WAIT, v, NULL, NULL, 0);
+    }
+    int ok = parent_ok && child_tid == tid && child_saw_ctid == tid && ctid_word == 0;
+    printf("%s tids: parent_settid=%d child_settid=%d cleared=%d\n", what, parent_ok,
+           child_saw_ctid == tid, ctid_word == 0);
+    return ok;
+}
+
 static int clone_tids(void) {
     size_t size = 64 * 1024;
     char *stack = malloc(size);
@@ -116,19 +132,7 @@ static int clone_tids(void) {
                 CLONE_SYSVSEM | CLONE_PARENT_SETTID | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID;
     int tid = clone(clone_child, stack + size, flags, NULL, (pid_t *)&ptid_word, NULL,
                     (pid_t *)&ctid_word);
-    if (tid <= 0)
-        return 0;
-    int parent_ok = ptid_word == tid;
-    /* Wait for the kernel to clear the word at the child's exit. */
-    for (;;) {
-        pid_t v = ctid_word;
-        if (v == 0)
-            break;
-        syscall(SYS_futex, &ctid_word, FUTEX_WAIT, v, NULL, NULL, 0);
-    }
-    int ok = parent_ok && child_tid == tid && child_saw_ctid == tid && ctid_word == 0;
-    printf("clone tids: parent_settid=%d child_settid=%d cleared=%d\n", parent_ok,
-           child_saw_ctid == tid, ctid_word == 0);
+    int ok = tid > 0 && check_tids("clone", tid);
     free(stack);
     return ok;
 }
@@ -185,16 +189,7 @@ static int clone3_tids(void) {
         printf("clone3: %s\n", tid < 0 ? errname((int)-tid) : "returned 0");
         return 0;
     }
-    int parent_ok = ptid_word == tid;
-    for (;;) {
-        pid_t v = ctid_word;
-        if (v == 0)
-            break;
-        syscall(SYS_futex, &ctid_word, FUTEX_WAIT, v, NULL, NULL, 0);
-    }
-    int ok = parent_ok && child_tid == tid && child_saw_ctid == tid && ctid_word == 0;
-    printf("clone3 tids: parent_settid=%d child_settid=%d cleared=%d\n", parent_ok,
-           child_saw_ctid == tid, ctid_word == 0);
+    int ok = check_tids("clone3", tid);
     free(stack);
     return ok;
 }
