@@ -1393,6 +1393,20 @@ fn write_orphans(gone: &[Area]) {
     }
 }
 
+/// Whether `[start, start+len)` holds only anonymous areas (or nothing):
+/// replacing or dropping them needs no I/O (no shared file page to write
+/// back, no file to close), so a direct call may do it.
+pub fn only_anonymous(start: u64, len: u64) -> bool {
+    let Some(end) = start.checked_add(len) else {
+        return false;
+    };
+    let sp = SPACE.lock();
+    let first = sp.find(start).map_or(start, |(s, _)| s);
+    sp.areas
+        .range(first..end)
+        .all(|(_, a)| matches!(a.backing, Backing::Anon | Backing::Beyond))
+}
+
 /// Whether a shared mapping of the memory-only file `ino` that is or may
 /// become writable exists (Linux counts those with `VM_MAYWRITE`, read-only
 /// ones included; `F_SEAL_WRITE` is refused then).

@@ -83,6 +83,18 @@ pub fn mmap(a: &[u64; 6]) -> Result<u64, Errno> {
     Ok(at)
 }
 
+/// Whether `mmap(a)` makes a private anonymous area without populating it,
+/// and replaces (with `MAP_FIXED`) only anonymous areas: a call that never
+/// waits for I/O, served by direct entry (HotSpot's stack guard pages are
+/// such `MAP_FIXED` maps over the thread's stack, glibc's stacks new ones).
+pub fn anonymous_private(a: &[u64; 6]) -> bool {
+    let (addr, len, flags) = (a[0], a[1], a[3]);
+    flags & MAP_ANONYMOUS != 0
+        && flags & MAP_TYPE == MAP_PRIVATE
+        && flags & MAP_POPULATE == 0
+        && (flags & MAP_FIXED == 0 || vma::only_anonymous(addr, len))
+}
+
 /// The memory-only file behind `fd`, if that is what it is.
 fn memfd(fd: u64) -> Result<Option<Arc<dyn crate::fd::FileLike>>, Errno> {
     match crate::fd::object(fd)? {

@@ -451,6 +451,12 @@ pub fn direct(nr: u64, args: [u64; 6]) -> Option<u64> {
         // thread start): nothing but the thread's own state and small
         // copies from and to the program's memory.
         273 => stubs::set_robust_list,
+        // A thread's stack and its guard page (glibc's `allocate_stack`,
+        // HotSpot's stack guards): new anonymous areas and protection
+        // changes never wait. Page-table changes that need a privileged
+        // instruction (a flush) upgrade the call on their own.
+        9 if mmap::anonymous_private(&args) => mmap::mmap,
+        10 => mmap::mprotect,
         14 => return signal::rt_sigprocmask_direct(&args).inspect(|_| count_call()),
         204 => return with_present(&[], &[(args[2], 8)], || affinity::sched_getaffinity(&args)),
         157 if args[0] == prctl::PR_SET_NAME => {
