@@ -153,6 +153,8 @@ unsafe extern "C" fn direct_entry() {
         ".global astraea_direct_sysret",
         "astraea_direct_sysret:",
         "sysretq",
+        ".global astraea_direct_entry_end",
+        "astraea_direct_entry_end:",
         kernel_rsp = sym KERNEL_RSP,
         dispatch = sym direct_dispatch,
     );
@@ -174,6 +176,19 @@ extern "C" fn direct_dispatch(f: &mut DirectFrame) {
 unsafe extern "C" {
     fn astraea_direct_upgraded_tail();
     fn astraea_direct_sysret();
+    fn astraea_direct_entry_end();
+}
+
+/// Whether `rip` is an instruction of [`direct_entry`]. Its first two run
+/// on the program's stack (and its last ones again), where a fault looks
+/// like the program's own: a fetch of the entry's page, or the read of
+/// `KERNEL_RSP`, when the host has dropped its user-mode mapping of that
+/// library-OS page (as it may after a TLB flush). The trap handler then
+/// touches the page ([`warm_entry`]) and lets the instruction run again.
+pub fn in_entry_code(rip: u64) -> bool {
+    let start = direct_entry as *const () as u64;
+    let end = astraea_direct_entry_end as *const () as u64;
+    enabled() && (start..end).contains(&rip)
 }
 
 /// Whether `rip` is the upgraded exit's `sysretq`: an interrupt there
@@ -276,10 +291,38 @@ pub fn warm(addr: u64, write: bool) -> bool {
     } else {
         REPEATS.store(0, Ordering::Relaxed);
     }
-    let p = page as *const AtomicU64;
+    touch(page);
+    true
+}
+
+/// [`warm`] for a fault of [`direct_entry`]'s instructions on the program's
+/// stack ([`in_entry_code`]). The host may drop the entry page's user-mode
+/// mapping again after every flush, so consecutive faults on one page are
+/// normal here; only faults with no direct call finished since mean that
+/// touching does not help (then `false`: the fault is reported).
+pub fn warm_entry(addr: u64, write: bool) -> bool {
+    if addr < crate::mm::DIRECT_MAP || write {
+        return false;
+    }
+    static CALLS_AT_LAST: AtomicU64 = AtomicU64::new(u64::MAX);
+    static STUCK: AtomicU64 = AtomicU64::new(0);
+    let calls = SERVED.load(Ordering::Relaxed) + DECLINED.load(Ordering::Relaxed);
+    if CALLS_AT_LAST.swap(calls, Ordering::Relaxed) == calls {
+        if STUCK.fetch_add(1, Ordering::Relaxed) > 8 {
+            return false;
+        }
+    } else {
+        STUCK.store(0, Ordering::Relaxed);
+    }
+    touch(addr & !0xfff);
+    true
+}
+
+/// Reads a word of the library-OS page `page` in supervisor mode, after
+/// which the host maps it for user mode too.
+fn touch(page: u64) {
     // SAFETY: `page` is a library-OS address the direct call was using; if
     // it is not mapped the kernel faults here and reports it.
-    unsafe { core::ptr::read_volatile(p as *const u64) };
+    unsafe { core::ptr::read_volatile(page as *const u64) };
     WARMED.fetch_add(1, Ordering::Relaxed);
-    true
 }

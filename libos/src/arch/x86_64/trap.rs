@@ -323,7 +323,17 @@ extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
     if frame.cs & 3 == 3 && !direct && (frame.vector >= 32 || frame.vector == 1) {
         finish_resume_stub(frame);
     }
-    if direct && frame.vector < 32 {
+    // The direct entry's own instructions on the program's stack: a
+    // library-OS page the host no longer maps for user mode is touched and
+    // the instruction runs again (the program's state is intact there).
+    let entry_fault = frame.cs & 3 == 3
+        && !direct
+        && frame.vector == 14
+        && super::direct::in_entry_code(frame.rip)
+        && super::direct::warm_entry(super::cpu::cr2(), frame.error & 2 != 0);
+    if entry_fault {
+        // Handled: back to the entry's instruction, as the program.
+    } else if direct && frame.vector < 32 {
         direct_fault(frame);
     } else {
         dispatch(frame);
