@@ -7,8 +7,9 @@
 //! A ticker thread sends `SIGUSR2` to the vCPU thread every millisecond;
 //! the signal ends `KVM_RUN` with `EINTR`, and the run loop reads the
 //! registers ([`Sampler::sample`]) before entering the guest again. Each
-//! sample costs one exit (tens of µs on a PVM host), about 2–4 % of the
-//! vCPU at this rate. At exit the counts go to the file named by
+//! sample costs one exit (tens of µs on a PVM host): a few per cent of
+//! the vCPU at this rate, estimated, not measured. At exit the counts go
+//! to the file named by
 //! [`SAMPLE_ENV`], library-OS addresses named by `addr2line` (binutils)
 //! against the kernel image, inlined frames included.
 
