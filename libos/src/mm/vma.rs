@@ -182,6 +182,16 @@ impl Space {
         self.areas.range(start..end).next().is_some()
     }
 
+    /// Whether `[start, end)` holds only anonymous areas (or nothing):
+    /// replacing them needs no I/O (no shared file page to write back, no
+    /// file to close).
+    fn only_anonymous(&self, start: u64, end: u64) -> bool {
+        let first = self.find(start).map_or(start, |(s, _)| s);
+        self.areas
+            .range(first..end)
+            .all(|(_, a)| matches!(a.backing, Backing::Anon | Backing::Beyond))
+    }
+
     /// Splits the area containing `at` (if any) so that an area starts there.
     fn split_at(&mut self, at: u64) {
         let Some((s, a)) = self.find(at) else { return };
@@ -262,13 +272,38 @@ pub fn map(
     backing: Backing,
     name: Option<Arc<str>>,
 ) -> Result<u64, Errno> {
-    let len = len.checked_next_multiple_of(PAGE).ok_or(Errno::ENOMEM)?;
-    if len == 0 {
-        return Err(Errno::EINVAL);
-    }
     // Stores in shared file mappings about to be replaced reach their files.
     if let Placement::Fixed(a) = placement {
         let _ = write_back(a, a.saturating_add(len));
+    }
+    place(placement, len, prot, shared, backing, name, false)?.ok_or(Errno::EINVAL)
+}
+
+/// [`map`] of a private anonymous area for a direct call, which must not
+/// wait for I/O: `None` when `MAP_FIXED` would replace anything but
+/// anonymous areas (a shared file page to write back, a file to close);
+/// decided under the same lock as the mapping, so another thread cannot
+/// map a file there in between.
+pub fn map_anonymous_no_io(
+    placement: Placement,
+    len: u64,
+    prot: u32,
+) -> Option<Result<u64, Errno>> {
+    place(placement, len, prot, false, Backing::Anon, None, true).transpose()
+}
+
+fn place(
+    placement: Placement,
+    len: u64,
+    prot: u32,
+    shared: bool,
+    backing: Backing,
+    name: Option<Arc<str>>,
+    only_anonymous: bool,
+) -> Result<Option<u64>, Errno> {
+    let len = len.checked_next_multiple_of(PAGE).ok_or(Errno::ENOMEM)?;
+    if len == 0 {
+        return Err(Errno::EINVAL);
     }
     // Replaced areas die after the lock is released (see `Space::remove`).
     let mut _replaced = alloc::vec::Vec::new();
@@ -287,6 +322,9 @@ pub fn map(
                 if matches!(placement, Placement::NoReplace(_)) {
                     return Err(Errno::EEXIST);
                 }
+                if only_anonymous && !sp.only_anonymous(a, end) {
+                    return Ok(None);
+                }
                 _replaced = sp.remove(a, end);
             }
             a
@@ -304,7 +342,7 @@ pub fn map(
         && prev.name == name
     {
         prev.end = start + len;
-        return Ok(start);
+        return Ok(Some(start));
     }
     let may_write = !shared || may_write_shared(&backing);
     sp.areas.insert(
@@ -318,7 +356,7 @@ pub fn map(
             may_write,
         },
     );
-    Ok(start)
+    Ok(Some(start))
 }
 
 /// `VM_MAYWRITE` of a new shared mapping of `backing` (see [`Area::may_write`]).
@@ -1391,20 +1429,6 @@ fn write_orphans(gone: &[Area]) {
     if let Err(e) = write_pages(work) {
         log::warn!("writing unmapped shared file pages back: {e}");
     }
-}
-
-/// Whether `[start, start+len)` holds only anonymous areas (or nothing):
-/// replacing or dropping them needs no I/O (no shared file page to write
-/// back, no file to close), so a direct call may do it.
-pub fn only_anonymous(start: u64, len: u64) -> bool {
-    let Some(end) = start.checked_add(len) else {
-        return false;
-    };
-    let sp = SPACE.lock();
-    let first = sp.find(start).map_or(start, |(s, _)| s);
-    sp.areas
-        .range(first..end)
-        .all(|(_, a)| matches!(a.backing, Backing::Anon | Backing::Beyond))
 }
 
 /// Whether a shared mapping of the memory-only file `ino` that is or may

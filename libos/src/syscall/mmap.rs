@@ -20,9 +20,7 @@ const PROT_WRITE: u64 = 0x2;
 /// `mmap(addr, length, prot, flags, fd, offset)`.
 pub fn mmap(a: &[u64; 6]) -> Result<u64, Errno> {
     let (addr, len, prot, flags, offset) = (a[0], a[1], a[2], a[3], a[5]);
-    if len == 0 || !offset.is_multiple_of(4096) || prot & !PROT_ALL != 0 {
-        return Err(Errno::EINVAL);
-    }
+    check(len, prot, offset)?;
     let kind = flags & MAP_TYPE;
     let shared = kind == MAP_SHARED || kind == MAP_SHARED_VALIDATE;
     if !shared && kind != MAP_PRIVATE {
@@ -83,16 +81,31 @@ pub fn mmap(a: &[u64; 6]) -> Result<u64, Errno> {
     Ok(at)
 }
 
-/// Whether `mmap(a)` makes a private anonymous area without populating it,
-/// and replaces (with `MAP_FIXED`) only anonymous areas: a call that never
-/// waits for I/O, served by direct entry (HotSpot's stack guard pages are
+/// `mmap(a)` by a direct call when it makes a private anonymous area
+/// without populating it and replaces (with `MAP_FIXED`) only anonymous
+/// areas: a call that never waits for I/O (HotSpot's stack guard pages are
 /// such `MAP_FIXED` maps over the thread's stack, glibc's stacks new ones).
-pub fn anonymous_private(a: &[u64; 6]) -> bool {
-    let (addr, len, flags) = (a[0], a[1], a[3]);
-    flags & MAP_ANONYMOUS != 0
-        && flags & MAP_TYPE == MAP_PRIVATE
-        && flags & MAP_POPULATE == 0
-        && (flags & MAP_FIXED == 0 || vma::only_anonymous(addr, len))
+/// `None` otherwise (the call traps).
+pub fn anonymous_direct(a: &[u64; 6]) -> Option<Result<u64, Errno>> {
+    let (addr, len, prot, flags, offset) = (a[0], a[1], a[2], a[3], a[5]);
+    if flags & MAP_ANONYMOUS == 0 || flags & MAP_TYPE != MAP_PRIVATE || flags & MAP_POPULATE != 0 {
+        return None;
+    }
+    if flags & MAP_FIXED == 0 {
+        return Some(mmap(a));
+    }
+    if let Err(e) = check(len, prot, offset) {
+        return Some(Err(e));
+    }
+    vma::map_anonymous_no_io(Placement::Fixed(addr), len, prot as u32)
+}
+
+/// `mmap`'s checks of its arguments that come before the mapping's type.
+fn check(len: u64, prot: u64, offset: u64) -> Result<(), Errno> {
+    if len == 0 || !offset.is_multiple_of(4096) || prot & !PROT_ALL != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
 }
 
 /// The memory-only file behind `fd`, if that is what it is.

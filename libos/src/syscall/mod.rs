@@ -455,7 +455,11 @@ pub fn direct(nr: u64, args: [u64; 6]) -> Option<u64> {
         // HotSpot's stack guards): new anonymous areas and protection
         // changes never wait. Page-table changes that need a privileged
         // instruction (a flush) upgrade the call on their own.
-        9 if mmap::anonymous_private(&args) => mmap::mmap,
+        9 => {
+            let r = mmap::anonymous_direct(&args)?;
+            count_call();
+            return Some(r.unwrap_or_else(errno_value));
+        }
         10 => mmap::mprotect,
         14 => return signal::rt_sigprocmask_direct(&args).inspect(|_| count_call()),
         204 => return with_present(&[], &[(args[2], 8)], || affinity::sched_getaffinity(&args)),
