@@ -32,6 +32,12 @@ pub struct Proof {
     /// of dead padding in the function within a `jmp rel8` of `prev`'s end,
     /// where a 5-byte `jmp rel32` can go.
     pub pads: Vec<(u64, u64)>,
+    /// When `prev` is shorter than 5 bytes and no padding is near: the
+    /// instruction before it, at least 5 bytes and movable as `prev` is
+    /// (glibc's `__lll_lock_wait`: `mov eax, 202; xor sil, 0x80; syscall`).
+    /// It becomes the `jmp rel32`; the stub runs both. `prev` keeps its
+    /// bytes, so a branch to it still reaches the trapping `syscall`.
+    pub lead: Vec<u8>,
 }
 
 /// Proves the `syscall` at file offset `site` rewritable.
@@ -60,6 +66,7 @@ pub fn prove_site(r: &dyn Reader, site: u64) -> Result<Proof, &'static str> {
             prev,
             site: site_v,
             pads: Vec::new(),
+            lead: Vec::new(),
         });
     }
     // A short instruction becomes `jmp rel8` to dead padding nearby, which
@@ -77,13 +84,31 @@ pub fn prove_site(r: &dyn Reader, site: u64) -> Result<Proof, &'static str> {
         })
         .collect();
     if pads.is_empty() {
-        return Err("the instruction before it is short and no dead padding is near");
+        let lead = prove_lead(&code, func, site_v)?;
+        let lead = code[at - lead as usize..at].to_vec();
+        return Ok(Proof {
+            prev,
+            site: site_v,
+            pads,
+            lead,
+        });
     }
     Ok(Proof {
         prev,
         site: site_v,
         pads,
+        lead: Vec::new(),
     })
+}
+
+/// The length of the instruction two before the `syscall` at `site`, when
+/// it is at least 5 bytes and movable (see [`Proof::lead`]).
+fn prove_lead(code: &[u8], func: u64, site: u64) -> Result<u64, &'static str> {
+    const NONE: &str = "the instruction before it is short and no dead padding is near";
+    match before_site(code, func, site)? {
+        (Some(l), p) if movable(&p) && movable(&l) && l.len() >= 5 => Ok(l.len() as u64),
+        _ => Err(NONE),
+    }
 }
 
 const PREV_SHORT: &str = "the instruction before it is shorter than a jump";
@@ -149,8 +174,34 @@ pub fn prove(code: &[u8], func: u64, site: u64) -> Result<u64, &'static str> {
 
 /// [`prove`], with the instruction before at least `min_len` bytes.
 fn prove_with(code: &[u8], func: u64, site: u64, min_len: usize) -> Result<u64, &'static str> {
+    let (_, p) = before_site(code, func, site)?;
+    if p.len() < min_len {
+        return Err(PREV_SHORT);
+    }
+    if !movable(&p) {
+        return Err("the instruction before it cannot be moved");
+    }
+    Ok(p.len() as u64)
+}
+
+/// Whether `i` runs unchanged at another address: no instruction-pointer-
+/// relative operand, no branch, not itself a `syscall`.
+fn movable(i: &iced_x86::Instruction) -> bool {
+    !i.is_ip_rel_memory_operand()
+        && i.flow_control() == FlowControl::Next
+        && i.code() != Code::Syscall
+}
+
+/// Decodes `code` (the bytes at `func`) up to the `syscall` at `site`:
+/// the two instructions before it (the first absent at the function's
+/// second instruction).
+fn before_site(
+    code: &[u8],
+    func: u64,
+    site: u64,
+) -> Result<(Option<iced_x86::Instruction>, iced_x86::Instruction), &'static str> {
     let mut d = Decoder::with_ip(64, code, func, DecoderOptions::NONE);
-    let mut prev: Option<iced_x86::Instruction> = None;
+    let mut last: [Option<iced_x86::Instruction>; 2] = [None, None];
     while d.can_decode() {
         let i = d.decode();
         if i.is_invalid() {
@@ -160,22 +211,13 @@ fn prove_with(code: &[u8], func: u64, site: u64, min_len: usize) -> Result<u64, 
             if i.code() != Code::Syscall {
                 return Err("not a syscall instruction");
             }
-            let p = prev.ok_or("first instruction of its function")?;
-            if p.len() < min_len {
-                return Err(PREV_SHORT);
-            }
-            if p.is_ip_rel_memory_operand()
-                || p.flow_control() != FlowControl::Next
-                || p.code() == Code::Syscall
-            {
-                return Err("the instruction before it cannot be moved");
-            }
-            return Ok(p.len() as u64);
+            let p = last[1].ok_or("first instruction of its function")?;
+            return Ok((last[0], p));
         }
         if i.ip() > site {
             return Err("the syscall is inside another instruction");
         }
-        prev = Some(i);
+        last = [last[1], Some(i)];
     }
     Err("the function ends before it")
 }
@@ -432,16 +474,21 @@ mod tests {
         let r = Bytes(bytes);
         let mut proven = 0;
         let mut padded = 0;
+        let mut led = 0;
         for i in 0..r.0.len() - 1 {
             if r.0[i] == 0x0f
                 && r.0[i + 1] == 0x05
                 && let Ok(p) = prove_site(&r, i as u64)
             {
                 assert!((2..=15).contains(&p.prev.len()));
-                assert!(p.prev.len() >= 5 || !p.pads.is_empty());
+                assert!(p.prev.len() >= 5 || !p.pads.is_empty() || p.lead.len() >= 5);
+                assert!(p.lead.is_empty() || (p.pads.is_empty() && p.prev.len() < 5));
                 proven += 1;
-                if p.prev.len() < 5 {
+                if !p.pads.is_empty() {
                     padded += 1;
+                }
+                if !p.lead.is_empty() {
+                    led += 1;
                 }
             }
         }
@@ -449,6 +496,10 @@ mod tests {
         assert!(
             padded > 10,
             "only {padded} sites reach dead padding in {path}"
+        );
+        assert!(led > 0, "no site moves two instructions in {path}");
+        eprintln!(
+            "{path}: {proven} sites proven, {padded} through padding, {led} moving two instructions"
         );
     }
 
@@ -502,5 +553,23 @@ mod tests {
         assert!(prove(&[0xb8, 0, 0, 0x0f, 0x05], 0, 3).is_err());
         // a call before it
         assert!(prove(&[0xe8, 0, 0, 0, 0, 0x0f, 0x05], 0, 5).is_err());
+    }
+
+    #[test]
+    fn two_instructions_move_when_the_first_is_long() {
+        // mov eax, 202; xor sil, 0x80; syscall (glibc's __lll_lock_wait)
+        let code = [0xb8, 0xca, 0, 0, 0, 0x40, 0x80, 0xf6, 0x80, 0x0f, 0x05];
+        assert_eq!(prove_lead(&code, 0x100, 0x109), Ok(5));
+        // xor edx, edx; xor sil, 0x80; syscall: both short
+        let code = [0x31, 0xd2, 0x40, 0x80, 0xf6, 0x80, 0x0f, 0x05];
+        assert!(prove_lead(&code, 0, 6).is_err());
+        // mov eax, [rip + 0x10]; xor sil, 0x80; syscall: the first is relative
+        let code = [
+            0x8b, 0x05, 0x10, 0, 0, 0, 0x40, 0x80, 0xf6, 0x80, 0x0f, 0x05,
+        ];
+        assert!(prove_lead(&code, 0, 10).is_err());
+        // mov eax, 202; jmp +0; syscall: the second is a branch
+        let code = [0xb8, 0xca, 0, 0, 0, 0xeb, 0x00, 0x0f, 0x05];
+        assert!(prove_lead(&code, 0, 7).is_err());
     }
 }

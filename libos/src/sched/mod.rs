@@ -485,6 +485,13 @@ pub fn leave_direct(yielding: bool) {
     me.resume_direct.store(false, Ordering::Relaxed);
 }
 
+/// Marks a new thread, not yet ready, as one that left the CPU inside a
+/// direct call: its entry must then return to the program by
+/// `arch::direct::start_user`, which handles both modes it may start in.
+pub fn start_as_direct(t: &ThreadRef) {
+    t.resume_direct.store(true, Ordering::Relaxed);
+}
+
 /// Switches to the next thread; `direct`: from a direct call to a thread
 /// that left the CPU in one ([`leave_direct`]), in the host mode of the
 /// moment.

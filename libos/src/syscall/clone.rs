@@ -125,6 +125,9 @@ fn thread(flags: u64, stack: u64, ptid: u64, ctid: u64, tls: u64) -> Result<u64,
         me.user.fs_base.load(Ordering::Relaxed)
     };
     let fpu = crate::arch::fpu::fork();
+    // A thread waiting in a direct call (the creator's start handshake)
+    // can then switch to the new one without an event through the host.
+    let direct = crate::arch::direct::enabled() && crate::arch::user::fsgsbase();
     crate::process::LIVE_THREADS.fetch_add(1, Ordering::AcqRel);
     let created = crate::sched::create("program", move || {
         let t = crate::sched::current();
@@ -137,13 +140,20 @@ fn thread(flags: u64, stack: u64, ptid: u64, ctid: u64, tls: u64) -> Result<u64,
         // `resume_user` never returns: a reference held on this stack would
         // keep the thread (and its kernel stack) alive after it exits.
         drop(t);
-        crate::arch::user::resume_user(&regs)
+        if direct {
+            crate::arch::direct::start_user(&regs)
+        } else {
+            crate::arch::user::resume_user(&regs)
+        }
     });
     let Some(child) = created else {
         crate::process::LIVE_THREADS.fetch_sub(1, Ordering::AcqRel);
         return Err(Errno::EAGAIN);
     };
     let tid = child.id();
+    if direct {
+        crate::sched::start_as_direct(&child);
+    }
     // The thread is registered below, before it first runs, as on Linux
     // once `clone` returns: `pthread_kill` of it, a timer aimed at it and a
     // signal to the process all find it, with its mask.

@@ -102,21 +102,32 @@ fn rewrite(site: u64) -> Result<u64, &'static str> {
     }
     let reader = FileReader(&file);
     let proof = unwind::prove_site(&reader, offset + (site - start))?;
+    // What the stub runs before its entry: the instruction before the
+    // `syscall`, and the one before that when it takes the jump.
+    let moved = [&proof.lead[..], &proof.prev[..]].concat();
+    let moved_len = moved.len() as u64;
     let prev_len = proof.prev.len() as u64;
-    let prev = site - prev_len;
-    if prev < start {
-        return Err("crosses the mapping's edge");
-    }
+    let prev = site
+        .checked_sub(moved_len)
+        .filter(|&p| p >= start)
+        .ok_or("crosses the mapping's edge")?;
     // The program's code must still be the file's.
-    let now = crate::mm::user::read_vec(prev, prev_len + 2).map_err(|_| "unreadable")?;
-    if now[..prev_len as usize] != proof.prev[..] || now[prev_len as usize..] != [0x0f, 0x05] {
+    let now = crate::mm::user::read_vec(prev, moved_len + 2).map_err(|_| "unreadable")?;
+    if now[..moved_len as usize] != moved[..] || now[moved_len as usize..] != [0x0f, 0x05] {
         return Err("the code in memory differs from the file");
     }
     let stub = alloc_slot(site)?;
-    let bytes = stub_bytes(stub, &proof.prev, site).ok_or("stub out of reach")?;
+    let bytes = stub_bytes(stub, &moved, site).ok_or("stub out of reach")?;
     crate::mm::user::load(stub, &bytes).map_err(|_| "cannot write the stub")?;
     let mut jmp = [0xccu8; 15];
-    if prev_len >= 5 {
+    // Only the first moved instruction changes (`lead`'s successor keeps
+    // its bytes, whole instructions either way).
+    let jmp_len = if proof.lead.is_empty() {
+        prev_len
+    } else {
+        proof.lead.len() as u64
+    };
+    if jmp_len >= 5 {
         let rel = rel32(prev + 5, stub).ok_or("stub out of reach")?;
         jmp[0] = 0xe9;
         jmp[1..5].copy_from_slice(&rel.to_le_bytes());
@@ -141,7 +152,7 @@ fn rewrite(site: u64) -> Result<u64, &'static str> {
         jmp[0] = 0xeb;
         jmp[1] = rel8 as u8;
     }
-    crate::mm::vma::patch_text(prev, &jmp[..prev_len as usize])
+    crate::mm::vma::patch_text(prev, &jmp[..jmp_len as usize])
         .map_err(|_| "cannot write the site")?;
     Ok(stub)
 }
@@ -193,11 +204,14 @@ fn rel32(from: u64, to: u64) -> Option<i32> {
     i32::try_from(to.wrapping_sub(from) as i64).ok()
 }
 
-/// The stub at `stub` for the site whose preceding instruction is `prev`.
+/// The stub at `stub` for the site whose preceding instructions are `prev`.
 fn stub_bytes(stub: u64, prev: &[u8], site: u64) -> Option<[u8; SLOT as usize]> {
     let region = stub & !(REGION - 1);
     let mut b = [0xccu8; SLOT as usize];
     let l = prev.len();
+    if l + 20 > SLOT as usize {
+        return None;
+    }
     b[..l].copy_from_slice(prev);
     let at = stub + l as u64;
     // lea r11, [rip + 8]: the continuation, after the `syscall` below.

@@ -153,11 +153,83 @@ unsafe extern "C" fn direct_entry() {
         ".global astraea_direct_sysret",
         "astraea_direct_sysret:",
         "sysretq",
+        // A new thread's first return to the program ([`start_user`]), rdi
+        // = its registers (`UserRegs`) on its kernel stack. Here, inside
+        // the entry, so that a fault of the last two instructions on the
+        // program's stack is recognised (`in_entry_code`).
+        ".global astraea_direct_thread_start",
+        "astraea_direct_thread_start:",
+        "mov rsp, rdi",
+        "mov rcx, [rip + {kernel_rsp}]",
+        "cmp qword ptr [rcx], 0",
+        "jne 4f",
+        "pop r8",
+        "pop r9",
+        "pop r10",
+        "pop r11",
+        "pop r12",
+        "pop r13",
+        "pop r14",
+        "pop r15",
+        "pop rdi",
+        "pop rsi",
+        "pop rbp",
+        "pop rbx",
+        "pop rdx",
+        "pop rax",
+        // Past rcx, rsp and rip, to rflags: rcx and r11 end as after a
+        // served direct call (the program's stack pointer, its address).
+        "add rsp, 24",
+        "mov r11, [rsp - 8]",
+        "mov rcx, [rsp - 16]",
+        "popfq",
+        "mov rsp, rcx",
+        "jmp r11",
+        // Upgraded (resumed by the scheduler, or a fault on the way): the
+        // host believes the vCPU is in supervisor mode, so events arrive
+        // as the kernel's and the usual return by `sysretq` follows.
+        "4:",
+        "mov qword ptr [rcx], 0",
+        "and rsp, -16",
+        "call {resume}",
+        "ud2",
         ".global astraea_direct_entry_end",
         "astraea_direct_entry_end:",
         kernel_rsp = sym KERNEL_RSP,
         dispatch = sym direct_dispatch,
+        resume = sym super::user::resume_user,
     );
+}
+
+/// A new thread made by `clone` while direct entry is on starts as if it
+/// had left the CPU inside a direct call (`sched::leave_direct`): a thread
+/// waiting in a direct call (its creator, in glibc's and HotSpot's start
+/// handshakes) can switch to it with no event through the host, and its
+/// first return to the program is then a jump, with every register from
+/// `r` but rcx and r11 (clobbered, as by `syscall`). When the scheduler
+/// started it in supervisor mode (its upgrade word set), or something on
+/// the way upgraded it, it returns by `sysretq` as [`resume_user`] does.
+///
+/// [`resume_user`]: super::user::resume_user
+pub fn start_user(r: &super::user::UserRegs) -> ! {
+    let mut regs = *r;
+    // As `SyscallFrame::set_user_regs`: only the arithmetic flags, DF, TF
+    // and AC come from the program, IF is set.
+    regs.rflags = (r.rflags & 0x4_0dd5) | 0x202;
+    if regs.rflags & 0x100 != 0 {
+        // A trap flag would single-step the jump's last instructions.
+        enter_supervisor();
+    }
+    // SAFETY: `regs` lives in this frame, which is never left: the tail
+    // moves the stack pointer to it and pops it (or hands it to
+    // `resume_user`, which copies it before using the stack below).
+    unsafe {
+        core::arch::asm!(
+            "jmp astraea_direct_thread_start",
+            in("rdi") &raw const regs,
+            options(noreturn),
+        )
+    }
 }
 
 extern "C" fn direct_dispatch(f: &mut DirectFrame) {

@@ -154,7 +154,10 @@ pub fn current_syscall_frame() -> *mut SyscallFrame {
         as *mut SyscallFrame
 }
 
-/// Every register of the program, as a signal frame holds them.
+/// Every register of the program, as a signal frame holds them. The
+/// layout is fixed: a new thread's direct first return pops it
+/// (`direct::start_user`).
+#[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 #[allow(missing_docs)]
 pub struct UserRegs {
