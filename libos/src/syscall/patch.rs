@@ -13,7 +13,10 @@
 //! becomes `jmp rel8` to a `jmp rel32` placed in dead padding of the same
 //! function (alignment `nop`s after a `ret` or `jmp` that no branch
 //! targets, in a function without indirect branches), as `read`'s
-//! `xor eax, eax` needs. The `syscall` after it stays, so
+//! `xor eax, eax` needs; without such padding, when the instruction
+//! before the short one is itself movable and at least 5 bytes long, both
+//! move into the stub and only that first one becomes the `jmp rel32`
+//! (the short one keeps its bytes). The `syscall` after it stays, so
 //! code that jumps straight to it still traps as before, and no saved
 //! instruction pointer can be inside a changed instruction. The stub:
 //!
