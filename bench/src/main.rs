@@ -529,12 +529,16 @@ fn linux(rounds: usize) {
         .collect();
     std::fs::write(dir.join("data.bin"), &data).expect("write data");
     // The current directory is exported read-write (never cached); a file
-    // outside it is reached through the host's read-only, cached `/`.
+    // outside it and outside /tmp (read-write too, by default) is reached
+    // through the host's read-only, cached `/`.
     let run_dir = dir.join("run");
     std::fs::create_dir_all(&run_dir).expect("run dir");
     std::fs::write(run_dir.join("data.bin"), &data).expect("write data");
-    let cached = dir.join("data.bin");
-    let cached = cached.to_str().expect("utf-8 temp dir");
+    let cached_dir = root().join("target/bench-cache/linux");
+    std::fs::create_dir_all(&cached_dir).expect("target/bench-cache/linux");
+    let cached = cached_dir.join("data.bin");
+    std::fs::write(&cached, &data).expect("write data");
+    let cached = cached.to_str().expect("utf-8 path");
     let rounds_s = rounds.to_string();
     let tests = "getpid,futex,thread,fault,pread,wake,getpidw,cached";
     let args = ["./lxbench", "data.bin", &rounds_s, tests, cached];
