@@ -21,7 +21,13 @@ type Hook = Box<dyn FnOnce() + Send>;
 pub struct Cancel {
     flag: AtomicBool,
     hooks: Mutex<Vec<Hook>>,
+    /// A socket read's place in its connection's order of reads, given in
+    /// the order the requests arrived (`net::Conv::queue_read`), with what
+    /// gives it up should the request never reach the read.
+    order: Mutex<Option<Order>>,
 }
+
+type Order = (u64, Box<dyn FnOnce() + Send>);
 
 impl std::fmt::Debug for Cancel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -35,6 +41,29 @@ impl Cancel {
     /// A token that is not cancelled.
     pub fn new() -> Cancel {
         Cancel::default()
+    }
+
+    /// Records the request's place in its connection's order of reads;
+    /// `release` gives it up (see [`release_order`](Self::release_order)).
+    pub(crate) fn set_order(&self, ticket: u64, release: impl FnOnce() + Send + 'static) {
+        *lock(&self.order) = Some((ticket, Box::new(release)));
+    }
+
+    /// The request's place in its connection's order of reads (0: none),
+    /// now the caller's to give up.
+    pub(crate) fn take_order(&self) -> u64 {
+        let order = lock(&self.order).take();
+        order.map_or(0, |(ticket, _)| ticket)
+    }
+
+    /// Gives up the request's place in the order of reads, if no read took
+    /// it (the request failed or was cancelled before reaching the socket):
+    /// later reads of the connection would wait for it for ever.
+    pub(crate) fn release_order(&self) {
+        let order = lock(&self.order).take();
+        if let Some((_, release)) = order {
+            release();
+        }
     }
 
     /// `true` once the request has been cancelled.

@@ -390,6 +390,12 @@ struct State {
     /// Requests waiting on this connection, oldest first.
     parked: Vec<Parked>,
     next_park: u64,
+    /// Data reads in the order they arrived ([`Conv::queue_read`]): only
+    /// the first may take bytes, so that reads a client keeps in flight
+    /// together (the streaming layer's) get the stream in their order,
+    /// whichever worker or retry runs them first.
+    reads: std::collections::VecDeque<u64>,
+    next_read: u64,
 }
 
 /// One connection ("conversation" in ip(3)).
@@ -492,7 +498,38 @@ impl Conv {
                 headers: false,
                 parked: Vec::new(),
                 next_park: 0,
+                reads: std::collections::VecDeque::new(),
+                next_read: 0,
             }),
+        }
+    }
+
+    /// Gives a data read its place in the connection's order of reads (in
+    /// the order requests arrive, before any of them runs); pass the
+    /// ticket to [`read`](Self::read).
+    pub(crate) fn queue_read(&self) -> u64 {
+        let mut st = self.lock();
+        st.next_read += 1;
+        let t = st.next_read;
+        st.reads.push_back(t);
+        t
+    }
+
+    /// Gives up read `ticket`'s place (a request that never reached
+    /// [`read`](Self::read)); parked reads behind it retry.
+    pub(crate) fn release_read(self: &Arc<Self>, ticket: u64) {
+        self.with_state(|st| Self::dequeue_read(st, ticket));
+    }
+
+    /// Takes read `ticket` out of the order, letting the next one go
+    /// (its retries are due: the generation changes).
+    fn dequeue_read(st: &mut State, ticket: u64) {
+        if ticket == 0 {
+            return;
+        }
+        if let Some(i) = st.reads.iter().position(|&t| t == ticket) {
+            st.reads.remove(i);
+            st.generation += 1;
         }
     }
 
@@ -563,7 +600,7 @@ impl Conv {
     fn wait_for<T: Send + 'static>(
         self: &Arc<Self>,
         mut attempt: impl FnMut(&Arc<Conv>, &mut State) -> Option<Result<T, Errno>> + Send + 'static,
-        cleanup: fn(&Conv, &mut State),
+        mut cleanup: impl FnMut(&Conv, &mut State) + Send + 'static,
         then: impl FnOnce(&SessionInner, T) -> Result<Vec<u8>, Errno> + Send + 'static,
     ) -> Wait {
         let mut then = Some(then);
@@ -784,46 +821,57 @@ impl Conv {
     }
 
     /// Reads what is available, at most `max` bytes; waits for at least one.
+    /// `ticket` (from [`queue_read`](Self::queue_read), 0 for none): waits
+    /// too while an earlier read of the connection has not finished.
     pub(crate) fn read(
         self: &Arc<Self>,
         max: usize,
+        ticket: u64,
         then: impl FnOnce(&SessionInner, Vec<u8>) -> Result<Vec<u8>, Errno> + Send + 'static,
     ) -> Wait {
         // Allocated once, on the first attempt that finds a connected socket,
         // and kept across retries.
         let mut buf = Vec::new();
+        let mut attempt = move |st: &mut State| -> Option<Result<Vec<u8>, Errno>> {
+            if max == 0 {
+                return Some(Ok(Vec::new()));
+            }
+            loop {
+                match (&st.sock, st.status) {
+                    (Sock::Udp(u), _) => return udp_recv(u, st.headers, st.local, max),
+                    (Sock::Stream(s), Status::Established) => {
+                        if buf.len() != max {
+                            // Zeroed by the allocator, so the pages of a
+                            // large buffer cost nothing until data comes.
+                            buf = vec![0u8; max];
+                        }
+                        let mut s: &TcpStream = s;
+                        match s.read(&mut buf) {
+                            Ok(n) => {
+                                buf.truncate(n);
+                                return Some(Ok(std::mem::take(&mut buf)));
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            Err(e) => return Some(Err(e.into())),
+                        }
+                    }
+                    (Sock::Stream(_), _) => return None, // still connecting
+                    (_, Status::Hungup) => return Some(Ok(Vec::new())),
+                    _ => return Some(Err(Errno(libc::ENOTCONN))),
+                }
+            }
+        };
         self.wait_for(
             move |_, st| {
-                if max == 0 {
-                    return Some(Ok(Vec::new()));
+                if ticket != 0 && st.reads.front() != Some(&ticket) {
+                    return None;
                 }
-                loop {
-                    match (&st.sock, st.status) {
-                        (Sock::Udp(u), _) => return udp_recv(u, st.headers, st.local, max),
-                        (Sock::Stream(s), Status::Established) => {
-                            if buf.len() != max {
-                                // Zeroed by the allocator, so the pages of a
-                                // large buffer cost nothing until data comes.
-                                buf = vec![0u8; max];
-                            }
-                            let mut s: &TcpStream = s;
-                            match s.read(&mut buf) {
-                                Ok(n) => {
-                                    buf.truncate(n);
-                                    return Some(Ok(std::mem::take(&mut buf)));
-                                }
-                                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
-                                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                                Err(e) => return Some(Err(e.into())),
-                            }
-                        }
-                        (Sock::Stream(_), _) => return None, // still connecting
-                        (_, Status::Hungup) => return Some(Ok(Vec::new())),
-                        _ => return Some(Err(Errno(libc::ENOTCONN))),
-                    }
-                }
+                let r = attempt(st)?;
+                Self::dequeue_read(st, ticket);
+                Some(r)
             },
-            |_, _| {},
+            move |_, st| Self::dequeue_read(st, ticket),
             then,
         )
     }

@@ -282,18 +282,24 @@ impl SessionInner {
             Ok((_, msg)) => msg,
             Err(e) => {
                 tracing::debug!(tag, "undecodable request: {e}");
+                cancel.release_order();
                 return Handled::Frame(lerror(tag, errno(libc::EINVAL)));
             }
         };
         if cancel.is_cancelled() {
+            cancel.release_order();
             return Handled::Frame(lerror(tag, errno(libc::EINTR)));
         }
         tracing::trace!(tag, ?msg, "request");
-        match self.dispatch(tag, msg, cancel) {
+        let out = match self.dispatch(tag, msg, cancel) {
             Ok(Step::Done(out)) => Handled::Frame(self.answer(tag, Ok(out))),
             Ok(Step::Wait(w)) => Handled::Wait(w),
             Err(e) => Handled::Frame(self.answer(tag, Err(e))),
-        }
+        };
+        // A socket read that failed before reaching its socket gives up its
+        // place in the connection's order (one that did took it).
+        cancel.release_order();
+        out
     }
 
     /// The reply frame for a handler's result (now, or after a wait).
@@ -705,7 +711,8 @@ impl SessionInner {
                     encode(tag, &RMessage::Read { data: &[] })
                 })));
             }
-            return Ok(Step::Wait(conv.conv().read(max, move |_, data| {
+            let ticket = cancel.take_order();
+            return Ok(Step::Wait(conv.conv().read(max, ticket, move |_, data| {
                 drop(hold);
                 encode(tag, &RMessage::Read { data: &data })
             })));

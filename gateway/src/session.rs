@@ -25,7 +25,7 @@ use crate::Gateway;
 use crate::console::{Cancel, lock};
 use crate::error::Errno;
 use crate::namespace::Node;
-use crate::net::{Finish, Resume, Wait};
+use crate::net::{ConvFile, Finish, Resume, Wait};
 use crate::ops::{Handled, Opened};
 
 /// The callback that receives one complete R-message frame.
@@ -213,6 +213,35 @@ impl SessionInner {
     /// (a socket call that never blocks: it parks instead) and moves little
     /// (a large write copies and runs the loopback peer's receive path,
     /// which would hold up the transport's other requests).
+    /// A read of a connection's byte stream gets its place in the
+    /// connection's order of reads here, in the order requests arrive,
+    /// before any worker runs it: reads a client keeps in flight together
+    /// then get the stream's bytes in their order (see `net::Conv::read`).
+    fn order_read(&self, frame: &[u8], cancel: &Cancel) {
+        // fid[4] offset[8] after the 7-byte header.
+        let (Some(fid), Some(offset)) = (frame.get(7..11), frame.get(11..19)) else {
+            return;
+        };
+        let offset = u64::from_le_bytes(offset.try_into().unwrap_or([0; 8]));
+        if offset == astraea_9p::consts::NET_WATCH_OFFSET {
+            return;
+        }
+        let fid = u32::from_le_bytes(fid.try_into().unwrap_or([0; 4]));
+        let f = lock(&self.fids).get(&fid).cloned();
+        let Some(opened) = f.and_then(|f| f.opened().ok()) else {
+            return;
+        };
+        if let Opened::Net {
+            conv,
+            file: ConvFile::Data,
+        } = &*opened
+        {
+            let conv = Arc::clone(conv.conv());
+            let ticket = conv.queue_read();
+            cancel.set_order(ticket, move || conv.release_read(ticket));
+        }
+    }
+
     fn is_net_io(&self, frame: &[u8], msg_type: u8) -> bool {
         const SMALL: usize = 16 * 1024;
         let small = if msg_type == MsgType::Twrite.as_u8() {
@@ -307,6 +336,9 @@ impl Session {
                 return;
             }
         };
+        if header.msg_type == MsgType::Tread.as_u8() {
+            inner.order_read(&frame, &cancel);
+        }
         let me = Arc::clone(inner);
         let inline = inner.nonblocking && inner.is_net_io(&frame, header.msg_type);
         let run = move || {

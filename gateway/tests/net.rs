@@ -614,6 +614,108 @@ mod tests {
         assert!(rest.is_empty());
     }
 
+    /// Reads kept in flight together on one connection (the streaming
+    /// layer's) get the stream's bytes in the order they were sent, on a
+    /// session whose large reads run on the worker pool and on one whose
+    /// small ones run inline, with data arriving in pieces while they wait
+    /// or before they run; a flushed read in the middle gives up its turn.
+    #[test]
+    fn reads_in_flight_keep_their_order() {
+        let gw = busy_gateway(64);
+        for nonblocking in [false, true] {
+            let c = if nonblocking {
+                Client::attached_nonblocking(&gw)
+            } else {
+                Client::attached(&gw)
+            };
+            let net = Net {
+                c,
+                next_fid: AtomicU32::new(100),
+            };
+            let (l, addr) = listener();
+            let (_ctl, data, _) = net.dial(addr);
+            let mut host = accept(&l);
+            // A counting stream of u32s, written in uneven pieces by a
+            // host thread while the reads below come and go.
+            const WORDS: u32 = 1 << 20;
+            let writer = std::thread::spawn(move || {
+                let all: Vec<u8> = (0..WORDS).flat_map(u32::to_le_bytes).collect();
+                let mut at = 0;
+                let mut piece = 1;
+                while at < all.len() {
+                    let n = piece.min(all.len() - at);
+                    host.write_all(&all[at..at + n]).unwrap();
+                    at += n;
+                    piece = (piece * 7 + 13) % 200_000 + 1;
+                    if piece % 5 == 0 {
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                }
+                // The last round's reads may find nothing more: the end.
+                host.shutdown(Shutdown::Write).unwrap();
+                host
+            });
+            let mut got = Vec::with_capacity(WORDS as usize * 4);
+            let mut tag = 1000u16;
+            let mut round = 0u32;
+            while got.len() < WORDS as usize * 4 {
+                round += 1;
+                // Small and large counts: inline and pool paths mixed.
+                let reads: Vec<(u16, std::sync::mpsc::Receiver<Vec<u8>>)> = (0..4)
+                    .map(|i| {
+                        tag = tag.wrapping_add(1).max(1000);
+                        let count = if (round + i) % 3 == 0 {
+                            4096
+                        } else {
+                            96 * 1024
+                        };
+                        let req = encode(
+                            tag,
+                            &TMessage::Read {
+                                fid: data,
+                                offset: 0,
+                                count,
+                            },
+                        );
+                        (tag, net.c.send_raw(req))
+                    })
+                    .collect();
+                // Now and then the second read is flushed while it may wait.
+                let flushed = round % 17 == 0;
+                if flushed {
+                    let f = net
+                        .c
+                        .send_raw(encode(999, &TMessage::Flush { oldtag: reads[1].0 }));
+                    f.recv_timeout(TIMEOUT).unwrap();
+                }
+                for (i, (t, rx)) in reads.into_iter().enumerate() {
+                    let r = rx.recv_timeout(TIMEOUT).unwrap_or_else(|_| {
+                        panic!("read {i} of round {round} unanswered after {} bytes (nonblocking: {nonblocking})", got.len())
+                    });
+                    match RMessage::from_bytes(&r).unwrap() {
+                        (rt, RMessage::Read { data }) => {
+                            assert_eq!(rt, t);
+                            got.extend_from_slice(data);
+                        }
+                        (_, RMessage::Lerror { ecode }) if flushed && i == 1 => {
+                            assert_eq!(ecode, EINTR);
+                        }
+                        (_, m) => panic!("read {i} of round {round}: {m:?}"),
+                    }
+                }
+            }
+            let _host = writer.join().unwrap();
+            for (i, w) in got.chunks_exact(4).enumerate() {
+                let v = u32::from_le_bytes(w.try_into().unwrap());
+                assert_eq!(
+                    v, i as u32,
+                    "word {i} out of order (nonblocking: {nonblocking})"
+                );
+            }
+            assert_eq!(got.len(), WORDS as usize * 4);
+        }
+    }
+
     #[test]
     fn hostile_ctl_text() {
         let (l, addr) = listener();

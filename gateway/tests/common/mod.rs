@@ -74,6 +74,20 @@ impl Client {
         c
     }
 
+    /// [`attached`](Self::attached) on a session whose replies never block
+    /// (as the VMM's and the vhost-user device's: small socket requests
+    /// run on the submitting thread).
+    #[allow(dead_code)]
+    pub fn attached_nonblocking(gw: &Arc<Gateway>) -> Client {
+        let c = Client {
+            session: gw.session_nonblocking(),
+            next_tag: AtomicU16::new(1),
+        };
+        c.version(1 << 20);
+        c.attach(ROOT, "").unwrap();
+        c
+    }
+
     pub fn tag(&self) -> u16 {
         loop {
             let t = self.next_tag.fetch_add(1, Ordering::Relaxed);
