@@ -647,7 +647,7 @@ mod tests {
                     host.write_all(&all[at..at + n]).unwrap();
                     at += n;
                     piece = (piece * 7 + 13) % 200_000 + 1;
-                    if piece % 5 == 0 {
+                    if piece.is_multiple_of(5) {
                         std::thread::sleep(Duration::from_micros(200));
                     }
                 }
@@ -664,7 +664,7 @@ mod tests {
                 let reads: Vec<(u16, std::sync::mpsc::Receiver<Vec<u8>>)> = (0..4)
                     .map(|i| {
                         tag = tag.wrapping_add(1).max(1000);
-                        let count = if (round + i) % 3 == 0 {
+                        let count = if (round + i).is_multiple_of(3) {
                             4096
                         } else {
                             96 * 1024
@@ -681,7 +681,7 @@ mod tests {
                     })
                     .collect();
                 // Now and then the second read is flushed while it may wait.
-                let flushed = round % 17 == 0;
+                let flushed = round.is_multiple_of(17);
                 if flushed {
                     let f = net
                         .c
