@@ -792,6 +792,42 @@ static void delivery(void)
     close(l);
 }
 
+/* The sender of `sockets bulk`: `words` counting u32s in uneven pieces,
+ * pausing now and then (the receiver's reads then wait at the gateway). */
+struct bulk {
+    int fd;
+    unsigned words;
+};
+
+static void *bulk_send(void *arg)
+{
+    struct bulk *b = arg;
+    static unsigned buf[256 * 1024 / 4];
+    unsigned next = 0, piece = 1;
+    while (next < b->words) {
+        unsigned n = piece < b->words - next ? piece : b->words - next;
+        if (n > sizeof buf / 4)
+            n = sizeof buf / 4;
+        for (unsigned i = 0; i < n; i++)
+            buf[i] = next + i;
+        const char *p = (const char *)buf;
+        size_t left = (size_t)n * 4;
+        while (left > 0) {
+            ssize_t w = write(b->fd, p, left);
+            if (w <= 0)
+                return NULL;
+            p += w;
+            left -= (size_t)w;
+        }
+        next += n;
+        piece = (piece * 7 + 13) % 70000 + 1;
+        if (piece % 11 == 0)
+            usleep(300);
+    }
+    shutdown(b->fd, SHUT_WR);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -806,6 +842,44 @@ int main(int argc, char **argv)
         a.sin_port = 0;
         printf("bind: %s\n", res(bind(l, (void *)&a, sizeof a)));
         return 0;
+    }
+    /* `sockets bulk MIB`: MIB MiB through one connection to itself, read
+     * in 64 KiB reads and checked word by word: the bytes arrive whole and
+     * in order however many reads the partition keeps in flight. */
+    if (argc > 2 && !strcmp(argv[1], "bulk")) {
+        struct sockaddr_in a;
+        int l = listener(&a);
+        struct bulk b = {.fd = dial(&a), .words = (unsigned)atoi(argv[2]) * 256 * 1024};
+        int s = accept(l, NULL, NULL);
+        if (b.fd < 0 || s < 0) {
+            printf("bulk: %s\n", errname(errno));
+            return 1;
+        }
+        pthread_t t;
+        pthread_create(&t, NULL, bulk_send, &b);
+        static unsigned char in[64 * 1024 + 3];
+        unsigned long long got = 0;
+        unsigned expect = 0, bad = 0, carry = 0, have = 0;
+        for (;;) {
+            /* Odd sizes: words straddle reads. */
+            ssize_t r = read(s, in, sizeof in - (got % 3));
+            if (r <= 0)
+                break;
+            for (ssize_t i = 0; i < r; i++) {
+                carry |= (unsigned)in[i] << (8 * have);
+                if (++have == 4) {
+                    if (carry != expect && bad++ < 3)
+                        printf("bulk: word %u is %u\n", expect, carry);
+                    expect++;
+                    carry = 0;
+                    have = 0;
+                }
+            }
+            got += (unsigned long long)r;
+        }
+        pthread_join(t, NULL);
+        printf("bulk: %llu MiB read, %u words out of place\n", got >> 20, bad);
+        return bad != 0;
     }
     /* `sockets many N`: N connections at once, idle, then a byte each way
      * on every one and a file read: nothing starves. */

@@ -349,6 +349,25 @@ mod tests {
         }
     }
 
+    /// 256 MiB through one connection, sent in uneven pieces with pauses
+    /// and read in odd sizes: every word arrives, in order, with streaming
+    /// (several reads in flight per connection once it is in bulk) and
+    /// without.
+    #[test]
+    fn sockets_bulk_in_order() {
+        for stream in ["on", "off"] {
+            let Some(r) = sockets_run(&["--mem", "1G", "--net-stream", stream], &["bulk", "256"])
+            else {
+                return;
+            };
+            assert_eq!(
+                (r.code, r.stdout.as_str()),
+                (0, "bulk: 256 MiB read, 0 words out of place\n"),
+                "streaming {stream}: {r:?}"
+            );
+        }
+    }
+
     /// Sockets until the descriptors run out: EMFILE, and after closing
     /// them everything works again.
     #[test]

@@ -389,6 +389,31 @@ impl Virtio9p {
         self.wait(head, header.len() + data.1 as usize)
     }
 
+    /// The first half of [`request_split`](Self::request_split): queues
+    /// the request and returns its chain's head for [`complete`]; `None`
+    /// when the ring has no room now (nothing was queued). `request`,
+    /// `header` and the range `data` must stay in place until then.
+    ///
+    /// [`complete`]: Self::complete
+    pub fn submit_split(
+        &self,
+        request: &[u8],
+        header: &mut [u8],
+        data: (u64, u32),
+    ) -> Result<Option<u16>, DeviceError> {
+        self.submit_chain_if(
+            &[readable(request), writable(header), (data.0, data.1, true)],
+            false,
+        )
+    }
+
+    /// Waits for the reply to the request queued at `head` by
+    /// [`submit_split`](Self::submit_split); `room` is the bytes its
+    /// reply may take (header and data). Returns the reply's length.
+    pub fn complete(&self, head: u16, room: usize) -> Result<usize, DeviceError> {
+        self.wait(head, room)
+    }
+
     /// Sends a request made of `header` followed by `data` (two readable
     /// descriptors: a write's payload goes from where it is, without being
     /// copied behind its header) and waits for the reply in `reply`; both
@@ -513,6 +538,20 @@ impl Virtio9p {
     /// descriptors; blocks while the ring has no room for it. Fails once
     /// the server has gone.
     fn submit_chain(&self, parts: &[(u64, u32, bool)]) -> Result<u16, DeviceError> {
+        loop {
+            if let Some(h) = self.submit_chain_if(parts, true)? {
+                return Ok(h);
+            }
+        }
+    }
+
+    /// [`submit_chain`](Self::submit_chain); with `block` false, `None`
+    /// at once when the ring has no room now.
+    fn submit_chain_if(
+        &self,
+        parts: &[(u64, u32, bool)],
+        block: bool,
+    ) -> Result<Option<u16>, DeviceError> {
         let posted = crate::sched::current().posts();
         let need = parts.len()
             + if posted {
@@ -560,9 +599,12 @@ impl Virtio9p {
                 self.in_flight.fetch_add(1, Ordering::Relaxed);
                 self.notify_due.store(true, Ordering::SeqCst);
                 REQUESTS.fetch_add(1, Ordering::Relaxed);
-                return Ok(h);
+                return Ok(Some(h));
             }
             drop(q);
+            if !block {
+                return Ok(None);
+            }
             // Room comes only from replies to requests the device knows of.
             self.notify();
             let q = &self.queue;

@@ -1261,7 +1261,11 @@ fn writer(sh: Arc<Shared>, conv: Arc<Conv>) {
 }
 
 /// The reader of a connection: keeps a read of `data` posted while the
-/// receive buffer has room (streaming) or while a reader waits.
+/// receive buffer has room (streaming) or while a reader waits. A stream
+/// in bulk (a read filled the largest buffer) gets a second read in
+/// flight behind the first, so the gateway receives the next bytes while
+/// this one's are being taken: the gateway serves a connection's reads in
+/// the order they were sent.
 fn reader(sh: Arc<Shared>, conv: Arc<Conv>) {
     crate::sched::current().set_posts();
     let (Ok(c), Some(fid)) = (client(), conv.data) else {
@@ -1269,53 +1273,137 @@ fn reader(sh: Arc<Shared>, conv: Arc<Conv>) {
     };
     let stream = streaming();
     // Small until a read fills it: an idle connection costs little memory.
-    let mut buf = vec![0u8; 4096];
+    let mut size = 4096;
+    let mut spare: Vec<Vec<u8>> = Vec::new();
+    let mut flight: alloc::collections::VecDeque<(crate::p9::PostedRead<'_>, usize)> =
+        alloc::collections::VecDeque::new();
+    // Bytes the reads in flight may bring: room they hold in the ring.
+    let mut promised = 0;
+    let mut clean_end = false;
     loop {
-        sh.helper.wait_while(|| {
-            let st = sh.st.lock();
-            !st.closing && (st.ring.space() < MIN_ROOM || !(stream || st.demand))
-        });
-        let want = {
-            let st = sh.st.lock();
-            if st.closing {
+        let depth = if stream && size == READ_CHUNK { 2 } else { 1 };
+        let mut closing = false;
+        while flight.len() < depth {
+            let want = {
+                let st = sh.st.lock();
+                closing = st.closing;
+                let room = st.ring.space().saturating_sub(promised);
+                if closing || room < MIN_ROOM || !(stream || st.demand) {
+                    break;
+                }
+                room.min(size)
+            };
+            let mut buf = spare.pop().unwrap_or_default();
+            if buf.len() != size {
+                buf = vec![0u8; size];
+            }
+            match c.read_post(fid, 0, buf, want) {
+                Ok(p) => {
+                    flight.push_back((p, want));
+                    promised += want;
+                }
+                Err(buf) => {
+                    spare.push(buf);
+                    if flight.is_empty() {
+                        // No room in the ring at all: the blocking read
+                        // waits for it (as every request does).
+                        let mut buf = spare.pop().unwrap_or_default();
+                        let r = c.read(fid, 0, &mut buf[..want]);
+                        let end = take_read(&sh, &buf, r, &mut clean_end);
+                        spare.push(buf);
+                        if end {
+                            return finish_reader(&sh, c, fid, &mut spare, stream && clean_end);
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+        let Some((p, want)) = flight.pop_front() else {
+            if closing {
                 break;
             }
-            st.ring.space().min(buf.len())
+            sh.helper.wait_while(|| {
+                let st = sh.st.lock();
+                !st.closing && (st.ring.space() < MIN_ROOM || !(stream || st.demand))
+            });
+            if sh.st.lock().closing {
+                break;
+            }
+            continue;
         };
-        let r = c.read(fid, 0, &mut buf[..want]);
+        promised -= want;
+        let (buf, r) = p.wait();
         let filled = r == Ok(buf.len());
-        let clean_end = r == Ok(0);
-        let end = {
-            let mut st = sh.st.lock();
-            st.demand = false;
-            match r {
-                Ok(0) => st.eof = true,
-                Ok(n) => {
-                    st.ring.push(&buf[..n]);
-                }
-                Err(e) => {
-                    st.eof = true;
-                    // A hang-up of ours is no error of the connection's.
-                    if !st.closing {
-                        st.read_err = Some(e);
-                        st.broken = true;
-                    }
-                }
-            }
-            st.eof
-        };
+        let end = take_read(&sh, &buf, r, &mut clean_end);
+        spare.push(buf);
         if end {
-            // The peer's FIN or a reset: EPOLLRDHUP, EPOLLHUP, EPOLLERR.
-            sh.notify_state();
-            if clean_end && stream {
-                watch_after_eof(&sh, c, fid, &mut buf);
+            // Whatever is still in flight ends too (end of file, the
+            // error again, or cancelled by our hang-up): nothing more
+            // comes after it.
+            for (p, _) in flight.drain(..) {
+                let (buf, _) = p.wait();
+                spare.push(buf);
             }
-            break;
+            return finish_reader(&sh, c, fid, &mut spare, stream && clean_end);
         }
+        if filled && size < READ_CHUNK {
+            size *= 4;
+        }
+    }
+    for (p, _) in flight.drain(..) {
+        let _ = p.wait();
+    }
+}
+
+/// Takes what a read brought (`r`, into `buf`): into the receive buffer,
+/// or the end of the stream. Whether the stream ended; `clean_end` when
+/// by the peer's FIN.
+fn take_read(sh: &Shared, buf: &[u8], r: Result<usize, Errno>, clean_end: &mut bool) -> bool {
+    let end = {
+        let mut st = sh.st.lock();
+        st.demand = false;
+        match r {
+            Ok(0) => {
+                st.eof = true;
+                *clean_end = true;
+            }
+            Ok(n) => {
+                st.ring.push(&buf[..n]);
+            }
+            Err(e) => {
+                st.eof = true;
+                // A hang-up of ours is no error of the connection's.
+                if !st.closing {
+                    st.read_err = Some(e);
+                    st.broken = true;
+                }
+            }
+        }
+        st.eof
+    };
+    if !end {
         sh.notify_input();
-        if filled && buf.len() < READ_CHUNK {
-            buf = vec![0u8; buf.len() * 4];
-        }
+    }
+    end
+}
+
+/// The stream ended: the peer's FIN or a reset (EPOLLRDHUP, EPOLLHUP,
+/// EPOLLERR), then the watch for a reset after a clean end.
+fn finish_reader(
+    sh: &Shared,
+    c: &Client,
+    fid: crate::p9::Fid,
+    spare: &mut Vec<Vec<u8>>,
+    watch: bool,
+) {
+    sh.notify_state();
+    if watch {
+        let mut buf = spare
+            .pop()
+            .filter(|b| b.len() >= 4096)
+            .unwrap_or_else(|| vec![0u8; 4096]);
+        watch_after_eof(sh, c, fid, &mut buf);
     }
 }
 

@@ -86,6 +86,86 @@ impl Drop for Tag<'_> {
     }
 }
 
+/// The Tread of `count` bytes at `offset` of `fid`.
+fn read_request(tag: u16, fid: Fid, offset: u64, count: u32) -> Result<Vec<u8>, Errno> {
+    let mut req = Vec::new();
+    TMessage::Read { fid, offset, count }
+        .encode(tag, &mut req)
+        .map_err(|_| Errno::EINVAL)?;
+    Ok(req)
+}
+
+/// The result of a Tread of `count` bytes with `tag` whose reply of `n`
+/// bytes began with `hdr` (its data went elsewhere): the bytes read.
+fn read_reply(hdr: &[u8], n: usize, tag: u16, count: u32) -> Result<usize, Errno> {
+    use astraea_9p::consts::{MsgType, RREAD_HEADER_LEN};
+    let Some(hdr) = hdr.get(..RREAD_HEADER_LEN) else {
+        return Err(Errno::EPROTO);
+    };
+    let size = u32::from_le_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]) as usize;
+    let word = u32::from_le_bytes([hdr[7], hdr[8], hdr[9], hdr[10]]);
+    if n < RREAD_HEADER_LEN || size != n || u16::from_le_bytes([hdr[5], hdr[6]]) != tag {
+        return Err(Errno::EPROTO);
+    }
+    match hdr[4] {
+        t if t == MsgType::Rread as u8 => {
+            let got = word as usize;
+            if got > count as usize || RREAD_HEADER_LEN + got != size {
+                return Err(Errno::EPROTO);
+            }
+            Ok(got)
+        }
+        t if t == MsgType::Rlerror as u8 => Err(Errno(word)),
+        _ => Err(Errno::EPROTO),
+    }
+}
+
+/// A read in flight ([`Client::read_post`]). Its buffers stay with it
+/// until the reply has come: dropped unfinished, it waits for the reply.
+pub struct PostedRead<'a> {
+    client: &'a Client,
+    tag: Option<Tag<'a>>,
+    head: Option<u16>,
+    /// Where the device reads the request and writes the reply's header:
+    /// heap memory that stays in place while the read is in flight.
+    req: Vec<u8>,
+    hdr: Vec<u8>,
+    buf: Vec<u8>,
+    count: u32,
+}
+
+impl PostedRead<'_> {
+    /// Waits for the reply: the buffer back, with the bytes read into it.
+    pub fn wait(mut self) -> (Vec<u8>, Result<usize, Errno>) {
+        let r = self.finish();
+        (core::mem::take(&mut self.buf), r)
+    }
+
+    fn finish(&mut self) -> Result<usize, Errno> {
+        use astraea_9p::consts::RREAD_HEADER_LEN;
+        let Some(head) = self.head.take() else {
+            return Err(Errno::EIO);
+        };
+        let n = self
+            .client
+            .dev
+            .complete(head, RREAD_HEADER_LEN + self.count as usize)
+            .map_err(|_| Errno::EIO);
+        let tag = self.tag.take().map_or(0, |t| t.tag);
+        let _ = &self.req;
+        read_reply(&self.hdr, n?, tag, self.count)
+    }
+}
+
+impl Drop for PostedRead<'_> {
+    fn drop(&mut self) {
+        // The device may still write into the buffers.
+        if self.head.is_some() {
+            let _ = self.finish();
+        }
+    }
+}
+
 /// A reply buffer on loan from the client's pool; it goes back when dropped.
 struct PooledBuf<'a> {
     pool: &'a IrqLock<Vec<Vec<u8>>>,
@@ -605,35 +685,52 @@ impl Client {
     /// into `out` (kernel memory is one contiguous guest-physical range):
     /// no copy, and no touch of a fresh page through a second mapping.
     fn read_direct(&self, fid: Fid, offset: u64, out: &mut [u8]) -> Result<usize, Errno> {
-        use astraea_9p::consts::{MsgType, RREAD_HEADER_LEN};
+        use astraea_9p::consts::RREAD_HEADER_LEN;
         let count = (out.len() as u32).min(self.iounit());
         let guard = self.alloc_tag();
         let tag = guard.tag;
-        let mut req = Vec::new();
-        TMessage::Read { fid, offset, count }
-            .encode(tag, &mut req)
-            .map_err(|_| Errno::EINVAL)?;
+        let req = read_request(tag, fid, offset, count)?;
         let mut hdr = [0u8; RREAD_HEADER_LEN];
         let data = (crate::mm::virt_to_phys(out.as_mut_ptr() as u64), count);
         let n = self
             .dev
             .request_split(&req, &mut hdr, data)
             .map_err(|_| Errno::EIO)?;
-        let size = u32::from_le_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]) as usize;
-        let word = u32::from_le_bytes([hdr[7], hdr[8], hdr[9], hdr[10]]);
-        if n < RREAD_HEADER_LEN || size != n || u16::from_le_bytes([hdr[5], hdr[6]]) != tag {
-            return Err(Errno::EPROTO);
-        }
-        match hdr[4] {
-            t if t == MsgType::Rread as u8 => {
-                let got = word as usize;
-                if got > count as usize || RREAD_HEADER_LEN + got != size {
-                    return Err(Errno::EPROTO);
-                }
-                Ok(got)
-            }
-            t if t == MsgType::Rlerror as u8 => Err(Errno(word)),
-            _ => Err(Errno::EPROTO),
+        read_reply(&hdr, n, tag, count)
+    }
+
+    /// Starts a read of up to `want` bytes (at most `buf`'s length) at
+    /// `offset` into `buf`, written by the device straight into it, and
+    /// returns at once: several may be in flight, and the gateway serves
+    /// the reads of a socket in the order they were started. `Err` gives
+    /// `buf` back when the ring has no room now or the request cannot be
+    /// made.
+    pub fn read_post(
+        &self,
+        fid: Fid,
+        offset: u64,
+        mut buf: Vec<u8>,
+        want: usize,
+    ) -> Result<PostedRead<'_>, Vec<u8>> {
+        use astraea_9p::consts::RREAD_HEADER_LEN;
+        let count = (want.min(buf.len()) as u32).min(self.iounit());
+        let tag = self.alloc_tag();
+        let Ok(req) = read_request(tag.tag, fid, offset, count) else {
+            return Err(buf);
+        };
+        let mut hdr = alloc::vec![0u8; RREAD_HEADER_LEN];
+        let data = (crate::mm::virt_to_phys(buf.as_mut_ptr() as u64), count);
+        match self.dev.submit_split(&req, &mut hdr, data) {
+            Ok(Some(head)) => Ok(PostedRead {
+                client: self,
+                tag: Some(tag),
+                head: Some(head),
+                req,
+                hdr,
+                buf,
+                count,
+            }),
+            Ok(None) | Err(_) => Err(buf),
         }
     }
 
