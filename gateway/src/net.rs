@@ -822,10 +822,13 @@ impl Conv {
 
     /// Reads what is available, at most `max` bytes; waits for at least one.
     /// `ticket` (from [`queue_read`](Self::queue_read), 0 for none): waits
-    /// too while an earlier read of the connection has not finished.
+    /// too while an earlier read of the connection has not finished. The
+    /// bytes reach `then` after `head` zero bytes, room for the reply's
+    /// header: a stream's bytes go from the socket into the reply frame.
     pub(crate) fn read(
         self: &Arc<Self>,
         max: usize,
+        head: usize,
         ticket: u64,
         then: impl FnOnce(&SessionInner, Vec<u8>) -> Result<Vec<u8>, Errno> + Send + 'static,
     ) -> Wait {
@@ -834,21 +837,29 @@ impl Conv {
         let mut buf = Vec::new();
         let mut attempt = move |st: &mut State| -> Option<Result<Vec<u8>, Errno>> {
             if max == 0 {
-                return Some(Ok(Vec::new()));
+                return Some(Ok(vec![0u8; head]));
             }
             loop {
                 match (&st.sock, st.status) {
-                    (Sock::Udp(u), _) => return udp_recv(u, st.headers, st.local, max),
+                    (Sock::Udp(u), _) => {
+                        return udp_recv(u, st.headers, st.local, max).map(|r| {
+                            r.map(|d| {
+                                let mut v = vec![0u8; head];
+                                v.extend_from_slice(&d);
+                                v
+                            })
+                        });
+                    }
                     (Sock::Stream(s), Status::Established) => {
-                        if buf.len() != max {
+                        if buf.len() != head + max {
                             // Zeroed by the allocator, so the pages of a
                             // large buffer cost nothing until data comes.
-                            buf = vec![0u8; max];
+                            buf = vec![0u8; head + max];
                         }
                         let mut s: &TcpStream = s;
-                        match s.read(&mut buf) {
+                        match s.read(&mut buf[head..]) {
                             Ok(n) => {
-                                buf.truncate(n);
+                                buf.truncate(head + n);
                                 return Some(Ok(std::mem::take(&mut buf)));
                             }
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
@@ -857,7 +868,7 @@ impl Conv {
                         }
                     }
                     (Sock::Stream(_), _) => return None, // still connecting
-                    (_, Status::Hungup) => return Some(Ok(Vec::new())),
+                    (_, Status::Hungup) => return Some(Ok(vec![0u8; head])),
                     _ => return Some(Err(Errno(libc::ENOTCONN))),
                 }
             }

@@ -712,10 +712,21 @@ impl SessionInner {
                 })));
             }
             let ticket = cancel.take_order();
-            return Ok(Step::Wait(conv.conv().read(max, ticket, move |_, data| {
-                drop(hold);
-                encode(tag, &RMessage::Read { data: &data })
-            })));
+            let read = conv
+                .conv()
+                .read(max, RREAD_HEADER_LEN, ticket, move |_, mut frame| {
+                    drop(hold);
+                    // The bytes follow the header's room: the frame is made in place.
+                    let n = frame.len().saturating_sub(RREAD_HEADER_LEN);
+                    let count = u32::try_from(n).map_err(|_| errno(libc::EIO))?;
+                    let header = encode_rread_header(tag, count).map_err(|_| errno(libc::EIO))?;
+                    frame
+                        .get_mut(..RREAD_HEADER_LEN)
+                        .ok_or(errno(libc::EIO))?
+                        .copy_from_slice(&header);
+                    Ok(frame)
+                });
+            return Ok(Step::Wait(read));
         }
         let out = match &*opened {
             Opened::Host { dir: true, .. } | Opened::Listing(_) => Err(errno(libc::EISDIR)),
