@@ -390,12 +390,22 @@ struct State {
     /// Requests waiting on this connection, oldest first.
     parked: Vec<Parked>,
     next_park: u64,
-    /// Data reads in the order they arrived ([`Conv::queue_read`]): only
-    /// the first may take bytes, so that reads a client keeps in flight
-    /// together (the streaming layer's) get the stream in their order,
-    /// whichever worker or retry runs them first.
-    reads: std::collections::VecDeque<u64>,
-    next_read: u64,
+    /// Data reads and writes, each in the order they arrived
+    /// ([`Conv::queue_io`]): only the first of each may take or send
+    /// bytes, so that requests a client keeps in flight together (the
+    /// streaming layer's) meet the stream in their order, whichever worker
+    /// or retry runs them first.
+    order: [std::collections::VecDeque<u64>; 2],
+    next_io: u64,
+}
+
+/// Which of a connection's two orders ([`State::order`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Io {
+    /// `data` reads.
+    Read = 0,
+    /// `data` writes.
+    Write = 1,
 }
 
 /// One connection ("conversation" in ip(3)).
@@ -498,37 +508,46 @@ impl Conv {
                 headers: false,
                 parked: Vec::new(),
                 next_park: 0,
-                reads: std::collections::VecDeque::new(),
-                next_read: 0,
+                order: [
+                    std::collections::VecDeque::new(),
+                    std::collections::VecDeque::new(),
+                ],
+                next_io: 0,
             }),
         }
     }
 
-    /// Gives a data read its place in the connection's order of reads (in
-    /// the order requests arrive, before any of them runs); pass the
-    /// ticket to [`read`](Self::read).
-    pub(crate) fn queue_read(&self) -> u64 {
+    /// Gives a data read or write its place in the connection's order of
+    /// those (in the order requests arrive, before any of them runs); pass
+    /// the ticket to [`read`](Self::read) or [`write`](Self::write).
+    pub(crate) fn queue_io(&self, io: Io) -> u64 {
         let mut st = self.lock();
-        st.next_read += 1;
-        let t = st.next_read;
-        st.reads.push_back(t);
+        st.next_io += 1;
+        let t = st.next_io;
+        st.order[io as usize].push_back(t);
         t
     }
 
-    /// Gives up read `ticket`'s place (a request that never reached
-    /// [`read`](Self::read)); parked reads behind it retry.
-    pub(crate) fn release_read(self: &Arc<Self>, ticket: u64) {
-        self.with_state(|st| Self::dequeue_read(st, ticket));
+    /// Gives up `ticket`'s place (a request that never reached its
+    /// socket); parked requests behind it retry.
+    pub(crate) fn release_io(self: &Arc<Self>, io: Io, ticket: u64) {
+        self.with_state(|st| Self::dequeue(st, io, ticket));
     }
 
-    /// Takes read `ticket` out of the order, letting the next one go
-    /// (its retries are due: the generation changes).
-    fn dequeue_read(st: &mut State, ticket: u64) {
+    /// Whether `ticket` (0: none) may go now: first in its order.
+    fn turn(st: &State, io: Io, ticket: u64) -> bool {
+        ticket == 0 || st.order[io as usize].front() == Some(&ticket)
+    }
+
+    /// Takes `ticket` out of its order, letting the next one go (its
+    /// retries are due: the generation changes).
+    fn dequeue(st: &mut State, io: Io, ticket: u64) {
         if ticket == 0 {
             return;
         }
-        if let Some(i) = st.reads.iter().position(|&t| t == ticket) {
-            st.reads.remove(i);
+        let order = &mut st.order[io as usize];
+        if let Some(i) = order.iter().position(|&t| t == ticket) {
+            order.remove(i);
             st.generation += 1;
         }
     }
@@ -603,13 +622,34 @@ impl Conv {
         mut cleanup: impl FnMut(&Conv, &mut State) + Send + 'static,
         then: impl FnOnce(&SessionInner, T) -> Result<Vec<u8>, Errno> + Send + 'static,
     ) -> Wait {
+        self.wait_or_cancel(
+            move |conv, st, cancelled| {
+                if cancelled {
+                    cleanup(conv, st);
+                    return Some(Err(Errno(libc::EINTR)));
+                }
+                attempt(conv, st)
+            },
+            then,
+        )
+    }
+
+    /// [`wait_for`](Self::wait_for) whose attempt also answers the
+    /// cancellation (its third argument; it must return a result then):
+    /// a write cut off after sending some bytes reports them.
+    fn wait_or_cancel<T: Send + 'static>(
+        self: &Arc<Self>,
+        mut attempt: impl FnMut(&Arc<Conv>, &mut State, bool) -> Option<Result<T, Errno>>
+        + Send
+        + 'static,
+        then: impl FnOnce(&SessionInner, T) -> Result<Vec<u8>, Errno> + Send + 'static,
+    ) -> Wait {
         let mut then = Some(then);
         let step: Step = Box::new(move |conv, st, cancelled| {
-            let res = if cancelled {
-                cleanup(conv, st);
-                Err(Errno(libc::EINTR))
-            } else {
-                attempt(conv, st)?
+            let res = match attempt(conv, st, cancelled) {
+                Some(r) => r,
+                None if cancelled => Err(Errno(libc::EINTR)),
+                None => return None,
             };
             // A step is never run again once it returned a Finish.
             let then = then.take()?;
@@ -875,14 +915,14 @@ impl Conv {
         };
         self.wait_for(
             move |_, st| {
-                if ticket != 0 && st.reads.front() != Some(&ticket) {
+                if !Self::turn(st, Io::Read, ticket) {
                     return None;
                 }
                 let r = attempt(st)?;
-                Self::dequeue_read(st, ticket);
+                Self::dequeue(st, Io::Read, ticket);
                 Some(r)
             },
-            move |_, st| Self::dequeue_read(st, ticket),
+            move |_, st| Self::dequeue(st, Io::Read, ticket),
             then,
         )
     }
@@ -915,31 +955,56 @@ impl Conv {
     }
 
     /// Sends what fits in the socket buffer (at least one byte); waits
-    /// while it is full.
+    /// while it is full. With a `ticket` ([`queue_io`](Self::queue_io)) it
+    /// waits for the writes before it, and sends all of `data` before it
+    /// answers (a short count only when an error cut it off): the next
+    /// write in flight must not go out while this one's bytes remain.
     pub(crate) fn write(
         self: &Arc<Self>,
         data: Vec<u8>,
+        ticket: u64,
         then: impl FnOnce(&SessionInner, usize) -> Result<Vec<u8>, Errno> + Send + 'static,
     ) -> Wait {
-        self.wait_for(
-            move |conv, st| loop {
-                match (&st.sock, st.status) {
-                    (Sock::Udp(u), _) => return udp_send(u, st.headers, &*conv.policy, &data),
-                    (Sock::Stream(s), Status::Established) => {
-                        let mut s: &TcpStream = s;
-                        match s.write(&data) {
-                            Ok(n) => return Some(Ok(n)),
-                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
-                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                            Err(e) => return Some(Err(e.into())),
-                        }
-                    }
-                    (Sock::Stream(_), _) => return None,
-                    (_, Status::Hungup) => return Some(Err(Errno(libc::EPIPE))),
-                    _ => return Some(Err(Errno(libc::ENOTCONN))),
+        let mut done = 0;
+        let cut = move |done: usize, e: Errno| if done > 0 { Ok(done) } else { Err(e) };
+        self.wait_or_cancel(
+            move |conv, st, cancelled| {
+                if cancelled {
+                    // Cut off: what went out is reported, as a write a
+                    // signal interrupts after sending some bytes.
+                    Self::dequeue(st, Io::Write, ticket);
+                    return Some(cut(done, Errno(libc::EINTR)));
                 }
+                if !Self::turn(st, Io::Write, ticket) {
+                    return None;
+                }
+                let r = loop {
+                    match (&st.sock, st.status) {
+                        (Sock::Udp(u), _) => {
+                            break udp_send(u, st.headers, &*conv.policy, &data)?;
+                        }
+                        (Sock::Stream(s), Status::Established) => {
+                            let mut s: &TcpStream = s;
+                            match s.write(&data[done..]) {
+                                Ok(n) => {
+                                    done += n;
+                                    if ticket == 0 || done == data.len() || n == 0 {
+                                        break Ok(done);
+                                    }
+                                }
+                                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                                Err(e) => break cut(done, e.into()),
+                            }
+                        }
+                        (Sock::Stream(_), _) => return None,
+                        (_, Status::Hungup) => break cut(done, Errno(libc::EPIPE)),
+                        _ => break cut(done, Errno(libc::ENOTCONN)),
+                    }
+                };
+                Self::dequeue(st, Io::Write, ticket);
+                Some(r)
             },
-            |_, _| {},
             then,
         )
     }

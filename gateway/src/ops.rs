@@ -320,7 +320,7 @@ impl SessionInner {
         match msg {
             T::Lopen { fid, flags } => self.lopen(tag, fid, flags),
             T::Read { fid, offset, count } => self.read(tag, fid, offset, count, cancel),
-            T::Write { fid, offset, data } => self.write(tag, fid, offset, data),
+            T::Write { fid, offset, data } => self.write(tag, fid, offset, data, cancel),
             msg => self.dispatch_now(tag, msg).map(Step::Done),
         }
     }
@@ -769,7 +769,14 @@ impl SessionInner {
         out.map(Step::Done)
     }
 
-    fn write(&self, tag: u16, fid: u32, offset: u64, data: &[u8]) -> Result<Step, Errno> {
+    fn write(
+        &self,
+        tag: u16,
+        fid: u32,
+        offset: u64,
+        data: &[u8],
+        cancel: &Cancel,
+    ) -> Result<Step, Errno> {
         let opened = self.fid(fid)?.opened()?;
         let len = data.len();
         // Both answer the write in full, or with what the socket took.
@@ -797,7 +804,8 @@ impl SessionInner {
                 // is answered or cancelled.
                 let hold = Arc::clone(&opened);
                 let budget = ParkedBytes::take(&self.parked, data.len())?;
-                let wait = conv.conv().write(data.to_vec(), move |_, n| {
+                let ticket = cancel.take_order();
+                let wait = conv.conv().write(data.to_vec(), ticket, move |_, n| {
                     drop(hold);
                     drop(budget);
                     reply(n)

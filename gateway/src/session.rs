@@ -25,7 +25,7 @@ use crate::Gateway;
 use crate::console::{Cancel, lock};
 use crate::error::Errno;
 use crate::namespace::Node;
-use crate::net::{ConvFile, Finish, Resume, Wait};
+use crate::net::{ConvFile, Finish, Io, Resume, Wait};
 use crate::ops::{Handled, Opened};
 
 /// The callback that receives one complete R-message frame.
@@ -213,19 +213,24 @@ impl SessionInner {
     /// (a socket call that never blocks: it parks instead) and moves little
     /// (a large write copies and runs the loopback peer's receive path,
     /// which would hold up the transport's other requests).
-    /// A read of a connection's byte stream gets its place in the
-    /// connection's order of reads here, in the order requests arrive,
-    /// before any worker runs it: reads a client keeps in flight together
-    /// then get the stream's bytes in their order (see `net::Conv::read`).
-    fn order_read(&self, frame: &[u8], cancel: &Cancel) {
+    /// A read or write of a connection's byte stream gets its place in
+    /// the connection's order of those here, in the order requests arrive,
+    /// before any worker runs it: requests a client keeps in flight
+    /// together then meet the stream in their order (see `net::Conv::read`
+    /// and `net::Conv::write`).
+    fn order_io(&self, frame: &[u8], msg_type: u8, cancel: &Cancel) {
         // fid[4] offset[8] after the 7-byte header.
         let (Some(fid), Some(offset)) = (frame.get(7..11), frame.get(11..19)) else {
             return;
         };
         let offset = u64::from_le_bytes(offset.try_into().unwrap_or([0; 8]));
-        if offset == astraea_9p::consts::NET_WATCH_OFFSET {
+        let io = if msg_type == MsgType::Twrite.as_u8() {
+            Io::Write
+        } else if offset == astraea_9p::consts::NET_WATCH_OFFSET {
             return;
-        }
+        } else {
+            Io::Read
+        };
         let fid = u32::from_le_bytes(fid.try_into().unwrap_or([0; 4]));
         let f = lock(&self.fids).get(&fid).cloned();
         let Some(opened) = f.and_then(|f| f.opened().ok()) else {
@@ -237,8 +242,8 @@ impl SessionInner {
         } = &*opened
         {
             let conv = Arc::clone(conv.conv());
-            let ticket = conv.queue_read();
-            cancel.set_order(ticket, move || conv.release_read(ticket));
+            let ticket = conv.queue_io(io);
+            cancel.set_order(ticket, move || conv.release_io(io, ticket));
         }
     }
 
@@ -336,8 +341,8 @@ impl Session {
                 return;
             }
         };
-        if header.msg_type == MsgType::Tread.as_u8() {
-            inner.order_read(&frame, &cancel);
+        if header.msg_type == MsgType::Tread.as_u8() || header.msg_type == MsgType::Twrite.as_u8() {
+            inner.order_io(&frame, header.msg_type, &cancel);
         }
         let me = Arc::clone(inner);
         let inline = inner.nonblocking && inner.is_net_io(&frame, header.msg_type);

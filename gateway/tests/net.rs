@@ -716,6 +716,94 @@ mod tests {
         }
     }
 
+    /// Writes kept in flight together on one connection reach the peer in
+    /// their order and whole (each answered with its full count), though
+    /// the host socket's buffer fills and a slow reader drains it in
+    /// pieces, on pool and inline sessions.
+    #[test]
+    fn writes_in_flight_keep_their_order() {
+        let gw = busy_gateway(64);
+        for nonblocking in [false, true] {
+            let c = if nonblocking {
+                Client::attached_nonblocking(&gw)
+            } else {
+                Client::attached(&gw)
+            };
+            let net = Net {
+                c,
+                next_fid: AtomicU32::new(100),
+            };
+            let (l, addr) = listener();
+            let (_ctl, data, _) = net.dial(addr);
+            let mut host = accept(&l);
+            const WORDS: u32 = 1 << 20;
+            let reader = std::thread::spawn(move || {
+                let mut got = Vec::with_capacity(WORDS as usize * 4);
+                let mut buf = vec![0u8; 100_000];
+                let mut turn = 0u32;
+                while got.len() < WORDS as usize * 4 {
+                    turn += 1;
+                    let want = (turn as usize * 7919) % buf.len() + 1;
+                    let n = host.read(&mut buf[..want]).unwrap();
+                    assert!(n > 0, "end of file after {} bytes", got.len());
+                    got.extend_from_slice(&buf[..n]);
+                    if turn.is_multiple_of(13) {
+                        std::thread::sleep(Duration::from_micros(300));
+                    }
+                }
+                got
+            });
+            let all: Vec<u8> = (0..WORDS).flat_map(u32::to_le_bytes).collect();
+            let mut at = 0;
+            let mut tag = 2000u16;
+            let mut round = 0usize;
+            while at < all.len() {
+                round += 1;
+                let mut flight = Vec::new();
+                for i in 0..4 {
+                    // Small (inline) and large (pool) writes mixed.
+                    let size = if (round + i).is_multiple_of(3) {
+                        3000
+                    } else {
+                        200_000
+                    };
+                    let end = (at + size).min(all.len());
+                    if at == end {
+                        break;
+                    }
+                    tag = tag.wrapping_add(1).max(2000);
+                    let req = encode(
+                        tag,
+                        &TMessage::Write {
+                            fid: data,
+                            offset: 0,
+                            data: &all[at..end],
+                        },
+                    );
+                    flight.push((tag, end - at, net.c.send_raw(req)));
+                    at = end;
+                }
+                for (t, len, rx) in flight {
+                    let r = rx.recv_timeout(TIMEOUT).unwrap();
+                    match RMessage::from_bytes(&r).unwrap() {
+                        (rt, RMessage::Write { count }) => {
+                            assert_eq!((rt, count as usize), (t, len), "round {round}");
+                        }
+                        (_, m) => panic!("write of round {round}: {m:?}"),
+                    }
+                }
+            }
+            let got = reader.join().unwrap();
+            for (i, w) in got.chunks_exact(4).enumerate() {
+                let v = u32::from_le_bytes(w.try_into().unwrap());
+                assert_eq!(
+                    v, i as u32,
+                    "word {i} out of order (nonblocking: {nonblocking})"
+                );
+            }
+        }
+    }
+
     #[test]
     fn hostile_ctl_text() {
         let (l, addr) = listener();
