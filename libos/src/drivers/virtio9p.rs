@@ -407,9 +407,25 @@ impl Virtio9p {
         )
     }
 
+    /// The first half of [`request_gather`](Self::request_gather): queues
+    /// the request and returns its chain's head for [`complete`]; `None`
+    /// when the ring has no room now. The three ranges must stay in place
+    /// until then.
+    ///
+    /// [`complete`]: Self::complete
+    pub fn submit_gather(
+        &self,
+        header: &[u8],
+        data: &[u8],
+        reply: &mut [u8],
+    ) -> Result<Option<u16>, DeviceError> {
+        self.submit_chain_if(&[readable(header), readable(data), writable(reply)], false)
+    }
+
     /// Waits for the reply to the request queued at `head` by
-    /// [`submit_split`](Self::submit_split); `room` is the bytes its
-    /// reply may take (header and data). Returns the reply's length.
+    /// [`submit_split`](Self::submit_split) or
+    /// [`submit_gather`](Self::submit_gather); `room` is the bytes its
+    /// reply may take. Returns the reply's length.
     pub fn complete(&self, head: u16, room: usize) -> Result<usize, DeviceError> {
         self.wait(head, room)
     }

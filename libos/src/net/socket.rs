@@ -1170,16 +1170,57 @@ fn write_all(conv: &Conv, data: &[u8]) -> Result<usize, (usize, Errno)> {
     let c = client().map_err(|e| (0, e))?;
     let fid = conv.data.ok_or((0, Errno::EPIPE))?;
     let chunk = c.iounit() as usize;
+    // More than one message: two in flight, so the gateway sends the next
+    // while the last one's answer comes back (it keeps them in order,
+    // each whole before the next).
+    let mut flight: alloc::collections::VecDeque<(crate::p9::PostedWrite<'_>, usize)> =
+        alloc::collections::VecDeque::new();
     let mut done = 0;
-    while done < data.len() {
-        let end = data.len().min(done + chunk);
-        match c.write(fid, 0, &data[done..end]) {
-            Ok(0) => return Err((done, Errno::EPIPE)),
-            Ok(n) => done += n,
-            Err(e) => return Err((done, e)),
+    let mut sent = 0;
+    let mut err = None;
+    while done < data.len() && err.is_none() {
+        while data.len() > chunk && flight.len() < 2 && sent < data.len() {
+            let end = data.len().min(sent + chunk);
+            match c.write_post(fid, 0, &data[sent..end]) {
+                Some(p) => {
+                    flight.push_back((p, end - sent));
+                    sent = end;
+                }
+                None => break,
+            }
+        }
+        let (r, len) = match flight.pop_front() {
+            Some((p, len)) => (p.wait(), len),
+            None => {
+                let end = data.len().min(done + chunk);
+                sent = end;
+                (c.write(fid, 0, &data[done..end]), end - done)
+            }
+        };
+        match r {
+            Ok(n) => {
+                done += n;
+                // Short: an error cut it off (the gateway sends each
+                // whole otherwise); what follows must not go out.
+                if n < len {
+                    err = Some(Errno::EPIPE);
+                }
+            }
+            Err(e) => err = Some(e),
         }
     }
-    Ok(done)
+    // Whatever is still in flight went out only if all before it did.
+    for (p, _) in flight.drain(..) {
+        match p.wait() {
+            Ok(n) if err.is_none() => done += n,
+            Err(e) if err.is_none() => err = Some(e),
+            _ => {}
+        }
+    }
+    match err {
+        None => Ok(done),
+        Some(e) => Err((done, e)),
+    }
 }
 
 /// The writer of a connection (streaming on): writes what `send` queued,

@@ -166,6 +166,50 @@ impl Drop for PostedRead<'_> {
     }
 }
 
+/// A write in flight ([`Client::write_post`]); dropped unfinished, it
+/// waits for the reply (the device may still read the bytes).
+pub struct PostedWrite<'a> {
+    client: &'a Client,
+    tag: Option<Tag<'a>>,
+    head: Option<u16>,
+    /// Heap memory the device reads and writes while the write is in flight.
+    hdr: Vec<u8>,
+    reply: Vec<u8>,
+    _data: &'a [u8],
+}
+
+impl PostedWrite<'_> {
+    /// Waits for the reply: the bytes written.
+    pub fn wait(mut self) -> Result<usize, Errno> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<usize, Errno> {
+        let Some(head) = self.head.take() else {
+            return Err(Errno::EIO);
+        };
+        let n = self
+            .client
+            .dev
+            .complete(head, self.reply.len())
+            .map_err(|_| Errno::EIO);
+        let tag = self.tag.take().map_or(0, |t| t.tag);
+        let _ = &self.hdr;
+        match Client::decode(&self.reply[..n?.min(self.reply.len())], tag)? {
+            RMessage::Write { count } => Ok(count as usize),
+            _ => Err(Errno::EPROTO),
+        }
+    }
+}
+
+impl Drop for PostedWrite<'_> {
+    fn drop(&mut self) {
+        if self.head.is_some() {
+            let _ = self.finish();
+        }
+    }
+}
+
 /// A reply buffer on loan from the client's pool; it goes back when dropped.
 struct PooledBuf<'a> {
     pool: &'a IrqLock<Vec<Vec<u8>>>,
@@ -784,6 +828,40 @@ impl Client {
             RMessage::Write { count } => Ok(count as usize),
             _ => Err(Errno::EPROTO),
         }
+    }
+
+    /// Starts a write of `data` (kernel memory, at most an iounit) at
+    /// `offset`, sent from where it is, and returns at once: several may
+    /// be in flight, and the gateway sends the writes of a socket in the
+    /// order they were started, each whole before the next. `None` when
+    /// the ring has no room now or `data` cannot go this way (then write
+    /// it with [`write`](Self::write)).
+    pub fn write_post<'a>(
+        &'a self,
+        fid: Fid,
+        offset: u64,
+        data: &'a [u8],
+    ) -> Option<PostedWrite<'a>> {
+        if data.len() > self.iounit() as usize
+            || data.is_empty()
+            || (data.as_ptr() as u64) < crate::mm::DIRECT_MAP
+        {
+            return None;
+        }
+        let tag = self.alloc_tag();
+        let hdr = astraea_9p::encode_twrite_header(tag.tag, fid, offset, data.len() as u32).ok()?;
+        let hdr = hdr.to_vec();
+        // An Rwrite or an Rlerror: a few bytes.
+        let mut reply = alloc::vec![0u8; 64];
+        let head = self.dev.submit_gather(&hdr, data, &mut reply).ok()??;
+        Some(PostedWrite {
+            client: self,
+            tag: Some(tag),
+            head: Some(head),
+            hdr,
+            reply,
+            _data: data,
+        })
     }
 
     /// Releases a fid, reporting the server's answer (an extended attribute
