@@ -614,6 +614,25 @@ mod tests {
         assert!(rest.is_empty());
     }
 
+    /// A session of `gw` (one whose small socket requests run inline when
+    /// `nonblocking`, as the VMM's), and a connection it dialled: (client,
+    /// data fid, the host's end).
+    fn connection_on(gw: &Arc<Gateway>, nonblocking: bool) -> (Net, u32, TcpStream) {
+        let c = if nonblocking {
+            Client::attached_nonblocking(gw)
+        } else {
+            Client::attached(gw)
+        };
+        let net = Net {
+            c,
+            next_fid: AtomicU32::new(100),
+        };
+        let (l, addr) = listener();
+        let (_ctl, data, _) = net.dial(addr);
+        let host = accept(&l);
+        (net, data, host)
+    }
+
     /// Reads kept in flight together on one connection (the streaming
     /// layer's) get the stream's bytes in the order they were sent, on a
     /// session whose large reads run on the worker pool and on one whose
@@ -623,18 +642,7 @@ mod tests {
     fn reads_in_flight_keep_their_order() {
         let gw = busy_gateway(64);
         for nonblocking in [false, true] {
-            let c = if nonblocking {
-                Client::attached_nonblocking(&gw)
-            } else {
-                Client::attached(&gw)
-            };
-            let net = Net {
-                c,
-                next_fid: AtomicU32::new(100),
-            };
-            let (l, addr) = listener();
-            let (_ctl, data, _) = net.dial(addr);
-            let mut host = accept(&l);
+            let (net, data, mut host) = connection_on(&gw, nonblocking);
             // A counting stream of u32s, written in uneven pieces by a
             // host thread while the reads below come and go.
             const WORDS: u32 = 1 << 20;
@@ -724,18 +732,7 @@ mod tests {
     fn writes_in_flight_keep_their_order() {
         let gw = busy_gateway(64);
         for nonblocking in [false, true] {
-            let c = if nonblocking {
-                Client::attached_nonblocking(&gw)
-            } else {
-                Client::attached(&gw)
-            };
-            let net = Net {
-                c,
-                next_fid: AtomicU32::new(100),
-            };
-            let (l, addr) = listener();
-            let (_ctl, data, _) = net.dial(addr);
-            let mut host = accept(&l);
+            let (net, data, mut host) = connection_on(&gw, nonblocking);
             const WORDS: u32 = 1 << 20;
             let reader = std::thread::spawn(move || {
                 let mut got = Vec::with_capacity(WORDS as usize * 4);

@@ -120,15 +120,47 @@ fn read_reply(hdr: &[u8], n: usize, tag: u16, count: u32) -> Result<usize, Errno
     }
 }
 
-/// A read in flight ([`Client::read_post`]). Its buffers stay with it
-/// until the reply has come: dropped unfinished, it waits for the reply.
-pub struct PostedRead<'a> {
+/// A request in flight: its tag and its descriptor chain, until the
+/// reply has come (dropped before, it waits for the reply: the device may
+/// still use the request's buffers, which its owner drops after it).
+struct InFlight<'a> {
     client: &'a Client,
     tag: Option<Tag<'a>>,
     head: Option<u16>,
+    /// Bytes the reply may take.
+    room: usize,
+}
+
+impl InFlight<'_> {
+    /// Waits for the reply (once): its length, and the request's tag.
+    fn complete(&mut self) -> (Result<usize, Errno>, u16) {
+        let Some(head) = self.head.take() else {
+            return (Err(Errno::EIO), 0);
+        };
+        let n = self
+            .client
+            .dev
+            .complete(head, self.room)
+            .map_err(|_| Errno::EIO);
+        (n, self.tag.take().map_or(0, |t| t.tag))
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.head.is_some() {
+            let _ = self.complete();
+        }
+    }
+}
+
+/// A read in flight ([`Client::read_post`]).
+pub struct PostedRead<'a> {
+    /// First field: dropped (waiting for the reply) before the buffers.
+    flight: InFlight<'a>,
     /// Where the device reads the request and writes the reply's header:
     /// heap memory that stays in place while the read is in flight.
-    req: Vec<u8>,
+    _req: Vec<u8>,
     hdr: Vec<u8>,
     buf: Vec<u8>,
     count: u32,
@@ -137,43 +169,18 @@ pub struct PostedRead<'a> {
 impl PostedRead<'_> {
     /// Waits for the reply: the buffer back, with the bytes read into it.
     pub fn wait(mut self) -> (Vec<u8>, Result<usize, Errno>) {
-        let r = self.finish();
+        let (n, tag) = self.flight.complete();
+        let r = n.and_then(|n| read_reply(&self.hdr, n, tag, self.count));
         (core::mem::take(&mut self.buf), r)
     }
-
-    fn finish(&mut self) -> Result<usize, Errno> {
-        use astraea_9p::consts::RREAD_HEADER_LEN;
-        let Some(head) = self.head.take() else {
-            return Err(Errno::EIO);
-        };
-        let n = self
-            .client
-            .dev
-            .complete(head, RREAD_HEADER_LEN + self.count as usize)
-            .map_err(|_| Errno::EIO);
-        let tag = self.tag.take().map_or(0, |t| t.tag);
-        let _ = &self.req;
-        read_reply(&self.hdr, n?, tag, self.count)
-    }
 }
 
-impl Drop for PostedRead<'_> {
-    fn drop(&mut self) {
-        // The device may still write into the buffers.
-        if self.head.is_some() {
-            let _ = self.finish();
-        }
-    }
-}
-
-/// A write in flight ([`Client::write_post`]); dropped unfinished, it
-/// waits for the reply (the device may still read the bytes).
+/// A write in flight ([`Client::write_post`]).
 pub struct PostedWrite<'a> {
-    client: &'a Client,
-    tag: Option<Tag<'a>>,
-    head: Option<u16>,
+    /// First field: dropped (waiting for the reply) before the buffers.
+    flight: InFlight<'a>,
     /// Heap memory the device reads and writes while the write is in flight.
-    hdr: Vec<u8>,
+    _hdr: Vec<u8>,
     reply: Vec<u8>,
     _data: &'a [u8],
 }
@@ -181,31 +188,10 @@ pub struct PostedWrite<'a> {
 impl PostedWrite<'_> {
     /// Waits for the reply: the bytes written.
     pub fn wait(mut self) -> Result<usize, Errno> {
-        self.finish()
-    }
-
-    fn finish(&mut self) -> Result<usize, Errno> {
-        let Some(head) = self.head.take() else {
-            return Err(Errno::EIO);
-        };
-        let n = self
-            .client
-            .dev
-            .complete(head, self.reply.len())
-            .map_err(|_| Errno::EIO);
-        let tag = self.tag.take().map_or(0, |t| t.tag);
-        let _ = &self.hdr;
+        let (n, tag) = self.flight.complete();
         match Client::decode(&self.reply[..n?.min(self.reply.len())], tag)? {
             RMessage::Write { count } => Ok(count as usize),
             _ => Err(Errno::EPROTO),
-        }
-    }
-}
-
-impl Drop for PostedWrite<'_> {
-    fn drop(&mut self) {
-        if self.head.is_some() {
-            let _ = self.finish();
         }
     }
 }
@@ -766,10 +752,13 @@ impl Client {
         let data = (crate::mm::virt_to_phys(buf.as_mut_ptr() as u64), count);
         match self.dev.submit_split(&req, &mut hdr, data) {
             Ok(Some(head)) => Ok(PostedRead {
-                client: self,
-                tag: Some(tag),
-                head: Some(head),
-                req,
+                flight: InFlight {
+                    client: self,
+                    tag: Some(tag),
+                    head: Some(head),
+                    room: RREAD_HEADER_LEN + count as usize,
+                },
+                _req: req,
                 hdr,
                 buf,
                 count,
@@ -855,10 +844,13 @@ impl Client {
         let mut reply = alloc::vec![0u8; 64];
         let head = self.dev.submit_gather(&hdr, data, &mut reply).ok()??;
         Some(PostedWrite {
-            client: self,
-            tag: Some(tag),
-            head: Some(head),
-            hdr,
+            flight: InFlight {
+                client: self,
+                tag: Some(tag),
+                head: Some(head),
+                room: reply.len(),
+            },
+            _hdr: hdr,
             reply,
             _data: data,
         })
