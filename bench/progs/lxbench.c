@@ -211,6 +211,64 @@ static double read_batch(long n)
     return now_ns() - t0;
 }
 
+/* (9) read() of `read_size` bytes through the file, back to its start once
+ * per MiB: Libra's Figure 5 buffer sizes, on the cached file. */
+static size_t read_size;
+
+static double read_sized_batch(long n)
+{
+    static char buf[64 * 1024];
+    long per_mib = (long)((1 << 20) / read_size);
+    double t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+        if (i % per_mib == 0)
+            lseek(fd, 0, SEEK_SET);
+        if (read(fd, buf, read_size) != (ssize_t)read_size) {
+            perror("read");
+            exit(1);
+        }
+    }
+    return now_ns() - t0;
+}
+
+/* (10) pipe round trip: two threads pass a byte back and forth through two
+ * pipes (each round trip: two writes, two reads, two hand-overs). */
+static int ping[2], pong_pipe[2];
+static long pipe_rounds;
+
+static void *pipe_echo(void *arg)
+{
+    char b;
+    for (long i = 0; i < pipe_rounds; i++) {
+        if (read(ping[0], &b, 1) != 1 || write(pong_pipe[1], &b, 1) != 1) {
+            perror("pipe echo");
+            exit(1);
+        }
+    }
+    return arg;
+}
+
+static double pipe_batch(long n)
+{
+    pthread_t t;
+    pipe_rounds = n;
+    if (pthread_create(&t, NULL, pipe_echo, NULL) != 0) {
+        perror("pthread_create");
+        exit(1);
+    }
+    char b = 1;
+    double t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+        if (write(ping[1], &b, 1) != 1 || read(pong_pipe[0], &b, 1) != 1) {
+            perror("pipe");
+            exit(1);
+        }
+    }
+    double elapsed = now_ns() - t0;
+    pthread_join(t, NULL);
+    return elapsed;
+}
+
 /* (7) getpid through glibc's own wrapper (its `mov eax, 39; syscall`). */
 static double getpid_wrapper_batch(long n)
 {
@@ -304,6 +362,13 @@ int main(int argc, char **argv)
         measure("wake_hog_ns", wake_batch, 200);
     if (strstr(tests, "getpidw"))
         measure("getpid_wrapper_ns", getpid_wrapper_batch, 100000);
+    if (strstr(tests, "pipe")) {
+        if (pipe(ping) != 0 || pipe(pong_pipe) != 0) {
+            perror("pipe");
+            return 1;
+        }
+        measure("pipe_rt_ns", pipe_batch, 10000);
+    }
     if (strstr(tests, "cached") && argc > 4) {
         close(fd);
         fd = open(argv[4], O_RDONLY);
@@ -313,6 +378,16 @@ int main(int argc, char **argv)
         }
         measure("pread1k_cached_ns", pread_batch, 200000);
         measure("read1k_cached_ns", read_batch, 200000);
+        if (strstr(tests, "sizes")) {
+            static const size_t sizes[] = {64, 256, 1024, 4096, 16384, 65536};
+            static const char *names[] = {"read64_cached_ns",  "read256_cached_ns",
+                                          "read1k_cached_ns2", "read4k_cached_ns",
+                                          "read16k_cached_ns", "read64k_cached_ns"};
+            for (int i = 0; i < 6; i++) {
+                read_size = sizes[i];
+                measure(names[i], read_sized_batch, sizes[i] >= 16384 ? 20000 : 100000);
+            }
+        }
     }
     close(fd);
     return 0;

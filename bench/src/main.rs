@@ -492,8 +492,15 @@ const LX_ROWS: &[(&str, &str)] = &[
     ("pread1k_ns", "pread 1 KiB of a host file"),
     ("wake_hog_ns", "wake-up behind a spinning thread"),
     ("getpid_wrapper_ns", "getpid, glibc getpid()"),
+    ("pipe_rt_ns", "pipe round trip (two threads)"),
     ("pread1k_cached_ns", "pread 1 KiB, cached file"),
     ("read1k_cached_ns", "read 1 KiB, cached file"),
+    ("read64_cached_ns", "read 64 B, cached file"),
+    ("read256_cached_ns", "read 256 B, cached file"),
+    ("read1k_cached_ns2", "read 1 KiB, cached file (again)"),
+    ("read4k_cached_ns", "read 4 KiB, cached file"),
+    ("read16k_cached_ns", "read 16 KiB, cached file"),
+    ("read64k_cached_ns", "read 64 KiB, cached file"),
 ];
 
 /// How long one run of `lxbench` may take before it counts as hung.
@@ -540,7 +547,7 @@ fn linux(rounds: usize) {
     std::fs::write(&cached, &data).expect("write data");
     let cached = cached.to_str().expect("utf-8 path");
     let rounds_s = rounds.to_string();
-    let tests = "getpid,futex,thread,fault,pread,wake,getpidw,cached";
+    let tests = "getpid,futex,thread,fault,pread,wake,getpidw,pipe,cached,sizes";
     let args = ["./lxbench", "data.bin", &rounds_s, tests, cached];
     let exe = dir.join("lxbench");
     let host = run_timeout(Command::new(&exe).args(&args[1..]), &run_dir);
