@@ -272,9 +272,11 @@ pub fn map(
     backing: Backing,
     name: Option<Arc<str>>,
 ) -> Result<u64, Errno> {
-    // Stores in shared file mappings about to be replaced reach their files.
+    // Stores in shared file mappings about to be replaced (whole pages)
+    // reach their files.
     if let Placement::Fixed(a) = placement {
-        let _ = write_back(a, a.saturating_add(len));
+        let pages = len.checked_next_multiple_of(PAGE).unwrap_or(u64::MAX);
+        let _ = write_back(a, a.saturating_add(pages));
     }
     place(placement, len, prot, shared, backing, name, false)?.ok_or(Errno::EINVAL)
 }
