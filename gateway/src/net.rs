@@ -3,9 +3,19 @@
 //!
 //! ```text
 //! /net/tcp/clone            open: reserves connection N (the fid becomes N/ctl)
-//! /net/tcp/N/ctl            read: "N"; write: connect, announce, hangup, nodelay, keepalive, linger
+//! /net/tcp/N/ctl            read: "N"; write: connect, announce, bind, listen,
+//!                           reuseaddr, reuseport, hangup, nodelay, keepalive, linger
 //! /net/tcp/N/data           the byte stream
 //! /net/tcp/N/listen         open: waits for a call on announced N (the fid becomes M/ctl)
+//! ```
+//!
+//! `announce ADDR` binds and listens at once (Plan 9's meaning). The socket
+//! API's steps are separate: `bind ADDR` only binds (a connection to that
+//! port is refused until `listen [BACKLOG]`, as on Linux), and a `connect`
+//! after `bind` dials from the bound address. `reuseaddr` and `reuseport`
+//! before `bind` set `SO_REUSEADDR` and `SO_REUSEPORT` on the host socket.
+//!
+//! ```text
 //! /net/tcp/N/local          "ADDR!PORT\n"
 //! /net/tcp/N/remote         "ADDR!PORT\n"
 //! /net/tcp/N/status         "Established\n", "Listen\n", ...
@@ -341,6 +351,9 @@ enum Status {
 
 enum Sock {
     None,
+    /// Bound by `bind`, neither listening nor connected: no events, so
+    /// not registered.
+    Bound(socket2::Socket),
     Stream(TcpStream),
     Listener(TcpListener),
     Udp(UdpSocket),
@@ -382,6 +395,9 @@ struct State {
     local: Option<SocketAddr>,
     remote: Option<SocketAddr>,
     nodelay: bool,
+    /// `SO_REUSEADDR`, `SO_REUSEPORT` for `bind`'s socket.
+    reuseaddr: bool,
+    reuseport: bool,
     keepalive: bool,
     /// `SO_LINGER` with a zero timeout: closing resets the connection.
     abort: bool,
@@ -503,6 +519,8 @@ impl Conv {
                 local: None,
                 remote: None,
                 nodelay: false,
+                reuseaddr: false,
+                reuseport: false,
                 keepalive: false,
                 abort: false,
                 headers: false,
@@ -690,7 +708,7 @@ impl Conv {
                     self.reg.remove(t, &mut u);
                 }
             }
-            Sock::None => {}
+            Sock::Bound(_) | Sock::None => {}
         }
         st.status = status;
         st.generation += 1;
@@ -722,10 +740,22 @@ impl Conv {
     ) -> Result<Wait, Errno> {
         {
             let mut st = self.lock();
-            if !matches!(st.sock, Sock::None) {
-                return Err(Errno(libc::EISCONN));
-            }
-            let mut s = TcpStream::connect(addr)?;
+            let mut s = match std::mem::replace(&mut st.sock, Sock::None) {
+                Sock::None => TcpStream::connect(addr)?,
+                // Dials from the bound address (its port is the one the
+                // program's `getsockname` already reported).
+                Sock::Bound(b) => match connect_bound(b, addr) {
+                    Ok(s) => s,
+                    Err((b, e)) => {
+                        st.sock = Sock::Bound(b);
+                        return Err(e);
+                    }
+                },
+                other => {
+                    st.sock = other;
+                    return Err(Errno(libc::EISCONN));
+                }
+            };
             st.token = Some(self.reg.add(self, &mut s)?);
             st.sock = Sock::Stream(s);
             st.status = Status::Connecting;
@@ -788,6 +818,60 @@ impl Conv {
         st.sock = Sock::Listener(l);
         st.status = Status::Listen;
         Ok(())
+    }
+
+    /// `bind`: a host socket bound to `addr`, not listening (a connection
+    /// to it is refused, as Linux refuses one to a bound socket).
+    fn bind(self: &Arc<Self>, addr: SocketAddr) -> Result<(), Errno> {
+        let mut st = self.lock();
+        if !matches!(st.sock, Sock::None) {
+            return Err(Errno(libc::EINVAL));
+        }
+        let s = socket2::Socket::new(
+            socket2::Domain::for_address(addr),
+            socket2::Type::STREAM,
+            Some(socket2::Protocol::TCP),
+        )?;
+        if st.reuseaddr {
+            s.set_reuse_address(true)?;
+        }
+        if st.reuseport {
+            s.set_reuse_port(true)?;
+        }
+        s.bind(&addr.into())?;
+        st.local = s.local_addr()?.as_socket();
+        st.sock = Sock::Bound(s);
+        Ok(())
+    }
+
+    /// `listen`: a bound socket starts listening; calls wait in the host's
+    /// queue of `backlog` until `N/listen` is opened.
+    fn start_listening(self: &Arc<Self>, backlog: i32) -> Result<(), Errno> {
+        self.with_state(|st| {
+            let b = match std::mem::replace(&mut st.sock, Sock::None) {
+                Sock::Bound(b) => b,
+                // Listening already: Linux takes a new backlog; the host
+                // keeps the first (the partition queues calls itself).
+                l @ Sock::Listener(_) => {
+                    st.sock = l;
+                    return Ok(());
+                }
+                other => {
+                    st.sock = other;
+                    return Err(Errno(libc::EINVAL));
+                }
+            };
+            if let Err(e) = b.listen(backlog).and_then(|()| b.set_nonblocking(true)) {
+                st.sock = Sock::Bound(b);
+                return Err(e.into());
+            }
+            let mut l = TcpListener::from_std(b.into());
+            st.token = Some(self.reg.add(self, &mut l)?);
+            st.sock = Sock::Listener(l);
+            st.status = Status::Listen;
+            st.generation += 1;
+            Ok(())
+        })
     }
 
     /// Waits for a call on an announced connection.
@@ -853,6 +937,8 @@ impl Conv {
         let mut st = self.lock();
         match cmd {
             Ctl::Nodelay => st.nodelay = true,
+            Ctl::ReuseAddr => st.reuseaddr = true,
+            Ctl::ReusePort => st.reuseport = true,
             Ctl::Keepalive => st.keepalive = true,
             Ctl::Linger { abort } => st.abort = *abort,
             _ => return,
@@ -946,7 +1032,9 @@ impl Conv {
                     Err(e) => Some(Err(e.into())),
                 },
                 (Sock::Stream(_), _) => None, // still connecting
-                (Sock::Udp(_), _) | (Sock::Listener(_), _) => Some(Err(Errno(libc::EINVAL))),
+                (Sock::Udp(_) | Sock::Listener(_) | Sock::Bound(_), _) => {
+                    Some(Err(Errno(libc::EINVAL)))
+                }
                 (Sock::None, _) => Some(Ok(())),
             },
             |_, _| {},
@@ -1200,6 +1288,13 @@ fn addr_text(a: Option<SocketAddr>) -> String {
 enum Ctl {
     Connect(SocketAddr),
     Announce(SocketAddr),
+    /// The socket API's `bind`: bound, not listening.
+    Bind(SocketAddr),
+    /// The socket API's `listen` on a bound connection, with its backlog.
+    Listen(i32),
+    /// `SO_REUSEADDR` and `SO_REUSEPORT` for a later `bind`.
+    ReuseAddr,
+    ReusePort,
     Hangup,
     Nodelay,
     Keepalive,
@@ -1267,6 +1362,14 @@ fn parse_ctl(data: &[u8]) -> Result<Ctl, Errno> {
     match (verb, arg) {
         ("connect", Some(a)) => Ok(Ctl::Connect(parse_addr(a, false)?)),
         ("announce", Some(a)) => Ok(Ctl::Announce(parse_addr(a, true)?)),
+        ("bind", Some(a)) => Ok(Ctl::Bind(parse_addr(a, true)?)),
+        ("listen", None) => Ok(Ctl::Listen(libc::SOMAXCONN)),
+        ("listen", Some(n)) => match n.parse::<u16>() {
+            Ok(n) => Ok(Ctl::Listen(i32::from(n))),
+            Err(_) => Err(einval()),
+        },
+        ("reuseaddr", None) => Ok(Ctl::ReuseAddr),
+        ("reuseport", None) => Ok(Ctl::ReusePort),
         ("hangup", None) => Ok(Ctl::Hangup),
         ("nodelay", None) => Ok(Ctl::Nodelay),
         ("shutdown", Some("rd")) => Ok(Ctl::Shutdown(Shutdown::Read)),
@@ -1280,6 +1383,23 @@ fn parse_ctl(data: &[u8]) -> Result<Ctl, Errno> {
         ("linger", Some("off")) => Ok(Ctl::Linger { abort: false }),
         _ => Err(einval()),
     }
+}
+
+/// Starts a non-blocking connect of the bound socket `b` to `addr`; gives
+/// the socket back with the error if it could not start.
+fn connect_bound(
+    b: socket2::Socket,
+    addr: SocketAddr,
+) -> Result<TcpStream, (socket2::Socket, Errno)> {
+    if let Err(e) = b.set_nonblocking(true) {
+        return Err((b, e.into()));
+    }
+    match b.connect(&addr.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err((b, e.into())),
+    }
+    Ok(TcpStream::from_std(b.into()))
 }
 
 /// An accepted call, not yet a connection.
@@ -1541,9 +1661,14 @@ impl Net {
                     conv.hangup();
                     Ok(None)
                 }
-                Ctl::Nodelay | Ctl::Keepalive | Ctl::Linger { .. } | Ctl::Shutdown(_) => {
-                    Err(einval())
-                }
+                Ctl::Nodelay
+                | Ctl::Keepalive
+                | Ctl::Linger { .. }
+                | Ctl::Shutdown(_)
+                | Ctl::Bind(_)
+                | Ctl::Listen(_)
+                | Ctl::ReuseAddr
+                | Ctl::ReusePort => Err(einval()),
             };
         }
         match cmd {
@@ -1560,12 +1685,23 @@ impl Net {
                 }
                 conv.announce(addr).map(|()| None)
             }
+            Ctl::Bind(addr) => {
+                if !self.policy.allow_announce(addr) {
+                    return Err(Errno(libc::EACCES));
+                }
+                conv.bind(addr).map(|()| None)
+            }
+            Ctl::Listen(backlog) => conv.start_listening(backlog).map(|()| None),
             Ctl::Hangup => {
                 conv.hangup();
                 Ok(None)
             }
             Ctl::Shutdown(how) => conv.shutdown(how).map(|()| None),
-            Ctl::Nodelay | Ctl::Keepalive | Ctl::Linger { .. } => {
+            Ctl::Nodelay
+            | Ctl::Keepalive
+            | Ctl::Linger { .. }
+            | Ctl::ReuseAddr
+            | Ctl::ReusePort => {
                 conv.set_option(&cmd);
                 Ok(None)
             }

@@ -139,6 +139,26 @@ mod tests {
         (l, a)
     }
 
+    /// A host socket bound to a loopback port and not listening: a connect
+    /// to it is refused for as long as it is held (a closed port could be
+    /// taken by another test meanwhile).
+    fn refusing_port() -> (socket2::Socket, SocketAddr) {
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        s.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+            .unwrap();
+        let a = s.local_addr().unwrap().as_socket().unwrap();
+        (s, a)
+    }
+
+    fn port_of(local: &str) -> u16 {
+        local
+            .strip_prefix("127.0.0.1!")
+            .and_then(|p| p.strip_suffix('\n'))
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
     fn accept(l: &TcpListener) -> TcpStream {
         let (s, _) = l.accept().unwrap();
         s.set_read_timeout(Some(TIMEOUT)).unwrap();
@@ -515,6 +535,65 @@ mod tests {
         assert_eq!(net.ctl(call, "bogus"), Err(EINVAL));
     }
 
+    /// The socket API's steps: `bind` takes the port but refuses calls
+    /// (as Linux does for a bound socket), `listen` starts taking them.
+    #[test]
+    fn bind_then_listen() {
+        let net = Net::new();
+        let (ctl, n) = net.clone_conv();
+        net.ctl(ctl, "reuseaddr").unwrap();
+        net.ctl(ctl, "bind 127.0.0.1!0").unwrap();
+        assert_eq!(net.file(n, "status"), "Closed\n");
+        let port = port_of(&net.file(n, "local"));
+        assert_ne!(port, 0);
+        let refused = TcpStream::connect(("127.0.0.1", port)).unwrap_err();
+        assert_eq!(refused.raw_os_error(), Some(ECONNREFUSED as i32));
+        // Not listening: no calls to wait for.
+        assert_eq!(net.open(&format!("net/tcp/{n}/listen")), Err(EINVAL));
+        // Bound once only.
+        assert_eq!(net.ctl(ctl, "bind 127.0.0.1!0"), Err(EINVAL));
+        net.ctl(ctl, "listen 4").unwrap();
+        assert_eq!(net.file(n, "status"), "Listen\n");
+        net.ctl(ctl, "listen 8").unwrap();
+        let caller = std::thread::spawn(move || TcpStream::connect(("127.0.0.1", port)).unwrap());
+        let call = net.open(&format!("net/tcp/{n}/listen")).unwrap();
+        let m: usize = net.read_text(call).parse().unwrap();
+        let host = caller.join().unwrap();
+        assert_eq!(
+            net.file(m, "remote"),
+            format!("127.0.0.1!{}\n", host.local_addr().unwrap().port())
+        );
+        // `listen` needs a bound TCP connection; its backlog is a number.
+        let (ctl2, _) = net.clone_conv();
+        assert_eq!(net.ctl(ctl2, "listen"), Err(EINVAL));
+        assert_eq!(net.ctl(ctl2, "listen many"), Err(EINVAL));
+        assert_eq!(net.ctl(ctl2, "listen 70000"), Err(EINVAL));
+    }
+
+    /// `connect` after `bind` dials from the bound port; a policy that
+    /// refuses listening refuses `bind` too.
+    #[test]
+    fn connect_after_bind_keeps_the_port() {
+        let (l, addr) = listener();
+        let net = Net::new();
+        let (ctl, n) = net.clone_conv();
+        net.ctl(ctl, "bind 127.0.0.1!0").unwrap();
+        let port = port_of(&net.file(n, "local"));
+        net.ctl(ctl, &format!("connect 127.0.0.1!{}", addr.port()))
+            .unwrap();
+        let host = accept(&l);
+        assert_eq!(host.peer_addr().unwrap().port(), port);
+        assert_eq!(net.file(n, "status"), "Established\n");
+        assert_eq!(port_of(&net.file(n, "local")), port);
+
+        let net = Net::with(GatewayConfig {
+            net_policy: Arc::new(OnlyPort(addr.port())),
+            ..GatewayConfig::default()
+        });
+        let (ctl, _) = net.clone_conv();
+        assert_eq!(net.ctl(ctl, "bind 127.0.0.1!0"), Err(EACCES));
+    }
+
     #[test]
     fn listen_is_flushable() {
         let net = Net::new();
@@ -549,8 +628,7 @@ mod tests {
 
     #[test]
     fn refused_connect_gets_the_host_errno() {
-        let (l, addr) = listener();
-        drop(l);
+        let (_held, addr) = refusing_port();
         let net = Net::new();
         let (ctl, n) = net.clone_conv();
         let cmd = format!("connect 127.0.0.1!{}", addr.port());

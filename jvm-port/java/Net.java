@@ -256,12 +256,12 @@ public class Net {
     }
 
     static void refused() throws Exception {
-        int port;
-        try (ServerSocket ss = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
-            port = ss.getLocalPort();
-        }
-        try (Socket s = new Socket()) {
-            s.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
+        // A port bound but not listening: refused, and ours while held (a
+        // closed port could be taken by another program, or be the
+        // client's own ephemeral port and connect to itself).
+        try (Socket bound = new Socket(); Socket s = new Socket()) {
+            bound.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            s.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), bound.getLocalPort()));
             System.out.println("refused: connected?!");
         } catch (ConnectException e) {
             System.out.println("refused: " + e.getClass().getSimpleName());

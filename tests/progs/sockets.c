@@ -214,13 +214,55 @@ static void options(void)
 
 static void refused(void)
 {
-    /* A port nobody listens on: bind one, learn it, close it. */
-    struct sockaddr_in a;
-    int l = listener(&a);
-    close(l);
+    /* A port nobody listens on: bound, never listening, so it stays ours
+     * (a closed port could be taken by another program meanwhile). */
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(bind(l, (void *)&a, sizeof a) == 0, "bind");
+    socklen_t al = sizeof a;
+    CHECK(getsockname(l, (void *)&a, &al) == 0 && a.sin_port != 0, "getsockname");
     int c = socket(AF_INET, SOCK_STREAM, 0);
     printf("connect to a closed port: %s\n", res(connect(c, (void *)&a, sizeof a)));
     close(c);
+    printf("accept on a bound socket: %s\n", res(accept(l, NULL, NULL)));
+    c = socket(AF_INET, SOCK_STREAM, 0);
+    printf("bind to its port again: %s\n", res(bind(c, (void *)&a, sizeof a)));
+    close(c);
+
+    /* Bind, then connect: the connection leaves from the bound port. */
+    {
+        struct sockaddr_in srv;
+        int sl = listener(&srv);
+        struct sockaddr_in me = {.sin_family = AF_INET,
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int d = socket(AF_INET, SOCK_STREAM, 0);
+        CHECK(bind(d, (void *)&me, sizeof me) == 0, "bind before connect");
+        socklen_t ml = sizeof me;
+        getsockname(d, (void *)&me, &ml);
+        CHECK(connect(d, (void *)&srv, sizeof srv) == 0, "connect after bind");
+        struct sockaddr_in peer, after;
+        socklen_t pl = sizeof peer, afl = sizeof after;
+        int s = accept(sl, (void *)&peer, &pl);
+        getsockname(d, (void *)&after, &afl);
+        printf("bind then connect: local port kept %d, server sees it %d\n",
+               after.sin_port == me.sin_port, s >= 0 && peer.sin_port == me.sin_port);
+        close(s);
+        close(d);
+        close(sl);
+    }
+
+    /* Listening at last: the same port takes calls. */
+    CHECK(listen(l, 4) == 0, "listen after bind");
+    c = socket(AF_INET, SOCK_STREAM, 0);
+    printf("connect once it listens: %s\n", res(connect(c, (void *)&a, sizeof a)));
+    close(c);
+    close(l);
+    /* The rest use a port bound but not listening, as above. */
+    l = socket(AF_INET, SOCK_STREAM, 0);
+    a.sin_port = 0;
+    CHECK(bind(l, (void *)&a, sizeof a) == 0, "bind");
+    al = sizeof a;
+    CHECK(getsockname(l, (void *)&a, &al) == 0 && a.sin_port != 0, "getsockname");
 
     /* Non-blocking: EINPROGRESS, then POLLOUT with SO_ERROR. */
     c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
@@ -256,6 +298,7 @@ static void refused(void)
     socklen_t pl = sizeof peer;
     printf(", getpeername %s\n", res(getpeername(c, (void *)&peer, &pl)));
     close(c);
+    close(l);
 }
 
 /* A peer that resets the connection (SO_LINGER 0, then close). */

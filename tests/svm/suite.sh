@@ -10,12 +10,20 @@ shift
 astraea="$repo/target/release/astraea"
 kdir="$repo/target/x86_64-unknown-none/release"
 export ASTRAEA_KERNEL="$kdir/astraea-kernel"
+# Each case gets SVM_CASE_TIMEOUT seconds (emulation runs about 20x slower
+# than this machine): a hang then fails that case alone, with status 124
+# and a line in its .err, instead of the whole emulated run.
+case_timeout=${SVM_CASE_TIMEOUT:-600}
 case_() {
     name=$1
     shift
     echo "svm: $name: $*" >&2
-    "$@" > "$name.out" 2> "$name.err"
-    echo $? > "$name.rc"
+    timeout -k 15 "$case_timeout" "$@" > "$name.out" 2> "$name.err"
+    rc=$?
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+        echo "svm: $name: no answer in $case_timeout s: stopped (status $rc)" | tee -a "$name.err" >&2
+    fi
+    echo "$rc" > "$name.rc"
 }
 case_ hostkind "$astraea" run --log info --kernel "$kdir/astraea-kernel" -- /bin/busybox echo hello-from-svm
 case_ ktest "$astraea" run --kernel "$kdir/astraea-ktest"

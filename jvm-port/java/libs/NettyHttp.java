@@ -214,11 +214,18 @@ public class NettyHttp {
             }
             System.out.println(t.name() + " http: /close -> " + results.get("c0/close"));
 
-            // A refused connection: the port the server held, once closed.
+            // A refused connection: a port bound but not listening, held
+            // while we connect (a closed port could be taken meanwhile, or
+            // be the client's own ephemeral port and connect to itself).
             server.close().sync();
-            ChannelFuture f = new Bootstrap().group(clients).channel(t.client())
-                    .handler(new Client()).connect(new InetSocketAddress("127.0.0.1", port)).await();
-            Throwable cause = f.cause();
+            Throwable cause;
+            try (java.net.Socket bound = new java.net.Socket()) {
+                bound.bind(new InetSocketAddress("127.0.0.1", 0));
+                ChannelFuture f = new Bootstrap().group(clients).channel(t.client())
+                        .handler(new Client())
+                        .connect(new InetSocketAddress("127.0.0.1", bound.getLocalPort())).await();
+                cause = f.cause();
+            }
             System.out.println(t.name() + " connect to a closed port: "
                     + (cause instanceof ConnectException ? "ConnectException" : String.valueOf(cause)));
         } finally {

@@ -133,9 +133,14 @@ pub fn connect_ctl(addr: SocketAddr) -> Result<String, Errno> {
     Ok(format!("connect {}!{}", ip, addr.port()))
 }
 
-/// The `announce` ctl message for `addr` (a bind).
+/// The `announce` ctl message for `addr` (a UDP bind).
 pub fn announce_ctl(addr: SocketAddr) -> String {
     format!("announce {}!{}", unmap(addr.ip()), addr.port())
+}
+
+/// The `bind` ctl message for `addr` (a TCP bind: bound, not listening).
+pub fn bind_ctl(addr: SocketAddr) -> String {
+    format!("bind {}!{}", unmap(addr.ip()), addr.port())
 }
 
 /// Parses the text of a connection's `local` or `remote` file

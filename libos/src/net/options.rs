@@ -21,6 +21,10 @@ pub const IPPROTO_IPV6: u32 = 41;
 pub const SO_TYPE: u32 = 3;
 /// `SO_ERROR`.
 pub const SO_ERROR: u32 = 4;
+/// `SO_REUSEADDR`.
+pub const SO_REUSEADDR: u32 = 2;
+/// `SO_REUSEPORT`.
+pub const SO_REUSEPORT: u32 = 15;
 /// `SO_SNDBUF`.
 pub const SO_SNDBUF: u32 = 7;
 /// `SO_RCVBUF`.

@@ -15,8 +15,8 @@ use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, Ordering};
 
 use super::addr::{self};
 use super::options::{
-    IPPROTO_TCP, Options, SO_ACCEPTCONN, SO_ERROR, SO_KEEPALIVE, SO_LINGER, SOCK_STREAM,
-    SOL_SOCKET, TCP_NODELAY,
+    IPPROTO_TCP, Options, SO_ACCEPTCONN, SO_ERROR, SO_KEEPALIVE, SO_LINGER, SO_REUSEADDR,
+    SO_REUSEPORT, SOCK_STREAM, SOL_SOCKET, TCP_NODELAY,
 };
 use crate::errno::Errno;
 use crate::fd::FileLike;
@@ -358,15 +358,20 @@ impl Socket {
         Some(crate::time::monotonic_ns().saturating_add(t))
     }
 
-    /// `bind`: announces `addr` at the gateway at once, so the host
-    /// socket's port (a port-0 bind's real one) is known.
+    /// `bind`: binds a host socket to `addr` at once (not listening yet),
+    /// so its port (a port-0 bind's real one) is known and taken.
     pub fn bind(&self, addr: SocketAddr) -> Result<(), Errno> {
         if self.sh.st.lock().phase != Phase::Fresh {
             return Err(Errno::EINVAL);
         }
         let c = client()?;
         let conv = Conv::clone_new(c, "tcp")?;
-        conv.ctl(c, &addr::announce_ctl(addr))?;
+        for (opt, ctl) in [(SO_REUSEADDR, "reuseaddr"), (SO_REUSEPORT, "reuseport")] {
+            if self.int_opt(SOL_SOCKET, opt).unwrap_or(0) != 0 {
+                conv.ctl(c, ctl)?;
+            }
+        }
+        conv.ctl(c, &addr::bind_ctl(addr))?;
         let local = conv.address(c, "local");
         let conv = Arc::new(conv);
         let mut st = self.sh.st.lock();
@@ -398,14 +403,24 @@ impl Socket {
             _ => return Err(Errno::EINVAL),
         }
         let conv = {
-            let mut st = self.sh.st.lock();
+            let st = self.sh.st.lock();
             if st.phase != Phase::Bound {
                 return Err(Errno::EINVAL);
             }
-            st.phase = Phase::Listening;
-            st.backlog = backlog;
             st.conv.clone().ok_or(Errno::EINVAL)?
         };
+        conv.ctl(client()?, &format!("listen {backlog}"))?;
+        {
+            let mut st = self.sh.st.lock();
+            match st.phase {
+                Phase::Bound => {}
+                // Another thread's `listen` won: Linux's second one succeeds.
+                Phase::Listening => return Ok(()),
+                _ => return Err(Errno::EINVAL),
+            }
+            st.phase = Phase::Listening;
+            st.backlog = backlog;
+        }
         let sh = self.sh.clone();
         let nodelay = self.int_opt(IPPROTO_TCP, TCP_NODELAY).unwrap_or(0) != 0;
         // A listener on one address gives its calls that local address: no
@@ -505,14 +520,17 @@ impl Socket {
             st.remote = Some(addr);
             st.conv.take()
         };
-        // A bound socket's announcement is given up (its local address
-        // with it: the host picks the dialing socket's own).
-        if let Some(old) = old {
-            if let Ok(c) = client() {
-                let _ = old.ctl(c, "hangup");
-            }
-            drop(old);
-        }
+        // A bound socket dials from its address: the same connection,
+        // unless another reference holds it (then the host picks one).
+        let bound = old.and_then(|old| {
+            Arc::try_unwrap(old)
+                .inspect_err(|old| {
+                    if let Ok(c) = client() {
+                        let _ = old.ctl(c, "hangup");
+                    }
+                })
+                .ok()
+        });
         let sh = self.sh.clone();
         // The options the host socket carries out, set before it dials.
         let setup: Vec<&'static str> = [
@@ -528,7 +546,7 @@ impl Socket {
         .into_iter()
         .flatten()
         .collect();
-        if crate::sched::spawn("dialer", move || dialer(sh, msg, &setup)).is_none() {
+        if crate::sched::spawn("dialer", move || dialer(sh, bound, msg, &setup)).is_none() {
             let mut st = self.sh.st.lock();
             st.phase = Phase::Failed;
             return Err(Errno::ENOMEM);
@@ -1123,11 +1141,14 @@ impl FileLike for Socket {
 }
 
 /// The dialer: connects, then reads for the connection.
-fn dialer(sh: Arc<Shared>, msg: String, setup: &[&str]) {
+fn dialer(sh: Arc<Shared>, bound: Option<Conv>, msg: String, setup: &[&str]) {
     crate::sched::current().set_posts();
     let outcome = (|| {
         let c = client()?;
-        let mut conv = Conv::clone_new(c, "tcp")?;
+        let mut conv = match bound {
+            Some(conv) => conv,
+            None => Conv::clone_new(c, "tcp")?,
+        };
         for ctl in setup {
             conv.ctl(c, ctl)?;
         }
