@@ -757,6 +757,9 @@ impl Conv {
                 }
             };
             st.token = Some(self.reg.add(self, &mut s)?);
+            // The port the host gave the dial: still the name of a
+            // socket whose connect fails (Linux's `getsockname` shows it).
+            st.local = s.local_addr().ok();
             st.sock = Sock::Stream(s);
             st.status = Status::Connecting;
             st.remote = Some(addr);

@@ -313,3 +313,21 @@ pub fn scratch_root(name: &str) -> PathBuf {
     std::fs::create_dir_all(&root).expect("cannot create a scratch directory under target/");
     root
 }
+
+/// A differential program's output split by sequence: the lines after each
+/// `# seed N` line, by N (the random-sequence differs print one such line
+/// before each sequence).
+pub fn by_seed(out: &str) -> std::collections::BTreeMap<u64, Vec<&str>> {
+    let mut m: std::collections::BTreeMap<u64, Vec<&str>> = std::collections::BTreeMap::new();
+    let mut cur = None;
+    for l in out.lines() {
+        if let Some(s) = l.strip_prefix("# seed ") {
+            let seed = s.parse().unwrap();
+            m.insert(seed, Vec::new());
+            cur = Some(seed);
+        } else if let Some(seed) = cur {
+            m.entry(seed).or_default().push(l);
+        }
+    }
+    m
+}

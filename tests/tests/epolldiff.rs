@@ -18,7 +18,6 @@
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
     use std::path::{Path, PathBuf};
     use std::process::Command;
     use std::time::{Duration, Instant};
@@ -93,22 +92,6 @@ mod tests {
             );
             r.stdout
         }
-    }
-
-    /// Output split by sequence: seed -> lines.
-    fn by_seed(out: &str) -> BTreeMap<u64, Vec<&str>> {
-        let mut m: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
-        let mut cur = None;
-        for l in out.lines() {
-            if let Some(s) = l.strip_prefix("# seed ") {
-                let seed = s.parse().unwrap();
-                m.insert(seed, Vec::new());
-                cur = Some(seed);
-            } else if let Some(seed) = cur {
-                m.get_mut(&seed).unwrap().push(l);
-            }
-        }
-        m
     }
 
     /// Runs `seeds` sequences of `calls` calls from `first` on the host and

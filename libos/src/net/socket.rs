@@ -175,6 +175,18 @@ impl Drop for Conv {
     }
 }
 
+/// Calls the gateway accepted but the program never did, at the end of
+/// their listener: reset (an abortive close), as Linux resets the
+/// connections still in a listener's queue when it closes.
+fn reset_unaccepted(calls: impl IntoIterator<Item = Accepted>) {
+    let c = client().ok();
+    for a in calls {
+        if let Some(c) = c {
+            let _ = a.conv.ctl(c, "linger 0");
+        }
+    }
+}
+
 /// A connection accepted by the acceptor, waiting for `accept`.
 struct Accepted {
     conv: Conv,
@@ -186,8 +198,8 @@ struct Accepted {
 enum Phase {
     /// New: no connection at the gateway.
     Fresh,
-    /// Bound: announced at the gateway (the host socket listens already,
-    /// so that `getsockname` shows the port a port-0 bind got).
+    /// Bound: a host socket bound at the gateway, not listening (a
+    /// port-0 bind's `getsockname` shows the port it got).
     Bound,
     /// Listening: the acceptor keeps a call waiting.
     Listening,
@@ -211,6 +223,12 @@ struct St {
     /// The connection broke (a reset): a hang-up for `poll` for good, after
     /// `read_err` is taken too.
     broken: bool,
+    /// `bind` gave it a port of the program's choosing: a failed or reset
+    /// connection keeps it (Linux's `SOCK_BINDPORT_LOCK`); otherwise such
+    /// a socket may be bound again, once.
+    port_locked: bool,
+    /// Bound again after its connection failed or was reset.
+    rebound: bool,
     /// `SO_ERROR`: a failed connect's error, until read.
     so_error: Option<Errno>,
     accepts: VecDeque<Accepted>,
@@ -321,6 +339,8 @@ impl Socket {
                     so_error: None,
                     accepts: VecDeque::new(),
                     backlog: 0,
+                    port_locked: false,
+                    rebound: false,
                     shut_rd: false,
                     shut_wr: false,
                     local,
@@ -361,7 +381,7 @@ impl Socket {
     /// `bind`: binds a host socket to `addr` at once (not listening yet),
     /// so its port (a port-0 bind's real one) is known and taken.
     pub fn bind(&self, addr: SocketAddr) -> Result<(), Errno> {
-        if self.sh.st.lock().phase != Phase::Fresh {
+        if !Self::bindable(&self.sh.st.lock()) {
             return Err(Errno::EINVAL);
         }
         let c = client()?;
@@ -375,16 +395,40 @@ impl Socket {
         let local = conv.address(c, "local");
         let conv = Arc::new(conv);
         let mut st = self.sh.st.lock();
-        if st.phase != Phase::Fresh {
+        if !Self::bindable(&st) {
             drop(st);
             // Another thread bound it meanwhile; ours is hung up when dropped.
             let _ = conv.ctl(c, "hangup");
             return Err(Errno::EINVAL);
         }
-        st.phase = Phase::Bound;
+        if st.phase == Phase::Fresh {
+            st.phase = Phase::Bound;
+        } else {
+            st.rebound = true;
+        }
+        // A connection that failed or was reset keeps its state (Linux's
+        // socket stays `SS_CONNECTING` or `SS_CONNECTED`: `listen` is
+        // refused, the next `connect` reports the failure first).
+        // Port 0 takes a port as a connect would: Linux frees it when a
+        // connection from it fails or is reset (no `SOCK_BINDPORT_LOCK`).
+        st.port_locked = addr.port() != 0;
         st.local = local.or(Some(addr));
-        st.conv = Some(conv);
+        let old = st.conv.replace(conv);
+        drop(st);
+        drop(old);
         Ok(())
+    }
+
+    /// Whether `bind` may give the socket an address: a new one, or one
+    /// whose connection failed or was reset and whose address was not
+    /// bound by the program (Linux frees an automatic port then).
+    fn bindable(st: &St) -> bool {
+        match st.phase {
+            Phase::Fresh => true,
+            Phase::Failed => !st.port_locked && !st.rebound,
+            Phase::Connected => st.broken && !st.port_locked && !st.rebound,
+            _ => false,
+        }
     }
 
     /// `listen`: starts the acceptor (binding to any address first, as
@@ -508,14 +552,25 @@ impl Socket {
                     drop(st);
                     return self.wait_connected();
                 }
-                Phase::Failed if st.so_error.is_some() => {
+                // After a failure seen by poll: the error (ECONNABORTED if
+                // already taken), and the socket is disconnected, as Linux's
+                // `__inet_stream_connect` does on a closed connecting one.
+                Phase::Failed => {
                     let e = st.so_error.take().unwrap_or(Errno::ECONNABORTED);
-                    st.phase = Phase::Fresh;
+                    // Bound again since it failed: a bound socket now.
+                    st.phase = if st.conv.is_some() {
+                        Phase::Bound
+                    } else {
+                        Phase::Fresh
+                    };
+                    st.shut_rd = false;
+                    st.shut_wr = false;
                     return Err(e);
                 }
-                Phase::Fresh | Phase::Bound | Phase::Failed => {}
+                Phase::Fresh | Phase::Bound => {}
             }
             st.phase = Phase::Connecting;
+            st.rebound = false;
             st.so_error = None;
             st.remote = Some(addr);
             st.conv.take()
@@ -569,7 +624,11 @@ impl Socket {
                 Ok(())
             }
             _ => {
+                // A blocking connect's failure disconnects the socket
+                // (Linux's `tcp_disconnect`): usable again, not shut.
                 st.phase = Phase::Fresh;
+                st.shut_rd = false;
+                st.shut_wr = false;
                 Err(st.so_error.take().unwrap_or(Errno::ECONNREFUSED))
             }
         }
@@ -602,6 +661,16 @@ impl Socket {
                 let mut st = sh.st.lock();
                 match st.phase {
                     Phase::Connected => {}
+                    // Linux's tcp_recvmsg: shut for reading ends a receive
+                    // before it looks at the (unconnected) state.
+                    Phase::Failed if st.so_error.is_some() => {
+                        return Err(st.so_error.take().unwrap_or(Errno::ENOTCONN));
+                    }
+                    Phase::Fresh | Phase::Bound | Phase::Failed | Phase::Connecting
+                        if st.shut_rd =>
+                    {
+                        return Ok(out);
+                    }
                     Phase::Connecting if !nonblock => {}
                     Phase::Connecting => return Err(Errno::EAGAIN),
                     _ => return Err(Errno::ENOTCONN),
@@ -693,7 +762,9 @@ impl Socket {
             // A reset not yet reported (before or after the end of file):
             // the send reports it and takes it, before a shutdown's EPIPE,
             // as Linux's `sk_stream_error` takes `sk_err`.
-            if st.phase == Phase::Connected && (st.so_error.is_some() || st.read_err.is_some()) {
+            if matches!(st.phase, Phase::Connected | Phase::Failed)
+                && (st.so_error.is_some() || st.read_err.is_some())
+            {
                 let e = st.so_error.take().or_else(|| st.read_err.take());
                 return Err(e.unwrap_or(Errno::EPIPE));
             }
@@ -856,7 +927,7 @@ impl Socket {
                 let conv = st.conv.take();
                 let accepts = core::mem::take(&mut st.accepts);
                 drop(st);
-                drop(accepts);
+                reset_unaccepted(accepts);
                 if let (Some(conv), Ok(c)) = (conv, client()) {
                     let _ = conv.ctl(c, "hangup");
                 }
@@ -869,7 +940,15 @@ impl Socket {
             if st.phase != Phase::Connected || st.broken || (st.shut_wr && st.eof) {
                 // Refused, but pollers are woken all the same, as Linux's
                 // `inet_shutdown` calls `sk_state_change` on a closed socket
-                // (an edge-triggered registration sees an event).
+                // (an edge-triggered registration sees an event); and the
+                // directions are marked shut all the same (a later receive
+                // gives end of file).
+                if how != 1 {
+                    st.shut_rd = true;
+                }
+                if how != 0 {
+                    st.shut_wr = true;
+                }
                 drop(st);
                 self.sh.notify_state();
                 return Err(Errno::ENOTCONN);
@@ -880,6 +959,9 @@ impl Socket {
             if how != 0 {
                 st.shut_wr = true;
             }
+            // Linux's `inet_shutdown` settles a finished non-blocking
+            // connect as connected: a later `connect` is EISCONN.
+            st.confirmed = true;
             st.conv.clone()
         };
         if how != 0
@@ -914,6 +996,8 @@ impl Socket {
     pub fn remote(&self) -> Result<SocketAddr, Errno> {
         let st = self.sh.st.lock();
         match st.phase {
+            // Reset, or both FINs sent: closed (Linux's TCP_CLOSE).
+            Phase::Connected if st.broken || (st.shut_wr && st.eof) => Err(Errno::ENOTCONN),
             Phase::Connected => st.remote.ok_or(Errno::ENOTCONN),
             _ => Err(Errno::ENOTCONN),
         }
@@ -1009,8 +1093,8 @@ impl Drop for Socket {
             let conv = st.conv.clone().filter(|_| !st.hangup_by_writer);
             (conv, core::mem::take(&mut st.accepts), abort)
         };
-        // Calls accepted by the gateway but never by the program: closed.
-        drop(accepts);
+        // Calls accepted by the gateway but never by the program: reset.
+        reset_unaccepted(accepts);
         // Hanging up ends the helper's posted read or listen; the fids
         // go when the helper lets go of the connection.
         if let (Some(conv), Ok(c)) = (conv, client()) {
@@ -1070,7 +1154,18 @@ impl FileLike for Socket {
         let mut st = self.sh.st.lock();
         let mut ev = 0;
         match st.phase {
-            Phase::Fresh | Phase::Bound => ev |= POLLOUT | POLLWRNORM | POLLHUP,
+            // Linux's tcp_poll on a closed socket: hung up, writable
+            // unless shut for writing (then "writable" too: a send fails
+            // at once), readable once shut for reading.
+            Phase::Fresh | Phase::Bound | Phase::Failed => {
+                ev |= POLLOUT | POLLWRNORM | POLLHUP;
+                if st.shut_rd {
+                    ev |= POLLIN | POLLRDNORM | POLLRDHUP;
+                }
+                if st.so_error.is_some() {
+                    ev |= POLLERR;
+                }
+            }
             Phase::Listening => {
                 if !st.accepts.is_empty() {
                     ev |= POLLIN | POLLRDNORM;
@@ -1110,7 +1205,6 @@ impl FileLike for Socket {
                     self.sh.helper.wake_all();
                 }
             }
-            Phase::Failed => ev |= POLLOUT | POLLWRNORM | POLLERR | POLLHUP | POLLIN | POLLRDNORM,
         }
         ev
     }
@@ -1144,18 +1238,21 @@ impl FileLike for Socket {
 fn dialer(sh: Arc<Shared>, bound: Option<Conv>, msg: String, setup: &[&str]) {
     crate::sched::current().set_posts();
     let outcome = (|| {
-        let c = client()?;
+        let c = client().map_err(|e| (e, None))?;
         let mut conv = match bound {
             Some(conv) => conv,
-            None => Conv::clone_new(c, "tcp")?,
+            None => Conv::clone_new(c, "tcp").map_err(|e| (e, None))?,
         };
         for ctl in setup {
-            conv.ctl(c, ctl)?;
+            conv.ctl(c, ctl).map_err(|e| (e, None))?;
         }
-        conv.ctl(c, &msg)?;
-        conv.open_data(c)?;
+        // A failed dial's port is still the socket's name (Linux keeps
+        // it for `getsockname`, the address cleared).
+        conv.ctl(c, &msg)
+            .map_err(|e| (e, conv.address(c, "local")))?;
+        conv.open_data(c).map_err(|e| (e, None))?;
         let local = conv.address(c, "local");
-        Ok::<_, Errno>((Arc::new(conv), local))
+        Ok::<_, (Errno, Option<SocketAddr>)>((Arc::new(conv), local))
     })();
     let conv = {
         let mut st = sh.st.lock();
@@ -1167,9 +1264,22 @@ fn dialer(sh: Arc<Shared>, bound: Option<Conv>, msg: String, setup: &[&str]) {
                 Some(conv)
             }
             Ok(_) => None,
-            Err(e) => {
+            Err((e, local)) => {
+                if st.local.is_none() {
+                    st.local = local.map(|a| {
+                        let any: core::net::IpAddr = match a {
+                            SocketAddr::V4(_) => core::net::Ipv4Addr::UNSPECIFIED.into(),
+                            SocketAddr::V6(_) => core::net::Ipv6Addr::UNSPECIFIED.into(),
+                        };
+                        SocketAddr::new(any, a.port())
+                    });
+                }
+                // Linux's `tcp_done`: closed both ways (a receive gives end
+                // of file once the error is taken, a send `EPIPE`).
                 st.phase = Phase::Failed;
                 st.so_error = Some(e);
+                st.shut_rd = true;
+                st.shut_wr = true;
                 None
             }
         }
@@ -1514,6 +1624,12 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, nodelay: bool, local: Option<Socke
         let call = (|| {
             let fid = c.walk(c.root(), &["net", "tcp", &num, "listen"])?;
             let mut new = Conv::from_ctl(c, fid, "tcp")?;
+            // A call set up only in part is reset, not closed gracefully:
+            // the program never accepted it (see `reset_unaccepted`).
+            let reset = |new: &Conv, e: Errno| {
+                let _ = new.ctl(c, "linger 0");
+                e
+            };
             // The call's data file and addresses, opened and read together.
             let n = format!("{}", new.n);
             let mut paths: Vec<(&[&str], u32)> = Vec::with_capacity(3);
@@ -1531,7 +1647,7 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, nodelay: bool, local: Option<Socke
                 Ok(fid) => fid,
                 Err(e) => {
                     c.clunk_many(&addr_fids);
-                    return Err(e);
+                    return Err(reset(&new, e));
                 }
             });
             if nodelay {
@@ -1559,14 +1675,19 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, nodelay: bool, local: Option<Socke
             Ok(a) => {
                 let refused = {
                     let mut st = sh.st.lock();
-                    if st.closing {
+                    // Closed, shut down or listening anew (another
+                    // connection) while the call was set up: not ours to
+                    // queue.
+                    let ours = st.phase == Phase::Listening
+                        && st.conv.as_ref().is_some_and(|l| Arc::ptr_eq(l, &conv));
+                    if st.closing || !ours {
                         Some(a)
                     } else {
                         st.accepts.push_back(a);
                         None
                     }
                 };
-                drop(refused);
+                reset_unaccepted(refused);
                 sh.notify_input();
             }
             Err(_) if sh.st.lock().closing => break,
