@@ -60,7 +60,9 @@ struct Opt {
     value: Vec<u8>,
 }
 
-/// The options of one socket.
+/// The options of one socket (cloned for an accepted one, as Linux
+/// clones the listener's).
+#[derive(Clone)]
 pub struct Options {
     /// `SOCK_STREAM` or `SOCK_DGRAM`.
     ty: u32,

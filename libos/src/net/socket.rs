@@ -175,6 +175,15 @@ impl Drop for Conv {
     }
 }
 
+/// `a` with its address cleared (Linux's `inet_reset_saddr`), its port kept.
+fn without_address(a: SocketAddr) -> SocketAddr {
+    let any: core::net::IpAddr = match a {
+        SocketAddr::V4(_) => core::net::Ipv4Addr::UNSPECIFIED.into(),
+        SocketAddr::V6(_) => core::net::Ipv6Addr::UNSPECIFIED.into(),
+    };
+    SocketAddr::new(any, a.port())
+}
+
 /// Calls the gateway accepted but the program never did, at the end of
 /// their listener: reset (an abortive close), as Linux resets the
 /// connections still in a listener's queue when it closes.
@@ -190,6 +199,8 @@ fn reset_unaccepted(calls: impl IntoIterator<Item = Accepted>) {
 /// A connection accepted by the acceptor, waiting for `accept`.
 struct Accepted {
     conv: Conv,
+    /// The listener's options when the call was taken.
+    opts: Options,
     local: Option<SocketAddr>,
     remote: Option<SocketAddr>,
 }
@@ -229,6 +240,9 @@ struct St {
     port_locked: bool,
     /// Bound again after its connection failed or was reset.
     rebound: bool,
+    /// `bind` named an address, not the wildcard (Linux's
+    /// `SOCK_BINDADDR_LOCK`): a disconnect keeps it.
+    addr_locked: bool,
     /// `SO_ERROR`: a failed connect's error, until read.
     so_error: Option<Errno>,
     accepts: VecDeque<Accepted>,
@@ -341,6 +355,7 @@ impl Socket {
                     backlog: 0,
                     port_locked: false,
                     rebound: false,
+                    addr_locked: false,
                     shut_rd: false,
                     shut_wr: false,
                     local,
@@ -391,7 +406,15 @@ impl Socket {
                 conv.ctl(c, ctl)?;
             }
         }
-        conv.ctl(c, &addr::bind_ctl(addr))?;
+        if let Err(e) = conv.ctl(c, &addr::bind_ctl(addr)) {
+            // Linux's `inet_bind` set the address before the port was
+            // refused, and clears it after.
+            if e == Errno::EADDRINUSE {
+                let mut st = self.sh.st.lock();
+                st.local = st.local.map(without_address);
+            }
+            return Err(e);
+        }
         let local = conv.address(c, "local");
         let conv = Arc::new(conv);
         let mut st = self.sh.st.lock();
@@ -412,6 +435,7 @@ impl Socket {
         // Port 0 takes a port as a connect would: Linux frees it when a
         // connection from it fails or is reset (no `SOCK_BINDPORT_LOCK`).
         st.port_locked = addr.port() != 0;
+        st.addr_locked = !addr.ip().is_unspecified();
         st.local = local.or(Some(addr));
         let old = st.conv.replace(conv);
         drop(st);
@@ -426,7 +450,10 @@ impl Socket {
         match st.phase {
             Phase::Fresh => true,
             Phase::Failed => !st.port_locked && !st.rebound,
-            Phase::Connected => st.broken && !st.port_locked && !st.rebound,
+            // Reset, or closed both ways (Linux's TCP_CLOSE, its port freed).
+            Phase::Connected => {
+                (st.broken || (st.shut_wr && st.eof)) && !st.port_locked && !st.rebound
+            }
             _ => false,
         }
     }
@@ -442,7 +469,17 @@ impl Socket {
                 self.sh.helper.wake_all();
                 return Ok(());
             }
-            Phase::Fresh => self.bind(addr::unspecified(self.family))?,
+            // An address the program bound (its connection since failed)
+            // stays the socket's: the new port is taken on it.
+            Phase::Fresh => {
+                let at = {
+                    let st = self.sh.st.lock();
+                    st.local
+                        .filter(|_| st.addr_locked)
+                        .map(|a| SocketAddr::new(a.ip(), 0))
+                };
+                self.bind(at.unwrap_or(addr::unspecified(self.family)))?
+            }
             Phase::Bound => {}
             _ => return Err(Errno::EINVAL),
         }
@@ -466,7 +503,6 @@ impl Socket {
             st.backlog = backlog;
         }
         let sh = self.sh.clone();
-        let nodelay = self.int_opt(IPPROTO_TCP, TCP_NODELAY).unwrap_or(0) != 0;
         // A listener on one address gives its calls that local address: no
         // need to ask the gateway for each (a wildcard one must).
         let local = self.sh.st.lock().local.filter(|a| !a.ip().is_unspecified());
@@ -474,7 +510,7 @@ impl Socket {
         // other's `listen` waits for the next.
         for _ in 0..ACCEPTORS {
             let (sh, conv) = (sh.clone(), conv.clone());
-            crate::sched::spawn("acceptor", move || acceptor(sh, conv, nodelay, local))
+            crate::sched::spawn("acceptor", move || acceptor(sh, conv, local))
                 .ok_or(Errno::ENOMEM)?;
         }
         Ok(())
@@ -504,6 +540,9 @@ impl Socket {
                         a.local,
                         a.remote,
                     );
+                    // Linux's accepted socket is a clone of the listener
+                    // made when the call arrived: its options then.
+                    s.sh.st.lock().opts = a.opts;
                     s.start_reader()?;
                     return Ok((s, remote));
                 }
@@ -557,6 +596,9 @@ impl Socket {
                 // `__inet_stream_connect` does on a closed connecting one.
                 Phase::Failed => {
                     let e = st.so_error.take().unwrap_or(Errno::ECONNABORTED);
+                    if !st.addr_locked {
+                        st.local = st.local.map(without_address);
+                    }
                     // Bound again since it failed: a bound socket now.
                     st.phase = if st.conv.is_some() {
                         Phase::Bound
@@ -629,6 +671,9 @@ impl Socket {
                 st.phase = Phase::Fresh;
                 st.shut_rd = false;
                 st.shut_wr = false;
+                if !st.addr_locked {
+                    st.local = st.local.map(without_address);
+                }
                 Err(st.so_error.take().unwrap_or(Errno::ECONNREFUSED))
             }
         }
@@ -1265,14 +1310,11 @@ fn dialer(sh: Arc<Shared>, bound: Option<Conv>, msg: String, setup: &[&str]) {
             }
             Ok(_) => None,
             Err((e, local)) => {
-                if st.local.is_none() {
-                    st.local = local.map(|a| {
-                        let any: core::net::IpAddr = match a {
-                            SocketAddr::V4(_) => core::net::Ipv4Addr::UNSPECIFIED.into(),
-                            SocketAddr::V6(_) => core::net::Ipv6Addr::UNSPECIFIED.into(),
-                        };
-                        SocketAddr::new(any, a.port())
-                    });
+                // The dial's address stays the socket's name until the
+                // next `connect` disconnects it (Linux's `tcp_done` keeps
+                // it, `tcp_disconnect` clears an address not bound).
+                if local.is_some() {
+                    st.local = local;
                 }
                 // Linux's `tcp_done`: closed both ways (a receive gives end
                 // of file once the error is taken, a send `EPIPE`).
@@ -1607,7 +1649,7 @@ fn watch_after_eof(sh: &Shared, c: &Client, fid: crate::p9::Fid, buf: &mut [u8])
 
 /// The acceptor of a listening socket: keeps a `listen` open posted while
 /// fewer than the backlog's calls wait for `accept`.
-fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, nodelay: bool, local: Option<SocketAddr>) {
+fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, local: Option<SocketAddr>) {
     crate::sched::current().set_posts();
     let Ok(c) = client() else {
         return;
@@ -1650,8 +1692,16 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, nodelay: bool, local: Option<Socke
                     return Err(reset(&new, e));
                 }
             });
+            // The listener's options as they are now: the call inherits
+            // them (Linux clones the listening socket when a call comes).
+            let opts = sh.st.lock().opts.clone();
+            let nodelay = opts.int(IPPROTO_TCP, TCP_NODELAY).unwrap_or(0) != 0;
+            let keepalive = opts.int(SOL_SOCKET, SO_KEEPALIVE).unwrap_or(0) != 0;
             if nodelay {
                 let _ = new.ctl(c, "nodelay");
+            }
+            if keepalive {
+                let _ = new.ctl(c, "keepalive");
             }
             // One address per path after `data`, None where it did not open.
             let mut texts = c.read_many(&addr_fids, 80).into_iter();
@@ -1669,6 +1719,7 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, nodelay: bool, local: Option<Socke
                 conv: new,
                 local,
                 remote,
+                opts,
             })
         })();
         match call {
