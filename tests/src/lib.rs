@@ -331,3 +331,19 @@ pub fn by_seed(out: &str) -> std::collections::BTreeMap<u64, Vec<&str>> {
     }
     m
 }
+
+/// `n` consecutive free TCP ports of the loopback below the ephemeral range
+/// (32768 and up), so that neither another test's port-0 bind nor a
+/// connect's automatic source port can take them before the program that
+/// was given them binds them.
+pub fn free_ports(n: u16) -> u16 {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let seed = 20_000 + (std::process::id() % 400) as u16 * 20;
+    loop {
+        let base = seed + NEXT.fetch_add(n + 1, Ordering::SeqCst) % 4000;
+        if (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", base + i)).is_ok()) {
+            return base;
+        }
+    }
+}

@@ -598,15 +598,6 @@ mod tests {
 
     // ---- Hazelcast ----
 
-    /// A free TCP port of the host's loopback (nothing listens there once
-    /// this returns).
-    fn free_port() -> u16 {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("no free port")
-    }
-
     /// A Hazelcast cluster of a host JVM and a partition's: both members
     /// print the same map digest.
     fn hazelcast(jdk: Jdk) {
@@ -615,7 +606,8 @@ mod tests {
         };
         let jars = jars.as_deref();
         let classes = compile(jdk, "HazelcastPair", jars);
-        let (a, b) = (free_port(), free_port());
+        let a = free_ports(2);
+        let b = a + 1;
         let cluster = format!("astraea-{}-{}", std::process::id(), jdk.name);
         let args = |name: &str, mine: u16, other: u16| {
             vec![

@@ -406,20 +406,6 @@ mod tests {
     fn search_cli_in_partition_jdk25_nio() {
         cli_in_partition("25", JDK25, "nio");
     }
-    /// `n` consecutive free TCP ports below the ephemeral range (so no
-    /// port-0 listener of another test can take them meanwhile).
-    fn free_ports(n: u16) -> u16 {
-        use std::sync::atomic::{AtomicU16, Ordering};
-        static NEXT: AtomicU16 = AtomicU16::new(0);
-        let seed = 20_000 + (std::process::id() % 400) as u16 * 20;
-        loop {
-            let base = seed + NEXT.fetch_add(n + 1, Ordering::SeqCst) % 8000;
-            if (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", base + i)).is_ok()) {
-                return base;
-            }
-        }
-    }
-
     /// A running `astraea deploy`: its stderr lines as they come.
     struct Deployment {
         child: Child,
