@@ -398,6 +398,8 @@ struct State {
     /// `SO_REUSEADDR`, `SO_REUSEPORT` for `bind`'s socket.
     reuseaddr: bool,
     reuseport: bool,
+    /// `IPV6_V6ONLY` for `bind`'s socket (an IPv6 one).
+    v6only: bool,
     keepalive: bool,
     /// `SO_LINGER` with a zero timeout: closing resets the connection.
     abort: bool,
@@ -521,6 +523,7 @@ impl Conv {
                 nodelay: false,
                 reuseaddr: false,
                 reuseport: false,
+                v6only: false,
                 keepalive: false,
                 abort: false,
                 headers: false,
@@ -841,6 +844,9 @@ impl Conv {
         if st.reuseport {
             s.set_reuse_port(true)?;
         }
+        if st.v6only && addr.is_ipv6() {
+            s.set_only_v6(true)?;
+        }
         s.bind(&addr.into())?;
         st.local = s.local_addr()?.as_socket();
         st.sock = Sock::Bound(s);
@@ -942,6 +948,7 @@ impl Conv {
             Ctl::Nodelay => st.nodelay = true,
             Ctl::ReuseAddr => st.reuseaddr = true,
             Ctl::ReusePort => st.reuseport = true,
+            Ctl::V6Only => st.v6only = true,
             Ctl::Keepalive => st.keepalive = true,
             Ctl::Linger { abort } => st.abort = *abort,
             _ => return,
@@ -1298,6 +1305,8 @@ enum Ctl {
     /// `SO_REUSEADDR` and `SO_REUSEPORT` for a later `bind`.
     ReuseAddr,
     ReusePort,
+    /// `IPV6_V6ONLY` for a later `bind` of an IPv6 address.
+    V6Only,
     Hangup,
     Nodelay,
     Keepalive,
@@ -1373,6 +1382,7 @@ fn parse_ctl(data: &[u8]) -> Result<Ctl, Errno> {
         },
         ("reuseaddr", None) => Ok(Ctl::ReuseAddr),
         ("reuseport", None) => Ok(Ctl::ReusePort),
+        ("v6only", None) => Ok(Ctl::V6Only),
         ("hangup", None) => Ok(Ctl::Hangup),
         ("nodelay", None) => Ok(Ctl::Nodelay),
         ("shutdown", Some("rd")) => Ok(Ctl::Shutdown(Shutdown::Read)),
@@ -1397,6 +1407,14 @@ fn connect_bound(
     if let Err(e) = b.set_nonblocking(true) {
         return Err((b, e.into()));
     }
+    // An IPv6 socket reaches IPv4 through mapped addresses (refused with
+    // ENETUNREACH when it is bound to an IPv6-only one, as on Linux).
+    let addr = match (b.domain(), addr) {
+        (Ok(d), SocketAddr::V4(v4)) if d == socket2::Domain::IPV6 => {
+            SocketAddr::new(v4.ip().to_ipv6_mapped().into(), v4.port())
+        }
+        _ => addr,
+    };
     match b.connect(&addr.into()) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
@@ -1671,7 +1689,8 @@ impl Net {
                 | Ctl::Bind(_)
                 | Ctl::Listen(_)
                 | Ctl::ReuseAddr
-                | Ctl::ReusePort => Err(einval()),
+                | Ctl::ReusePort
+                | Ctl::V6Only => Err(einval()),
             };
         }
         match cmd {
@@ -1704,7 +1723,8 @@ impl Net {
             | Ctl::Keepalive
             | Ctl::Linger { .. }
             | Ctl::ReuseAddr
-            | Ctl::ReusePort => {
+            | Ctl::ReusePort
+            | Ctl::V6Only => {
                 conv.set_option(&cmd);
                 Ok(None)
             }

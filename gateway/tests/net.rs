@@ -570,6 +570,37 @@ mod tests {
         assert_eq!(net.ctl(ctl2, "listen 70000"), Err(EINVAL));
     }
 
+    /// `v6only` before `bind` makes an IPv6 wildcard listener refuse IPv4
+    /// calls, as `IPV6_V6ONLY` does; without it the listener is dual-stack.
+    #[test]
+    fn v6only_listener_refuses_ipv4() {
+        if std::net::TcpListener::bind("[::1]:0").is_err() {
+            eprintln!("\n*** SKIPPED: no IPv6 loopback here. ***\n");
+            return;
+        }
+        let net = Net::new();
+        for v6only in [true, false] {
+            let (ctl, n) = net.clone_conv();
+            if v6only {
+                net.ctl(ctl, "v6only").unwrap();
+            }
+            net.ctl(ctl, "bind [::]!0").unwrap();
+            net.ctl(ctl, "listen 4").unwrap();
+            let local = net.file(n, "local");
+            let port: u16 = local
+                .trim_end()
+                .rsplit_once('!')
+                .unwrap()
+                .1
+                .parse()
+                .unwrap();
+            let v4 = TcpStream::connect(("127.0.0.1", port));
+            assert_eq!(v4.is_err(), v6only, "v6only {v6only}: {v4:?}");
+            TcpStream::connect(("::1", port)).unwrap();
+            net.c.clunk(ctl).unwrap();
+        }
+    }
+
     /// `connect` after `bind` dials from the bound port; a policy that
     /// refuses listening refuses `bind` too.
     #[test]

@@ -2,7 +2,8 @@
  * sequence of calls on the host and in a partition must print the same
  * lines.
  *
- *   sockdiff run SEED NSEEDS COUNT   seeds SEED..SEED+NSEEDS-1, COUNT calls each
+ *   sockdiff run SEED NSEEDS COUNT [inet]   seeds SEED..SEED+NSEEDS-1, COUNT
+ *                                          calls each; `inet`: IPv4 sockets only
  *
  * A table of slots holds loopback TCP sockets (blocking or not) in every
  * state: fresh, bound, listening, connected, accepted, shut down, failed.
@@ -51,6 +52,8 @@ static const char *kind_name[] = {"empty",    "fresh",    "bound",  "listening",
 
 struct slot {
     int fd;
+    int family; /* AF_INET or AF_INET6 (dual-stack unless IPV6_V6ONLY) */
+    int where;  /* BOUND, LISTENING: the address bound (LO4, LO6, ANYADDR) */
     enum kind kind;
     int nonblock;
     unsigned short port; /* local port, host order, 0 if none known */
@@ -62,6 +65,8 @@ struct slot {
     int in_queue;
 };
 static struct slot t[SLOTS];
+/* IPv6 sockets too (dual-stack, IPv4-mapped addresses, IPV6_V6ONLY). */
+static int with_inet6 = 1;
 
 static void reset(void) {
     for (int i = 0; i < SLOTS; i++) {
@@ -94,18 +99,57 @@ static const char *portname(unsigned short port) {
     return "eph";
 }
 
+static unsigned short port_of(const struct sockaddr_storage *a) {
+    if (a->ss_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)a)->sin6_port);
+    return ntohs(((const struct sockaddr_in *)a)->sin_port);
+}
+
 static unsigned short local_port(int fd) {
-    struct sockaddr_in a;
+    struct sockaddr_storage a;
     socklen_t l = sizeof a;
     if (getsockname(fd, (void *)&a, &l) != 0)
         return 0;
-    return ntohs(a.sin_port);
+    return port_of(&a);
 }
 
-static struct sockaddr_in loop_addr(unsigned short port) {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    return a;
+/* An address of `family`: where 0 is the IPv4 loopback (IPv4-mapped for
+ * IPv6), 1 the IPv6 loopback (IPv6 only), 2 the wildcard. */
+enum { LO4, LO6, ANYADDR };
+static const char *where_name[] = {"lo4", "lo6", "any"};
+static socklen_t mkaddr(int family, int where, unsigned short port, struct sockaddr_storage *ss) {
+    memset(ss, 0, sizeof *ss);
+    if (family == AF_INET) {
+        struct sockaddr_in *a = (struct sockaddr_in *)ss;
+        a->sin_family = AF_INET;
+        a->sin_port = htons(port);
+        a->sin_addr.s_addr = htonl(where == ANYADDR ? INADDR_ANY : INADDR_LOOPBACK);
+        return sizeof *a;
+    }
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(port);
+    if (where == LO6)
+        a->sin6_addr = in6addr_loopback;
+    else if (where == LO4)
+        inet_pton(AF_INET6, "::ffff:127.0.0.1", &a->sin6_addr);
+    else
+        a->sin6_addr = in6addr_any;
+    return sizeof *a;
+}
+
+/* "ADDR" of a name: numeric, both families. */
+static const char *addr_text(const struct sockaddr_storage *a) {
+    static char buf[2][64];
+    static int which;
+    char *b = buf[which ^= 1];
+    if (a->ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)a)->sin6_addr, b, 64);
+    else if (a->ss_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)a)->sin_addr, b, 64);
+    else
+        snprintf(b, 64, "family %d", a->ss_family);
+    return b;
 }
 
 static int free_slot(void) {
@@ -157,7 +201,7 @@ static void reset_queue(int j) {
         getsockopt(t[c].fd, SOL_SOCKET, SO_ERROR, &err, &l);
         printf("   s%d: in %d err %d hup %d, SO_ERROR %s\n", c, !!(p.revents & POLLIN),
                !!(p.revents & POLLERR), !!(p.revents & POLLHUP), err ? errname(err) : "0");
-        struct sockaddr_in a;
+        struct sockaddr_storage a;
         socklen_t al = sizeof a;
         int r = getpeername(t[c].fd, (void *)&a, &al);
         printf("   s%d: getpeername %s", c, res(r, errno));
@@ -192,10 +236,12 @@ static void op_socket(unsigned k) {
     if (i < 0)
         return;
     int nb = pick(3) == 0;
-    int fd = socket(AF_INET, SOCK_STREAM | (nb ? SOCK_NONBLOCK : 0), 0);
-    printf("%u socket s%d%s = %s\n", k, i, nb ? " nonblock" : "", fd < 0 ? errname(errno) : "ok");
+    int family = pick(2) && with_inet6 ? AF_INET6 : AF_INET;
+    int fd = socket(family, SOCK_STREAM | (nb ? SOCK_NONBLOCK : 0), 0);
+    printf("%u socket s%d %s%s = %s\n", k, i, family == AF_INET6 ? "inet6" : "inet",
+           nb ? " nonblock" : "", fd < 0 ? errname(errno) : "ok");
     if (fd >= 0)
-        t[i] = (struct slot){.fd = fd, .kind = FRESH, .nonblock = nb, .peer = -1};
+        t[i] = (struct slot){.fd = fd, .family = family, .kind = FRESH, .nonblock = nb, .peer = -1};
 }
 
 static void op_close(unsigned k) {
@@ -225,12 +271,16 @@ static void op_bind(unsigned k) {
             what = portname(port);
         }
     }
-    struct sockaddr_in a = loop_addr(port);
-    int r = bind(t[i].fd, (void *)&a, sizeof a);
+    int where = t[i].family == AF_INET6 ? (int)pick(3) : (pick(3) ? LO4 : ANYADDR);
+    struct sockaddr_storage a;
+    socklen_t al = mkaddr(t[i].family, where, port, &a);
+    int r = bind(t[i].fd, (void *)&a, al);
     int e = errno;
-    printf("%u bind s%d (%s) 127.0.0.1:%s = %s\n", k, i, kind_name[t[i].kind], what, res(r, e));
+    printf("%u bind s%d (%s) %s:%s = %s\n", k, i, kind_name[t[i].kind], where_name[where], what,
+           res(r, e));
     if (r == 0) {
         t[i].kind = BOUND;
+        t[i].where = where;
         t[i].port = local_port(t[i].fd);
         printf("   local %s\n", portname(t[i].port));
     }
@@ -248,6 +298,8 @@ static void op_listen(unsigned k) {
     if (r == 0) {
         if (before != LISTENING)
             t[i].queued = 0;
+        if (before == FRESH)
+            t[i].where = ANYADDR;
         t[i].kind = LISTENING;
         /* Linux queues backlog + 1 calls. */
         t[i].backlog = backlog + 1;
@@ -267,12 +319,29 @@ static void op_connect(unsigned k) {
         return;
     if (t[j].kind == LISTENING && t[j].queued >= t[j].backlog)
         return;
-    struct sockaddr_in a = loop_addr(t[j].port);
+    /* The address the target is bound to (its own, so that no automatic
+     * port can be the target's and connect to itself): IPv4's loopback
+     * (mapped from an IPv6 socket), or IPv6's, which an IPv4 socket
+     * cannot reach. An IPv6 wildcard is reached at ::1 (it may be
+     * IPV6_V6ONLY). */
+    int where = LO4;
+    if (t[j].family == AF_INET6 && (t[j].where == LO6 || t[j].where == ANYADDR))
+        where = LO6;
+    if (where == LO6 && t[i].family != AF_INET6)
+        return;
+    /* Another socket on the same port could take the call instead. */
+    for (int x = 0; x < SLOTS; x++)
+        if (x != j && t[x].port == t[j].port &&
+            (t[x].kind == LISTENING || t[x].kind == BOUND))
+            return;
+    struct sockaddr_storage a;
+    socklen_t al = mkaddr(t[i].family, where, t[j].port, &a);
     enum kind before = t[i].kind;
-    int r = connect(t[i].fd, (void *)&a, sizeof a);
+    int r = connect(t[i].fd, (void *)&a, al);
     int e = errno;
-    printf("%u connect s%d (%s%s) -> s%d (%s) = %s\n", k, i, kind_name[before],
-           t[i].nonblock ? ", nonblock" : "", j, kind_name[t[j].kind], res(r, e));
+    printf("%u connect s%d (%s%s) -> %s s%d (%s) = %s\n", k, i, kind_name[before],
+           t[i].nonblock ? ", nonblock" : "", where_name[where], j, kind_name[t[j].kind],
+           res(r, e));
     int err = r == 0 ? 0 : e;
     if (r != 0 && e == EINPROGRESS)
         err = settle_connect(i);
@@ -301,13 +370,13 @@ static void op_accept(unsigned k) {
         poll(&p, 1, 5000);
     }
     int n = free_slot();
-    struct sockaddr_in peer;
+    struct sockaddr_storage peer;
     socklen_t pl = sizeof peer;
     int fd = accept4(t[i].fd, (void *)&peer, &pl, pick(2) ? SOCK_NONBLOCK : 0);
     int e = errno;
     printf("%u accept s%d (%s) = %s", k, i, kind_name[t[i].kind], fd < 0 ? errname(e) : "ok");
     if (fd >= 0)
-        printf(" peer %s len %u", portname(ntohs(peer.sin_port)), pl);
+        printf(" peer %s %s len %u", addr_text(&peer), portname(port_of(&peer)), pl);
     printf("\n");
     if (fd < 0)
         return;
@@ -316,7 +385,7 @@ static void op_accept(unsigned k) {
     int c = -1;
     for (int x = 0; x < SLOTS; x++)
         if (t[x].kind == CONNECTED && t[x].in_queue && t[x].peer == i &&
-            t[x].port == ntohs(peer.sin_port))
+            t[x].port == port_of(&peer))
             c = x;
     if (c >= 0)
         t[c].in_queue = 0, t[c].peer = -1;
@@ -324,7 +393,8 @@ static void op_accept(unsigned k) {
         close(fd);
         return;
     }
-    t[n] = (struct slot){.fd = fd, .kind = ACCEPTED, .port = local_port(fd), .peer = c,
+    t[n] = (struct slot){.fd = fd, .family = t[i].family, .kind = ACCEPTED,
+                         .port = local_port(fd), .peer = c,
                          .nonblock = (fcntl(fd, F_GETFL) & O_NONBLOCK) != 0};
     if (c >= 0)
         t[c].peer = n;
@@ -384,22 +454,22 @@ static void op_names(unsigned k) {
     int i = slot_in(ANY);
     if (i < 0)
         return;
-    struct sockaddr_in a;
+    struct sockaddr_storage a;
     socklen_t l = sizeof a;
     memset(&a, 0, sizeof a);
     int r = getsockname(t[i].fd, (void *)&a, &l);
     int e = errno;
     printf("%u getsockname s%d (%s) = %s", k, i, kind_name[t[i].kind], res(r, e));
     if (r == 0)
-        printf(" family %d addr %s port %s len %u", a.sin_family, inet_ntoa(a.sin_addr),
-               portname(ntohs(a.sin_port)), l);
+        printf(" family %d addr %s port %s len %u", a.ss_family, addr_text(&a),
+               portname(port_of(&a)), l);
     l = sizeof a;
     memset(&a, 0, sizeof a);
     r = getpeername(t[i].fd, (void *)&a, &l);
     e = errno;
     printf("; getpeername = %s", res(r, e));
     if (r == 0)
-        printf(" port %s", portname(ntohs(a.sin_port)));
+        printf(" %s port %s len %u", addr_text(&a), portname(port_of(&a)), l);
     printf("\n");
 }
 
@@ -415,7 +485,7 @@ static void op_opt(unsigned k) {
         {SOL_SOCKET, SO_REUSEADDR, "SO_REUSEADDR", 1}, {SOL_SOCKET, SO_REUSEPORT, "SO_REUSEPORT", 1},
         {IPPROTO_TCP, TCP_NODELAY, "TCP_NODELAY", 1},  {SOL_SOCKET, SO_KEEPALIVE, "SO_KEEPALIVE", 1},
         {SOL_SOCKET, SO_ACCEPTCONN, "SO_ACCEPTCONN", 0}, {SOL_SOCKET, SO_TYPE, "SO_TYPE", 0},
-        {SOL_SOCKET, SO_ERROR, "SO_ERROR", 0},
+        {SOL_SOCKET, SO_ERROR, "SO_ERROR", 0},   {IPPROTO_IPV6, IPV6_V6ONLY, "IPV6_V6ONLY", 1},
     };
     int o = (int)pick(sizeof opts / sizeof opts[0]);
     /* A listener's options reach the calls it takes when they arrive on
@@ -470,11 +540,26 @@ static void call(unsigned k) {
     }
 }
 
+/* A call that blocks for good is a flaw of this model (it expected the
+ * call to finish): said, not waited for. */
+static volatile unsigned current_call;
+static void on_alarm(int sig) {
+    (void)sig;
+    char msg[96];
+    int n = snprintf(msg, sizeof msg, "sockdiff: call %u blocked for 20 s\n", current_call);
+    fflush(stdout);
+    write(2, msg, (size_t)n);
+    _exit(3);
+}
+
 int main(int argc, char **argv) {
-    if (argc != 5 || strcmp(argv[1], "run")) {
-        fprintf(stderr, "usage: sockdiff run SEED NSEEDS COUNT\n");
+    if ((argc != 5 && argc != 6) || strcmp(argv[1], "run") ||
+        (argc == 6 && strcmp(argv[5], "inet"))) {
+        fprintf(stderr, "usage: sockdiff run SEED NSEEDS COUNT [inet]\n");
         return 2;
     }
+    with_inet6 = argc == 5;
+    signal(SIGALRM, on_alarm);
     setvbuf(stdout, NULL, _IOFBF, 1 << 16);
     signal(SIGPIPE, SIG_IGN);
     uint64_t seed = strtoull(argv[2], NULL, 10);
@@ -486,8 +571,12 @@ int main(int argc, char **argv) {
         reset();
         rng = (seed + s) * 0x2545f4914f6cdd1dULL | 1;
         printf("# seed %llu\n", (unsigned long long)(seed + s));
-        for (unsigned i = 0; i < count; i++)
+        for (unsigned i = 0; i < count; i++) {
+            current_call = i;
+            alarm(20);
             call(i);
+        }
+        alarm(0);
     }
     reset();
     fflush(stdout);

@@ -17,6 +17,8 @@ pub const IPPROTO_TCP: u32 = 6;
 pub const IPPROTO_UDP: u32 = 17;
 /// `IPPROTO_IPV6`.
 pub const IPPROTO_IPV6: u32 = 41;
+/// `IPV6_V6ONLY`.
+pub const IPV6_V6ONLY: u32 = 26;
 /// `SO_TYPE`.
 pub const SO_TYPE: u32 = 3;
 /// `SO_ERROR`.
@@ -148,6 +150,11 @@ impl Options {
     /// `setsockopt`: keeps the value; returns it as an integer (for the
     /// options the socket passes on).
     pub fn set(&mut self, level: u32, name: u32, value: &[u8]) -> Result<i32, Errno> {
+        // Linux's `ip_setsockopt` refuses another level with ENOPROTOOPT
+        // (its `ip_getsockopt` with EOPNOTSUPP, as `size` says).
+        if level == IPPROTO_IPV6 && self.family != AF_INET6 && self.family != AF_UNIX {
+            return Err(Errno::ENOPROTOOPT);
+        }
         let size = self.size(level, name)?;
         if value.len() < size.min(4) {
             return Err(Errno::EINVAL);

@@ -15,8 +15,8 @@ use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, Ordering};
 
 use super::addr::{self};
 use super::options::{
-    IPPROTO_TCP, Options, SO_ACCEPTCONN, SO_ERROR, SO_KEEPALIVE, SO_LINGER, SO_REUSEADDR,
-    SO_REUSEPORT, SOCK_STREAM, SOL_SOCKET, TCP_NODELAY,
+    IPPROTO_IPV6, IPPROTO_TCP, IPV6_V6ONLY, Options, SO_ACCEPTCONN, SO_ERROR, SO_KEEPALIVE,
+    SO_LINGER, SO_REUSEADDR, SO_REUSEPORT, SOCK_STREAM, SOL_SOCKET, TCP_NODELAY,
 };
 use crate::errno::Errno;
 use crate::fd::FileLike;
@@ -175,13 +175,15 @@ impl Drop for Conv {
     }
 }
 
-/// `a` with its address cleared (Linux's `inet_reset_saddr`), its port kept.
-fn without_address(a: SocketAddr) -> SocketAddr {
-    let any: core::net::IpAddr = match a {
-        SocketAddr::V4(_) => core::net::Ipv4Addr::UNSPECIFIED.into(),
-        SocketAddr::V6(_) => core::net::Ipv6Addr::UNSPECIFIED.into(),
-    };
-    SocketAddr::new(any, a.port())
+/// An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
+fn is_mapped(a: SocketAddr) -> bool {
+    matches!(a.ip(), core::net::IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some())
+}
+
+/// `a` with its address cleared (Linux's `inet_reset_saddr`: the
+/// wildcard of the socket's `family`), its port kept.
+fn without_address(family: u16, a: SocketAddr) -> SocketAddr {
+    SocketAddr::new(addr::unspecified(family).ip(), a.port())
 }
 
 /// Calls the gateway accepted but the program never did, at the end of
@@ -399,8 +401,16 @@ impl Socket {
         if !Self::bindable(&self.sh.st.lock()) {
             return Err(Errno::EINVAL);
         }
+        // An IPv6-only socket has no IPv4 addresses (Linux's `inet6_bind`).
+        let v6only = self.v6only();
+        if v6only && is_mapped(addr) {
+            return Err(Errno::EINVAL);
+        }
         let c = client()?;
         let conv = Conv::clone_new(c, "tcp")?;
+        if v6only {
+            conv.ctl(c, "v6only")?;
+        }
         for (opt, ctl) in [(SO_REUSEADDR, "reuseaddr"), (SO_REUSEPORT, "reuseport")] {
             if self.int_opt(SOL_SOCKET, opt).unwrap_or(0) != 0 {
                 conv.ctl(c, ctl)?;
@@ -411,7 +421,7 @@ impl Socket {
             // refused, and clears it after.
             if e == Errno::EADDRINUSE {
                 let mut st = self.sh.st.lock();
-                st.local = st.local.map(without_address);
+                st.local = st.local.map(|a| without_address(self.family, a));
             }
             return Err(e);
         }
@@ -435,6 +445,14 @@ impl Socket {
         // Port 0 takes a port as a connect would: Linux frees it when a
         // connection from it fails or is reset (no `SOCK_BINDPORT_LOCK`).
         st.port_locked = addr.port() != 0;
+        // Bound to one IPv6 address (not the wildcard, not IPv4-mapped):
+        // IPv6-only from now on, as Linux's `inet6_bind` makes it.
+        if let core::net::IpAddr::V6(v6) = addr.ip()
+            && !v6.is_unspecified()
+            && v6.to_ipv4_mapped().is_none()
+        {
+            let _ = st.opts.set(IPPROTO_IPV6, IPV6_V6ONLY, &1i32.to_le_bytes());
+        }
         st.addr_locked = !addr.ip().is_unspecified();
         st.local = local.or(Some(addr));
         let old = st.conv.replace(conv);
@@ -573,6 +591,9 @@ impl Socket {
     /// non-blocking one answers `EINPROGRESS` (then `POLLOUT` and
     /// `SO_ERROR` tell).
     pub fn connect(&self, addr: SocketAddr) -> Result<(), Errno> {
+        // An IPv6-only socket cannot reach IPv4 (Linux's `tcp_v6_connect`,
+        // once the socket's state allows a connect).
+        let unreachable = self.v6only() && is_mapped(addr);
         let msg = addr::connect_ctl(addr)?;
         let old = {
             let mut st = self.sh.st.lock();
@@ -597,7 +618,7 @@ impl Socket {
                 Phase::Failed => {
                     let e = st.so_error.take().unwrap_or(Errno::ECONNABORTED);
                     if !st.addr_locked {
-                        st.local = st.local.map(without_address);
+                        st.local = st.local.map(|a| without_address(self.family, a));
                     }
                     // Bound again since it failed: a bound socket now.
                     st.phase = if st.conv.is_some() {
@@ -609,6 +630,7 @@ impl Socket {
                     st.shut_wr = false;
                     return Err(e);
                 }
+                Phase::Fresh | Phase::Bound if unreachable => return Err(Errno::ENETUNREACH),
                 Phase::Fresh | Phase::Bound => {}
             }
             st.phase = Phase::Connecting;
@@ -672,7 +694,7 @@ impl Socket {
                 st.shut_rd = false;
                 st.shut_wr = false;
                 if !st.addr_locked {
-                    st.local = st.local.map(without_address);
+                    st.local = st.local.map(|a| without_address(self.family, a));
                 }
                 Err(st.so_error.take().unwrap_or(Errno::ECONNREFUSED))
             }
@@ -1052,6 +1074,14 @@ impl Socket {
     pub fn set_option(&self, level: u32, name: u32, value: &[u8]) -> Result<(), Errno> {
         let (int, conv) = {
             let mut st = self.sh.st.lock();
+            // Fixed once the socket has a port (Linux's `do_ipv6_setsockopt`).
+            if level == IPPROTO_IPV6
+                && name == IPV6_V6ONLY
+                && self.family == addr::AF_INET6
+                && st.phase != Phase::Fresh
+            {
+                return Err(Errno::EINVAL);
+            }
             let int = st.opts.set(level, name, value)?;
             if int != 0
                 && level == IPPROTO_TCP
@@ -1111,6 +1141,11 @@ impl Socket {
     pub fn queued(&self) -> usize {
         let st = self.sh.st.lock();
         st.out.len()
+    }
+
+    /// `IPV6_V6ONLY` is set (an IPv6 socket only).
+    fn v6only(&self) -> bool {
+        self.family == addr::AF_INET6 && self.int_opt(IPPROTO_IPV6, IPV6_V6ONLY).unwrap_or(0) != 0
     }
 
     fn nonblocking(&self) -> bool {
