@@ -347,3 +347,31 @@ pub fn free_ports(n: u16) -> u16 {
         }
     }
 }
+
+/// A number from the environment variable `name`, or `default`.
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Compares two runs of a random-sequence differ sequence by sequence
+/// (see [`by_seed`]); panics at the first line that differs, with the
+/// sequence up to it and how to replay it (`replay` gets the seed).
+pub fn assert_same_sequences(host: &str, part: &str, seeds: u32, replay: impl Fn(u64) -> String) {
+    let (h, p) = (by_seed(host), by_seed(part));
+    assert_eq!(h.len(), seeds as usize, "host output is missing sequences");
+    for (seed, hl) in &h {
+        let pl = p.get(seed).map(Vec::as_slice).unwrap_or(&[]);
+        if let Some(k) = (0..hl.len().max(pl.len())).find(|&k| hl.get(k) != pl.get(k)) {
+            panic!(
+                "a partition differs from Linux: seed {seed}, line {k} (replay: {})\n--- host \
+                 ---\n{}\n--- partition ---\n{}",
+                replay(*seed),
+                hl[..hl.len().min(k + 1)].join("\n"),
+                pl[..pl.len().min(k + 1)].join("\n"),
+            );
+        }
+    }
+}

@@ -109,20 +109,9 @@ mod tests {
             t1 - t0,
             t1.elapsed()
         );
-        let (h, p) = (by_seed(&host), by_seed(&part));
-        assert_eq!(h.len(), seeds as usize, "host output is missing sequences");
-        for (seed, hl) in &h {
-            let pl = p.get(seed).map(Vec::as_slice).unwrap_or(&[]);
-            if let Some(k) = (0..hl.len().max(pl.len())).find(|&k| hl.get(k) != pl.get(k)) {
-                panic!(
-                    "a partition differs from Linux: seed {seed}, line {k} (replay: epolldiff \
-                     DIR run {seed} 1 {})\n--- host ---\n{}\n--- partition ---\n{}",
-                    k + 1,
-                    hl[..hl.len().min(k + 1)].join("\n"),
-                    pl[..pl.len().min(k + 1)].join("\n"),
-                );
-            }
-        }
+        assert_same_sequences(&host, &part, seeds, |seed| {
+            format!("epolldiff DIR run {seed} 1 {calls}")
+        });
     }
 
     fn setup(name: &str) -> Option<Env> {
@@ -161,15 +150,9 @@ mod tests {
     #[ignore]
     fn epolldiff_stress() {
         let Some(env) = setup("stress") else { return };
-        let var = |k: &str, d: u64| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(d)
-        };
-        let seeds = var("ASTRAEA_EPOLLDIFF_SEEDS", 5000);
-        let calls = var("ASTRAEA_EPOLLDIFF_CALLS", 60) as u32;
-        let first = var("ASTRAEA_EPOLLDIFF_FIRST", 1_000_000);
+        let seeds = env_u64("ASTRAEA_EPOLLDIFF_SEEDS", 5000);
+        let calls = env_u64("ASTRAEA_EPOLLDIFF_CALLS", 60) as u32;
+        let first = env_u64("ASTRAEA_EPOLLDIFF_FIRST", 1_000_000);
         let mut done = 0;
         while done < seeds {
             let batch = (seeds - done).min(1000);

@@ -239,22 +239,6 @@ mod tests {
         Line { group, hard, soft }
     }
 
-    /// Output split by sequence: seed -> lines.
-    fn by_seed(out: &str) -> BTreeMap<u64, Vec<&str>> {
-        let mut m: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
-        let mut cur = None;
-        for l in out.lines() {
-            if let Some(s) = l.strip_prefix("# seed ") {
-                let seed = s.parse().unwrap();
-                m.insert(seed, Vec::new());
-                cur = Some(seed);
-            } else if let Some(seed) = cur {
-                m.get_mut(&seed).unwrap().push(l);
-            }
-        }
-        m
-    }
-
     /// The index of the first call whose line differs (hard part), if any.
     fn first_mismatch(host: &[&str], part: &[&str]) -> Option<usize> {
         for k in 0..host.len().max(part.len()) {
@@ -558,15 +542,9 @@ mod tests {
     #[ignore]
     fn fsdiff_stress() {
         let Some(env) = setup("stress") else { return };
-        let var = |k: &str, d: u64| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(d)
-        };
-        let seeds = var("ASTRAEA_FSDIFF_SEEDS", 100_000);
-        let calls = var("ASTRAEA_FSDIFF_CALLS", 40) as u32;
-        let first = var("ASTRAEA_FSDIFF_FIRST", 1_000_000);
+        let seeds = env_u64("ASTRAEA_FSDIFF_SEEDS", 100_000);
+        let calls = env_u64("ASTRAEA_FSDIFF_CALLS", 40) as u32;
+        let first = env_u64("ASTRAEA_FSDIFF_FIRST", 1_000_000);
         let gateways: Vec<Gateway> = std::env::var("ASTRAEA_FSDIFF_GATEWAYS")
             .unwrap_or_else(|_| "builtin,vhost,ro".into())
             .split(',')

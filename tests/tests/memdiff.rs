@@ -163,22 +163,6 @@ mod tests {
         }
     }
 
-    /// Output split by sequence: seed -> lines.
-    fn by_seed(out: &str) -> BTreeMap<u64, Vec<&str>> {
-        let mut m: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
-        let mut cur = None;
-        for l in out.lines() {
-            if let Some(s) = l.strip_prefix("# seed ") {
-                let seed = s.parse().unwrap();
-                m.insert(seed, Vec::new());
-                cur = Some(seed);
-            } else if let Some(seed) = cur {
-                m.get_mut(&seed).unwrap().push(l);
-            }
-        }
-        m
-    }
-
     /// The index of the first call whose line differs, if any.
     fn first_mismatch(host: &[&str], part: &[&str]) -> Option<usize> {
         for k in 0..host.len().max(part.len()) {
@@ -455,15 +439,9 @@ mod tests {
     #[ignore]
     fn memdiff_stress() {
         let Some(env) = setup("stress") else { return };
-        let var = |k: &str, d: u64| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(d)
-        };
-        let seeds = var("ASTRAEA_MEMDIFF_SEEDS", 5000);
-        let calls = var("ASTRAEA_MEMDIFF_CALLS", 40) as u32;
-        let first = var("ASTRAEA_MEMDIFF_FIRST", 1_000_000);
+        let seeds = env_u64("ASTRAEA_MEMDIFF_SEEDS", 5000);
+        let calls = env_u64("ASTRAEA_MEMDIFF_CALLS", 40) as u32;
+        let first = env_u64("ASTRAEA_MEMDIFF_FIRST", 1_000_000);
         let mut done = 0;
         while done < seeds {
             let batch = (seeds - done).min(500);

@@ -89,20 +89,10 @@ mod tests {
             t1 - t0,
             t1.elapsed()
         );
-        let (h, p) = (by_seed(&host), by_seed(&part));
-        assert_eq!(h.len(), seeds as usize, "host output is missing sequences");
-        for (seed, hl) in &h {
-            let pl = p.get(seed).map(Vec::as_slice).unwrap_or(&[]);
-            if let Some(k) = (0..hl.len().max(pl.len())).find(|&k| hl.get(k) != pl.get(k)) {
-                panic!(
-                    "a partition differs from Linux: seed {seed}, line {k} (replay: sockdiff \
-                     run {seed} 1 {calls}{})\n--- host ---\n{}\n--- partition ---\n{}",
-                    if inet6 { "" } else { " inet" },
-                    hl[..hl.len().min(k + 1)].join("\n"),
-                    pl[..pl.len().min(k + 1)].join("\n"),
-                );
-            }
-        }
+        let family = if inet6 { "" } else { " inet" };
+        assert_same_sequences(&host, &part, seeds, |seed| {
+            format!("sockdiff run {seed} 1 {calls}{family}")
+        });
     }
 
     #[test]
@@ -119,16 +109,10 @@ mod tests {
     #[ignore]
     fn sockdiff_stress() {
         let Some(dir) = setup("stress") else { return };
-        let var = |k: &str, d: u64| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(d)
-        };
-        let seeds = var("ASTRAEA_SOCKDIFF_SEEDS", 1000);
-        let inet6 = var("ASTRAEA_SOCKDIFF_INET6", 0) != 0;
-        let calls = var("ASTRAEA_SOCKDIFF_CALLS", 60) as u32;
-        let first = var("ASTRAEA_SOCKDIFF_FIRST", 1_000_000);
+        let seeds = env_u64("ASTRAEA_SOCKDIFF_SEEDS", 1000);
+        let inet6 = env_u64("ASTRAEA_SOCKDIFF_INET6", 0) != 0;
+        let calls = env_u64("ASTRAEA_SOCKDIFF_CALLS", 60) as u32;
+        let first = env_u64("ASTRAEA_SOCKDIFF_FIRST", 1_000_000);
         let mut done = 0;
         while done < seeds {
             let batch = (seeds - done).min(1000);
