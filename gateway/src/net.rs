@@ -732,6 +732,13 @@ impl Conv {
             if let Err(e) = sys::set_abortive_close(s.as_fd(), st.abort) {
                 tracing::debug!("net: SO_LINGER: {e}");
             }
+            // Set after the connection was made: it still decides whether
+            // the port's TIME_WAIT stops a later bind.
+            if st.reuseaddr
+                && let Err(e) = socket2::SockRef::from(s).set_reuse_address(true)
+            {
+                tracing::debug!("net: SO_REUSEADDR: {e}");
+            }
         }
     }
 
@@ -744,7 +751,17 @@ impl Conv {
         {
             let mut st = self.lock();
             let mut s = match std::mem::replace(&mut st.sock, Sock::None) {
-                Sock::None => TcpStream::connect(addr)?,
+                Sock::None if !st.reuseaddr => TcpStream::connect(addr)?,
+                // Options that must be on the socket before it dials.
+                Sock::None => {
+                    let b = socket2::Socket::new(
+                        socket2::Domain::for_address(addr),
+                        socket2::Type::STREAM,
+                        Some(socket2::Protocol::TCP),
+                    )?;
+                    b.set_reuse_address(true)?;
+                    connect_bound(b, addr).map_err(|(_, e)| e)?
+                }
                 // Dials from the bound address (its port is the one the
                 // program's `getsockname` already reported).
                 Sock::Bound(b) => match connect_bound(b, addr) {

@@ -249,9 +249,19 @@ static void op_close(unsigned k) {
     if (i < 0)
         return;
     enum kind before = t[i].kind;
+    int p = t[i].peer;
+    int fin = (before == CONNECTED || before == ACCEPTED) && !t[i].in_queue && p >= 0 &&
+              t[p].kind != EMPTY;
     printf("%u close s%d (%s) = %s\n", k, i, kind_name[before], res(close(t[i].fd), errno));
     if (before == LISTENING)
         reset_queue(i);
+    /* Its FIN: waited for at the peer, as after a shutdown. */
+    if (fin) {
+        struct pollfd pf = {.fd = t[p].fd, .events = POLLIN | POLLRDHUP};
+        for (int n = 0; n < 500 && !(pf.revents & POLLRDHUP); n++)
+            poll(&pf, 1, 10);
+        printf("   s%d sees the end: %d\n", p, !!(pf.revents & POLLRDHUP));
+    }
     unlink_slot(i);
     /* A connector closed while queued stays in the listener's queue
      * (accept still returns it): its count stays. */

@@ -102,14 +102,14 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// The long run: `ASTRAEA_SOCKDIFF_SEEDS` sequences (default 1000) of
+    /// The long run: `ASTRAEA_SOCKDIFF_SEEDS` sequences (default 3000) of
     /// `ASTRAEA_SOCKDIFF_CALLS` calls (default 60), from seed
     /// `ASTRAEA_SOCKDIFF_FIRST` (default 1000000), in batches.
     #[test]
     #[ignore]
     fn sockdiff_stress() {
         let Some(dir) = setup("stress") else { return };
-        let seeds = env_u64("ASTRAEA_SOCKDIFF_SEEDS", 1000);
+        let seeds = env_u64("ASTRAEA_SOCKDIFF_SEEDS", 3000);
         let inet6 = env_u64("ASTRAEA_SOCKDIFF_INET6", 0) != 0;
         let calls = env_u64("ASTRAEA_SOCKDIFF_CALLS", 60) as u32;
         let first = env_u64("ASTRAEA_SOCKDIFF_FIRST", 1_000_000);

@@ -655,6 +655,9 @@ impl Socket {
         let setup: Vec<&'static str> = [
             (self.int_opt(IPPROTO_TCP, TCP_NODELAY).unwrap_or(0) != 0).then_some("nodelay"),
             (self.int_opt(SOL_SOCKET, SO_KEEPALIVE).unwrap_or(0) != 0).then_some("keepalive"),
+            // The host socket's port is freed as Linux frees the program's
+            // (a TIME_WAIT it leaves behind does not stop a rebind).
+            (self.int_opt(SOL_SOCKET, SO_REUSEADDR).unwrap_or(0) != 0).then_some("reuseaddr"),
             self.sh
                 .st
                 .lock()
@@ -1107,6 +1110,8 @@ impl Socket {
                 conv.ctl(c, "nodelay")?;
             } else if level == SOL_SOCKET && name == SO_KEEPALIVE && int != 0 {
                 conv.ctl(c, "keepalive")?;
+            } else if level == SOL_SOCKET && name == SO_REUSEADDR && int != 0 {
+                conv.ctl(c, "reuseaddr")?;
             } else if level == SOL_SOCKET && name == SO_LINGER {
                 // An abortive close resets the host connection; a lingering
                 // one is not waited for (the gateway closes in the
