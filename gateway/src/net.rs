@@ -4,7 +4,8 @@
 //! ```text
 //! /net/tcp/clone            open: reserves connection N (the fid becomes N/ctl)
 //! /net/tcp/N/ctl            read: "N"; write: connect, announce, bind, listen,
-//!                           reuseaddr, reuseport, hangup, nodelay, keepalive, linger
+//!                           reuseaddr, reuseport, v6only, hangup, nodelay,
+//!                           keepalive, linger
 //! /net/tcp/N/data           the byte stream
 //! /net/tcp/N/listen         open: waits for a call on announced N (the fid becomes M/ctl)
 //! ```
@@ -12,8 +13,9 @@
 //! `announce ADDR` binds and listens at once (Plan 9's meaning). The socket
 //! API's steps are separate: `bind ADDR` only binds (a connection to that
 //! port is refused until `listen [BACKLOG]`, as on Linux), and a `connect`
-//! after `bind` dials from the bound address. `reuseaddr` and `reuseport`
-//! before `bind` set `SO_REUSEADDR` and `SO_REUSEPORT` on the host socket.
+//! after `bind` dials from the bound address. `reuseaddr`, `reuseport` and
+//! `v6only` before `bind` (`reuseaddr` before `connect` too) set
+//! `SO_REUSEADDR`, `SO_REUSEPORT` and `IPV6_V6ONLY` on the host socket.
 //!
 //! ```text
 //! /net/tcp/N/local          "ADDR!PORT\n"
@@ -754,13 +756,7 @@ impl Conv {
                 Sock::None if !st.reuseaddr => TcpStream::connect(addr)?,
                 // Options that must be on the socket before it dials.
                 Sock::None => {
-                    let b = socket2::Socket::new(
-                        socket2::Domain::for_address(addr),
-                        socket2::Type::STREAM,
-                        Some(socket2::Protocol::TCP),
-                    )?;
-                    b.set_reuse_address(true)?;
-                    connect_bound(b, addr).map_err(|(_, e)| e)?
+                    connect_bound(Self::tcp_socket(&st, addr)?, addr).map_err(|(_, e)| e)?
                 }
                 // Dials from the bound address (its port is the one the
                 // program's `getsockname` already reported).
@@ -850,6 +846,16 @@ impl Conv {
         if !matches!(st.sock, Sock::None) {
             return Err(Errno(libc::EINVAL));
         }
+        let s = Self::tcp_socket(&st, addr)?;
+        s.bind(&addr.into())?;
+        st.local = s.local_addr()?.as_socket();
+        st.sock = Sock::Bound(s);
+        Ok(())
+    }
+
+    /// A TCP socket for `addr`'s family with the options that must be set
+    /// before it binds or dials (`reuseaddr`, `reuseport`, `v6only`).
+    fn tcp_socket(st: &State, addr: SocketAddr) -> Result<socket2::Socket, Errno> {
         let s = socket2::Socket::new(
             socket2::Domain::for_address(addr),
             socket2::Type::STREAM,
@@ -864,10 +870,7 @@ impl Conv {
         if st.v6only && addr.is_ipv6() {
             s.set_only_v6(true)?;
         }
-        s.bind(&addr.into())?;
-        st.local = s.local_addr()?.as_socket();
-        st.sock = Sock::Bound(s);
-        Ok(())
+        Ok(s)
     }
 
     /// `listen`: a bound socket starts listening; calls wait in the host's

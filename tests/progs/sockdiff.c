@@ -171,6 +171,15 @@ static int slot_in(unsigned mask) {
 #define K(k) (1u << (k))
 #define ANY (K(FRESH) | K(BOUND) | K(LISTENING) | K(CONNECTED) | K(ACCEPTED) | K(FAILED) | K(RESET))
 
+/* Waits (up to 5 s) until slot `i` has the end of its peer's stream (a FIN
+ * under way: at once on Linux, through the gateway in a partition). */
+static void wait_end(int i) {
+    struct pollfd pf = {.fd = t[i].fd, .events = POLLIN | POLLRDHUP};
+    for (int n = 0; n < 500 && !(pf.revents & POLLRDHUP); n++)
+        poll(&pf, 1, 10);
+    printf("   s%d sees the end: %d\n", i, !!(pf.revents & POLLRDHUP));
+}
+
 /* Forgets slot `i`'s peer links (it is closed). */
 static void unlink_slot(int i) {
     for (int c = 0; c < SLOTS; c++)
@@ -256,12 +265,8 @@ static void op_close(unsigned k) {
     if (before == LISTENING)
         reset_queue(i);
     /* Its FIN: waited for at the peer, as after a shutdown. */
-    if (fin) {
-        struct pollfd pf = {.fd = t[p].fd, .events = POLLIN | POLLRDHUP};
-        for (int n = 0; n < 500 && !(pf.revents & POLLRDHUP); n++)
-            poll(&pf, 1, 10);
-        printf("   s%d sees the end: %d\n", p, !!(pf.revents & POLLRDHUP));
-    }
+    if (fin)
+        wait_end(p);
     unlink_slot(i);
     /* A connector closed while queued stays in the listener's queue
      * (accept still returns it): its count stays. */
@@ -411,12 +416,8 @@ static void op_accept(unsigned k) {
     printf("   s%d local %s\n", n, portname(t[n].port));
     /* Its connector was closed while it waited: the FIN is there on Linux,
      * on its way through the gateway in a partition. */
-    if (c < 0) {
-        struct pollfd pf = {.fd = fd, .events = POLLIN | POLLRDHUP};
-        for (int w = 0; w < 500 && !(pf.revents & POLLRDHUP); w++)
-            poll(&pf, 1, 10);
-        printf("   s%d sees the end: %d\n", n, !!(pf.revents & POLLRDHUP));
-    }
+    if (c < 0)
+        wait_end(n);
 }
 
 static void op_shutdown(unsigned k) {
@@ -436,12 +437,8 @@ static void op_shutdown(unsigned k) {
      * it (a connection closed both ways frees its port) is settled. */
     int p = t[i].peer;
     if (r == 0 && how != SHUT_RD && (t[i].kind == CONNECTED || t[i].kind == ACCEPTED) &&
-        !t[i].in_queue && p >= 0 && t[p].kind != EMPTY) {
-        struct pollfd pf = {.fd = t[p].fd, .events = POLLIN | POLLRDHUP};
-        for (int n = 0; n < 500 && !(pf.revents & POLLRDHUP); n++)
-            poll(&pf, 1, 10);
-        printf("   s%d sees the end: %d\n", p, !!(pf.revents & POLLRDHUP));
-    }
+        !t[i].in_queue && p >= 0 && t[p].kind != EMPTY)
+        wait_end(p);
     /* Known differences, left out: a listener shut down for reading keeps
      * its address on Linux (a partition's is given up); a socket shut down
      * after its connect failed refuses every later connect with EINVAL on

@@ -198,6 +198,30 @@ fn reset_unaccepted(calls: impl IntoIterator<Item = Accepted>) {
     }
 }
 
+impl St {
+    /// A connection reset, or closed both ways (Linux's TCP_CLOSE: no peer
+    /// name, its automatic port freed).
+    fn closed(&self) -> bool {
+        self.broken || (self.shut_wr && self.eof)
+    }
+
+    /// Linux's `tcp_disconnect` after a failed connect: usable again, not
+    /// shut, an address the program did not bind cleared (its port kept
+    /// as the name); a socket bound again since is a bound one.
+    fn disconnect(&mut self, family: u16) {
+        self.phase = if self.conv.is_some() {
+            Phase::Bound
+        } else {
+            Phase::Fresh
+        };
+        self.shut_rd = false;
+        self.shut_wr = false;
+        if !self.addr_locked {
+            self.local = self.local.map(|a| without_address(family, a));
+        }
+    }
+}
+
 /// A connection accepted by the acceptor, waiting for `accept`.
 struct Accepted {
     conv: Conv,
@@ -434,14 +458,14 @@ impl Socket {
             let _ = conv.ctl(c, "hangup");
             return Err(Errno::EINVAL);
         }
+        // A connection that failed or was reset keeps its state (Linux's
+        // socket stays `SS_CONNECTING` or `SS_CONNECTED`: `listen` is
+        // refused, the next `connect` reports the failure first).
         if st.phase == Phase::Fresh {
             st.phase = Phase::Bound;
         } else {
             st.rebound = true;
         }
-        // A connection that failed or was reset keeps its state (Linux's
-        // socket stays `SS_CONNECTING` or `SS_CONNECTED`: `listen` is
-        // refused, the next `connect` reports the failure first).
         // Port 0 takes a port as a connect would: Linux frees it when a
         // connection from it fails or is reset (no `SOCK_BINDPORT_LOCK`).
         st.port_locked = addr.port() != 0;
@@ -468,10 +492,7 @@ impl Socket {
         match st.phase {
             Phase::Fresh => true,
             Phase::Failed => !st.port_locked && !st.rebound,
-            // Reset, or closed both ways (Linux's TCP_CLOSE, its port freed).
-            Phase::Connected => {
-                (st.broken || (st.shut_wr && st.eof)) && !st.port_locked && !st.rebound
-            }
+            Phase::Connected => st.closed() && !st.port_locked && !st.rebound,
             _ => false,
         }
     }
@@ -617,17 +638,7 @@ impl Socket {
                 // `__inet_stream_connect` does on a closed connecting one.
                 Phase::Failed => {
                     let e = st.so_error.take().unwrap_or(Errno::ECONNABORTED);
-                    if !st.addr_locked {
-                        st.local = st.local.map(|a| without_address(self.family, a));
-                    }
-                    // Bound again since it failed: a bound socket now.
-                    st.phase = if st.conv.is_some() {
-                        Phase::Bound
-                    } else {
-                        Phase::Fresh
-                    };
-                    st.shut_rd = false;
-                    st.shut_wr = false;
+                    st.disconnect(self.family);
                     return Err(e);
                 }
                 Phase::Fresh | Phase::Bound if unreachable => return Err(Errno::ENETUNREACH),
@@ -691,14 +702,8 @@ impl Socket {
                 Ok(())
             }
             _ => {
-                // A blocking connect's failure disconnects the socket
-                // (Linux's `tcp_disconnect`): usable again, not shut.
-                st.phase = Phase::Fresh;
-                st.shut_rd = false;
-                st.shut_wr = false;
-                if !st.addr_locked {
-                    st.local = st.local.map(|a| without_address(self.family, a));
-                }
+                // A blocking connect's failure disconnects the socket.
+                st.disconnect(self.family);
                 Err(st.so_error.take().unwrap_or(Errno::ECONNREFUSED))
             }
         }
@@ -1007,27 +1012,22 @@ impl Socket {
             }
             // A connection the peer reset, or whose ends both sent their
             // FIN, is closed (Linux's TCP_CLOSE, TIME_WAIT).
-            if st.phase != Phase::Connected || st.broken || (st.shut_wr && st.eof) {
-                // Refused, but pollers are woken all the same, as Linux's
-                // `inet_shutdown` calls `sk_state_change` on a closed socket
-                // (an edge-triggered registration sees an event); and the
-                // directions are marked shut all the same (a later receive
-                // gives end of file).
-                if how != 1 {
-                    st.shut_rd = true;
-                }
-                if how != 0 {
-                    st.shut_wr = true;
-                }
-                drop(st);
-                self.sh.notify_state();
-                return Err(Errno::ENOTCONN);
-            }
+            let refused = st.phase != Phase::Connected || st.closed();
+            // Marked shut even when refused (Linux's `inet_shutdown`: a
+            // later receive gives end of file).
             if how != 1 {
                 st.shut_rd = true;
             }
             if how != 0 {
                 st.shut_wr = true;
+            }
+            if refused {
+                // Pollers are woken all the same, as Linux's `inet_shutdown`
+                // calls `sk_state_change` on a closed socket (an
+                // edge-triggered registration sees an event).
+                drop(st);
+                self.sh.notify_state();
+                return Err(Errno::ENOTCONN);
             }
             // Linux's `inet_shutdown` settles a finished non-blocking
             // connect as connected: a later `connect` is EISCONN.
@@ -1066,8 +1066,7 @@ impl Socket {
     pub fn remote(&self) -> Result<SocketAddr, Errno> {
         let st = self.sh.st.lock();
         match st.phase {
-            // Reset, or both FINs sent: closed (Linux's TCP_CLOSE).
-            Phase::Connected if st.broken || (st.shut_wr && st.eof) => Err(Errno::ENOTCONN),
+            Phase::Connected if st.closed() => Err(Errno::ENOTCONN),
             Phase::Connected => st.remote.ok_or(Errno::ENOTCONN),
             _ => Err(Errno::ENOTCONN),
         }
