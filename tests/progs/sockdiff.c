@@ -63,6 +63,11 @@ struct slot {
      * the slot that accepted it; ACCEPTED: the connector's slot; -1: none. */
     int peer;
     int in_queue;
+    /* CONNECTED, ACCEPTED: its FIN sent (shut down for writing); the
+     * peer's FIN received (the peer shut down for writing or closed). */
+    int fin, peer_fin;
+    /* Shut down for reading: a FIN that comes after shows nowhere. */
+    int rd_shut;
 };
 static struct slot t[SLOTS];
 /* IPv6 sockets too (dual-stack, IPv4-mapped addresses, IPV6_V6ONLY). */
@@ -97,6 +102,20 @@ static const char *portname(unsigned short port) {
             return b;
         }
     return "eph";
+}
+
+/* A port's name when slot `owner` is expected to hold it: two bindings
+ * for addresses that do not overlap (IPv6's loopback, IPv4's) may get the
+ * same automatic port by chance, on one side and not the other. */
+static const char *portname_of(unsigned short port, int owner) {
+    static char buf[2][16];
+    static int which;
+    if (owner >= 0 && t[owner].kind != EMPTY && t[owner].port == port && port) {
+        char *b = buf[which ^= 1];
+        snprintf(b, 16, "L%d", owner);
+        return b;
+    }
+    return portname(port);
 }
 
 static unsigned short port_of(const struct sockaddr_storage *a) {
@@ -173,7 +192,23 @@ static int slot_in(unsigned mask) {
 
 /* Waits (up to 5 s) until slot `i` has the end of its peer's stream (a FIN
  * under way: at once on Linux, through the gateway in a partition). */
+static void unlink_slot(int i);
+
 static void wait_end(int i) {
+    /* Shut down for reading, it shows POLLRDHUP already: when the FIN comes
+     * (at once on Linux, through the gateway in a partition) cannot be
+     * seen, nor what depends on it. Retired, quietly: its own end is then
+     * waited for at its peer. */
+    if (t[i].rd_shut) {
+        int p = t[i].peer;
+        close(t[i].fd);
+        unlink_slot(i);
+        t[i] = (struct slot){.fd = -1, .kind = EMPTY, .peer = -1};
+        if (p >= 0 && t[p].kind != EMPTY && (t[p].kind == CONNECTED || t[p].kind == ACCEPTED) &&
+            !t[p].in_queue)
+            wait_end(p);
+        return;
+    }
     struct pollfd pf = {.fd = t[i].fd, .events = POLLIN | POLLRDHUP};
     for (int n = 0; n < 500 && !(pf.revents & POLLRDHUP); n++)
         poll(&pf, 1, 10);
@@ -183,8 +218,10 @@ static void wait_end(int i) {
 /* Forgets slot `i`'s peer links (it is closed). */
 static void unlink_slot(int i) {
     for (int c = 0; c < SLOTS; c++)
-        if (t[c].peer == i && !t[c].in_queue)
+        if (t[c].peer == i && !t[c].in_queue) {
             t[c].peer = -1;
+            t[c].peer_fin = 1;
+        }
     if (t[i].kind == CONNECTED && t[i].in_queue && t[i].peer >= 0)
         ; /* stays in the listener's queue, closed: accept still returns it */
 }
@@ -204,6 +241,10 @@ static void reset_queue(int j) {
             /* The reset's error (POLLHUP alone comes with a shutdown). */
             if (p.revents & POLLERR)
                 break;
+            /* Shut down for reading, it is readable already: poll does
+             * not wait. */
+            if (p.revents)
+                usleep(10000);
         }
         int err = -1;
         socklen_t l = sizeof err;
@@ -264,29 +305,63 @@ static void op_close(unsigned k) {
     printf("%u close s%d (%s) = %s\n", k, i, kind_name[before], res(close(t[i].fd), errno));
     if (before == LISTENING)
         reset_queue(i);
-    /* Its FIN: waited for at the peer, as after a shutdown. */
-    if (fin)
-        wait_end(p);
     unlink_slot(i);
     /* A connector closed while queued stays in the listener's queue
      * (accept still returns it): its count stays. */
     t[i] = (struct slot){.fd = -1, .kind = EMPTY, .peer = -1};
+    /* Its FIN: waited for at the peer, as after a shutdown. */
+    if (fin)
+        wait_end(p);
+}
+
+static int v6only(int fd) {
+    int v = 0;
+    socklen_t l = sizeof v;
+    return getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v, &l) == 0 && v;
+}
+
+/* Which families' addresses a binding holds: bit 0 IPv4, bit 1 IPv6. */
+static int covers(int family, int where, int fd) {
+    if (family == AF_INET || where == LO4)
+        return 1;
+    if (where == LO6)
+        return 2;
+    return v6only(fd) ? 2 : 3;
+}
+
+/* What slot j's local address holds. */
+static int held(int j) {
+    struct sockaddr_storage a;
+    socklen_t l = sizeof a;
+    if (getsockname(t[j].fd, (void *)&a, &l) != 0 || a.ss_family == AF_INET)
+        return 1;
+    struct in6_addr *ip = &((struct sockaddr_in6 *)&a)->sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(ip))
+        return 1;
+    return covers(AF_INET6, IN6_IS_ADDR_UNSPECIFIED(ip) ? ANYADDR : LO6, t[j].fd);
 }
 
 static void op_bind(unsigned k) {
     int i = slot_in(ANY);
     if (i < 0)
         return;
+    int where = t[i].family == AF_INET6 ? (int)pick(3) : (pick(3) ? LO4 : ANYADDR);
     unsigned short port = 0;
     const char *what = "0";
     if (pick(2)) {
         int j = slot_in(K(BOUND) | K(LISTENING) | K(ACCEPTED) | K(CONNECTED));
-        if (j >= 0 && t[j].port) {
+        /* Only a port the answer depends on j alone for: not one of a
+         * connection ended both ways (the side that ended it last frees its
+         * port, which the host may have given to another connection
+         * meanwhile, a TIME_WAIT one of an earlier sequence), nor one bound
+         * by j for other addresses (IPv6's loopback against IPv4's: the host
+         * chose it free for j's addresses only). */
+        if (j >= 0 && t[j].port && !(t[j].fin && t[j].peer_fin) &&
+            (held(j) & covers(t[i].family, where, t[i].fd))) {
             port = t[j].port;
-            what = portname(port);
+            what = portname_of(port, j);
         }
     }
-    int where = t[i].family == AF_INET6 ? (int)pick(3) : (pick(3) ? LO4 : ANYADDR);
     struct sockaddr_storage a;
     socklen_t al = mkaddr(t[i].family, where, port, &a);
     int r = bind(t[i].fd, (void *)&a, al);
@@ -297,7 +372,7 @@ static void op_bind(unsigned k) {
         t[i].kind = BOUND;
         t[i].where = where;
         t[i].port = local_port(t[i].fd);
-        printf("   local %s\n", portname(t[i].port));
+        printf("   local %s\n", portname_of(t[i].port, i));
     }
 }
 
@@ -347,7 +422,8 @@ static void op_connect(unsigned k) {
     /* Another socket on the same port could take the call instead. */
     for (int x = 0; x < SLOTS; x++)
         if (x != j && t[x].port == t[j].port &&
-            (t[x].kind == LISTENING || t[x].kind == BOUND))
+            (t[x].kind == LISTENING || t[x].kind == BOUND) &&
+            (held(x) & (where == LO6 ? 2 : 1)))
             return;
     struct sockaddr_storage a;
     socklen_t al = mkaddr(t[i].family, where, t[j].port, &a);
@@ -360,6 +436,17 @@ static void op_connect(unsigned k) {
     int err = r == 0 ? 0 : e;
     if (r != 0 && e == EINPROGRESS)
         err = settle_connect(i);
+    /* An IPv6 socket whose connect to an IPv4-mapped address failed: Linux
+     * keeps it on the IPv4 path (an IPv6 connect from it later sends its
+     * SYN nowhere; its IPv6 listener's connections send nothing, not even
+     * the reset when it closes), a quirk no program relies on. Retired. */
+    if (err != 0 && t[i].family == AF_INET6 && where == LO4 &&
+        (before == FRESH || before == BOUND || before == FAILED)) {
+        close(t[i].fd);
+        unlink_slot(i);
+        t[i] = (struct slot){.fd = -1, .kind = EMPTY, .peer = -1};
+        return;
+    }
     if (before == CONNECTED || before == ACCEPTED || before == LISTENING)
         return; /* EISCONN or EINVAL: unchanged */
     if (err == 0) {
@@ -368,7 +455,7 @@ static void op_connect(unsigned k) {
         t[i].in_queue = 1;
         t[i].port = local_port(t[i].fd);
         t[j].queued++;
-        printf("   local %s\n", before == BOUND ? portname(t[i].port) : "eph");
+        printf("   local %s\n", before == BOUND ? portname_of(t[i].port, i) : "eph");
     } else {
         t[i].kind = FAILED;
     }
@@ -413,7 +500,9 @@ static void op_accept(unsigned k) {
                          .nonblock = (fcntl(fd, F_GETFL) & O_NONBLOCK) != 0};
     if (c >= 0)
         t[c].peer = n;
-    printf("   s%d local %s\n", n, portname(t[n].port));
+    /* Its connector shut down for writing, or closed, while queued. */
+    t[n].peer_fin = c < 0 || t[c].fin;
+    printf("   s%d local %s\n", n, portname_of(t[n].port, i));
     /* Its connector was closed while it waited: the FIN is there on Linux,
      * on its way through the gateway in a partition. */
     if (c < 0)
@@ -430,12 +519,20 @@ static void op_shutdown(unsigned k) {
     int r = shutdown(t[i].fd, how);
     int e = errno;
     printf("%u shutdown s%d (%s) %d = %s\n", k, i, kind_name[t[i].kind], how, res(r, e));
+    /* Marked shut even when refused (Linux's inet_shutdown). */
+    if (how != SHUT_WR)
+        t[i].rd_shut = 1;
     if (r == 0 && t[i].kind == LISTENING && how != SHUT_WR)
         reset_queue(i);
     /* A FIN sent to a known peer: wait until the peer has it (at once on
      * Linux, through the gateway in a partition), so that what depends on
      * it (a connection closed both ways frees its port) is settled. */
     int p = t[i].peer;
+    if (r == 0 && how != SHUT_RD && (t[i].kind == CONNECTED || t[i].kind == ACCEPTED)) {
+        t[i].fin = 1;
+        if (!t[i].in_queue && p >= 0 && t[p].kind != EMPTY)
+            t[p].peer_fin = 1;
+    }
     if (r == 0 && how != SHUT_RD && (t[i].kind == CONNECTED || t[i].kind == ACCEPTED) &&
         !t[i].in_queue && p >= 0 && t[p].kind != EMPTY)
         wait_end(p);
@@ -469,14 +566,14 @@ static void op_names(unsigned k) {
     printf("%u getsockname s%d (%s) = %s", k, i, kind_name[t[i].kind], res(r, e));
     if (r == 0)
         printf(" family %d addr %s port %s len %u", a.ss_family, addr_text(&a),
-               portname(port_of(&a)), l);
+               portname_of(port_of(&a), i), l);
     l = sizeof a;
     memset(&a, 0, sizeof a);
     r = getpeername(t[i].fd, (void *)&a, &l);
     e = errno;
     printf("; getpeername = %s", res(r, e));
     if (r == 0)
-        printf(" %s port %s len %u", addr_text(&a), portname(port_of(&a)), l);
+        printf(" %s port %s len %u", addr_text(&a), portname_of(port_of(&a), t[i].peer), l);
     printf("\n");
 }
 

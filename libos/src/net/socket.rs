@@ -642,6 +642,16 @@ impl Socket {
                     return Err(e);
                 }
                 Phase::Fresh | Phase::Bound if unreachable => return Err(Errno::ENETUNREACH),
+                // Bound to an IPv4-mapped address: no IPv6 source for an
+                // IPv6 peer (Linux's `tcp_v6_connect`).
+                Phase::Bound
+                    if st.addr_locked
+                        && st.local.is_some_and(|l| l.is_ipv4() || is_mapped(l))
+                        && addr.is_ipv6()
+                        && !is_mapped(addr) =>
+                {
+                    return Err(Errno::EAFNOSUPPORT);
+                }
                 Phase::Fresh | Phase::Bound => {}
             }
             st.phase = Phase::Connecting;
@@ -1076,11 +1086,12 @@ impl Socket {
     pub fn set_option(&self, level: u32, name: u32, value: &[u8]) -> Result<(), Errno> {
         let (int, conv) = {
             let mut st = self.sh.st.lock();
-            // Fixed once the socket has a port (Linux's `do_ipv6_setsockopt`).
+            // Fixed while the socket has a port (Linux's `do_ipv6_setsockopt`;
+            // a socket without one is a bindable one).
             if level == IPPROTO_IPV6
                 && name == IPV6_V6ONLY
                 && self.family == addr::AF_INET6
-                && st.phase != Phase::Fresh
+                && !Self::bindable(&st)
             {
                 return Err(Errno::EINVAL);
             }
