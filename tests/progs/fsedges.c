@@ -4,6 +4,7 @@
  * path through a regular file, O_NOFOLLOW of a link, renameat2 flags,
  * SEEK_DATA/SEEK_HOLE, utimensat, access. One line per check. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,6 +15,79 @@
 #include <unistd.h>
 
 static char base[2048];
+
+static const char *at(const char *rel);
+static const char *err(long r);
+
+/* A directory of 400 entries read a little at a time: removing what was
+ * read skips nothing (rm -r does this); the end, once reached, stays; a
+ * position from telldir comes back to the same entry. */
+static void big_dir(void) {
+    char name[64];
+    mkdir(at("big"), 0755);
+    for (int i = 0; i < 400; i++) {
+        snprintf(name, sizeof name, "big/entry-with-a-longish-name-%03d", i);
+        close(open(at(name), O_CREAT | O_WRONLY, 0644));
+    }
+    int fd = open(at("big"), O_RDONLY | O_DIRECTORY);
+    char buf[512];
+    int seen = 0, calls = 0, unlinked = 0;
+    long r;
+    while ((r = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
+        calls++;
+        for (long off = 0; off < r;) {
+            struct dirent64 *d = (struct dirent64 *)(buf + off);
+            off += d->d_reclen;
+            if (d->d_name[0] == '.')
+                continue;
+            seen++;
+            if (unlinkat(fd, d->d_name, 0) == 0)
+                unlinked++;
+        }
+    }
+    printf("big dir: %d entries seen, %d unlinked, %s (more than one call: %d)\n", seen,
+           unlinked, r < 0 ? strerror(errno) : "end", calls > 1);
+    close(open(at("big/late"), O_CREAT | O_WRONLY, 0644));
+    printf("big dir: after the end, a new entry: %ld\n", (long)syscall(SYS_getdents64, fd, buf, sizeof buf));
+    printf("rmdir big (one left): %s\n", err(rmdir(at("big"))));
+    unlink(at("big/late"));
+    printf("rmdir big: %s\n", err(rmdir(at("big"))));
+    close(fd);
+
+    mkdir(at("big2"), 0755);
+    for (int i = 0; i < 50; i++) {
+        snprintf(name, sizeof name, "big2/f%02d", i);
+        close(open(at(name), O_CREAT | O_WRONLY, 0644));
+    }
+    DIR *d = opendir(at("big2"));
+    if (!d) {
+        printf("opendir big2: %s\n", strerror(errno));
+        return;
+    }
+    for (int i = 0; i < 20; i++)
+        readdir(d);
+    long mark = telldir(d);
+    char first[256] = "", again[256] = "";
+    struct dirent *e = readdir(d);
+    if (e)
+        snprintf(first, sizeof first, "%s", e->d_name);
+    for (int i = 0; i < 10; i++)
+        readdir(d);
+    seekdir(d, mark);
+    e = readdir(d);
+    if (e)
+        snprintf(again, sizeof again, "%s", e->d_name);
+    printf("seekdir to telldir: same entry %d\n", first[0] && strcmp(first, again) == 0);
+    int rest = 1;
+    while (readdir(d))
+        rest++;
+    rewinddir(d);
+    int all = 0;
+    while (readdir(d))
+        all++;
+    printf("after seekdir: %d left; after rewinddir: %d\n", rest, all);
+    closedir(d);
+}
 
 static const char *at(const char *rel) {
     static char bufs[4][4096];
@@ -259,5 +333,6 @@ int main(int argc, char **argv) {
     printf("stat self-loop: %s\n", err(stat(at("self"), &st)));
     symlink("gone/../file", at("viagone"));
     printf("stat via missing dir: %s\n", err(stat(at("viagone"), &st)));
+    big_dir();
     return 0;
 }

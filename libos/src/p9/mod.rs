@@ -17,6 +17,17 @@ use crate::drivers::virtio9p::Virtio9p;
 use crate::errno::Errno;
 use crate::sync::IrqLock;
 
+/// A directory entry from [`Client::readdir_at`].
+pub struct DirEnt {
+    pub name: String,
+    /// `DT_*`.
+    pub ty: u8,
+    /// The qid's path (what `stat` gives as the inode number).
+    pub ino: u64,
+    /// The server's position after this entry.
+    pub next: u64,
+}
+
 /// The msize we ask for: 256 KiB of payload plus headers (a cache read-ahead
 /// of four blocks, or a large read, in one message).
 pub const MSIZE: u32 = 256 * 1024 + 24;
@@ -975,6 +986,33 @@ impl Client {
     }
 
     /// Every entry of an open directory: (name, `DT_*` type).
+    /// One `Treaddir` of at most `count` bytes from the server's position
+    /// `offset` (0, or an entry's offset from an earlier answer): the
+    /// entries, none at the end.
+    pub fn readdir_at(&self, fid: Fid, offset: u64, count: u32) -> Result<Vec<DirEnt>, Errno> {
+        let t = TMessage::Readdir {
+            fid,
+            offset,
+            count: count.min(self.iounit()),
+        };
+        let mut buf = self.buffer();
+        let r = self.rpc(&t, &mut buf)?;
+        let Some(entries) = DirEntryIter::from_message(&r) else {
+            return Err(Errno::EPROTO);
+        };
+        entries
+            .map(|e| {
+                let e = e.map_err(|_| Errno::EPROTO)?;
+                Ok(DirEnt {
+                    name: String::from_utf8_lossy(e.name.as_ref()).into_owned(),
+                    ty: e.ty,
+                    ino: e.qid.path,
+                    next: e.offset,
+                })
+            })
+            .collect()
+    }
+
     pub fn readdir(&self, fid: Fid) -> Result<Vec<(String, u8)>, Errno> {
         let mut out = Vec::new();
         let mut offset = 0;
