@@ -464,8 +464,8 @@ const UNIX_BUF: usize = 212_992;
 
 /// Two connected ends, named `a` and `b`.
 fn conn_pair(a: Name, b: Name) -> (Conn, Conn) {
-    let (r1, w1) = pipe::with_capacity(0, UNIX_BUF);
-    let (r2, w2) = pipe::with_capacity(0, UNIX_BUF);
+    let (r1, w1) = pipe::socket_direction(UNIX_BUF);
+    let (r2, w2) = pipe::socket_direction(UNIX_BUF);
     let end = |rd: ReadEnd, wr: WriteEnd, local: &Name, peer: &Name| {
         let wr = Arc::new(wr);
         Conn {

@@ -29,6 +29,11 @@ struct State {
     /// with data pending): the writer's end gets `ECONNRESET` once, as
     /// Linux's `unix_release_sock` sets its peer's `sk_err`.
     reset: bool,
+    /// A Unix socket's direction: the size of each write not yet read
+    /// through, as Linux queues one buffer per write. Reading one through
+    /// wakes writers while the socket is writable (`unix_write_space`), not
+    /// only when the pipe was full: an edge-triggered `EPOLLOUT` fires.
+    sends: Option<alloc::collections::VecDeque<usize>>,
 }
 
 /// The shared part of a pipe.
@@ -60,12 +65,17 @@ pub struct WriteEnd {
 
 /// A new pipe; both ends get the status flags `flags` (`O_NONBLOCK`).
 pub fn new(flags: u32) -> (ReadEnd, WriteEnd) {
-    with_capacity(flags, PIPE_SIZE)
+    build(flags, PIPE_SIZE, false)
 }
 
-/// A new pipe holding up to `cap` bytes (a Unix socket's direction, as big
-/// as Linux's socket buffer); the ring grows as it fills.
-pub fn with_capacity(flags: u32, cap: usize) -> (ReadEnd, WriteEnd) {
+/// One direction of a Unix stream socket pair: up to `cap` bytes (as big
+/// as Linux's socket buffer; the ring grows as it fills), writers woken
+/// as Linux's sockets wake them.
+pub fn socket_direction(cap: usize) -> (ReadEnd, WriteEnd) {
+    build(0, cap, true)
+}
+
+fn build(flags: u32, cap: usize, socket: bool) -> (ReadEnd, WriteEnd) {
     let pipe = Arc::new(Pipe {
         state: IrqLock::new(State {
             ring: Ring::new(cap),
@@ -74,6 +84,7 @@ pub fn with_capacity(flags: u32, cap: usize) -> (ReadEnd, WriteEnd) {
             rd_shut: false,
             wr_shut: false,
             reset: false,
+            sends: socket.then(alloc::collections::VecDeque::new),
         }),
         readable: WaitQueue::new(),
         writable: WaitQueue::new(),
@@ -90,6 +101,22 @@ pub fn with_capacity(flags: u32, cap: usize) -> (ReadEnd, WriteEnd) {
             flags: AtomicU32::new(flags | 1),
         },
     )
+}
+
+/// Takes `n` bytes read off the writes queued in `q`; whether a write was
+/// read through.
+fn read_through(q: &mut alloc::collections::VecDeque<usize>, mut n: usize) -> bool {
+    let mut freed = false;
+    while let Some(f) = q.front_mut() {
+        if *f > n {
+            *f -= n;
+            break;
+        }
+        n -= *f;
+        q.pop_front();
+        freed = true;
+    }
+    freed
 }
 
 impl ReadEnd {
@@ -123,8 +150,11 @@ impl ReadEnd {
                     let n = st.ring.pop(&mut out);
                     out.truncate(n);
                     let left = !st.ring.is_empty();
+                    let freed = st.sends.as_mut().is_some_and(|q| read_through(q, n));
+                    // Linux's `unix_writable`: a quarter of the buffer or less in use.
+                    let writable = st.ring.len() * 4 <= st.ring.len() + st.ring.space();
                     drop(st);
-                    if was_full {
+                    if was_full || (freed && writable) {
                         p.wr_wakes.output();
                     }
                     if waited && left {
@@ -234,7 +264,13 @@ impl WriteEnd {
                 }
                 let step = write_step(total, total - done, st.ring.space());
                 if let WriteStep::Copy(n) = step {
-                    done += st.ring.push(&data[done..(done + n).min(total)]);
+                    let pushed = st.ring.push(&data[done..(done + n).min(total)]);
+                    done += pushed;
+                    if let Some(q) = st.sends.as_mut()
+                        && pushed > 0
+                    {
+                        q.push_back(pushed);
+                    }
                 }
                 step
             };
