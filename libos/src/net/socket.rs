@@ -109,9 +109,17 @@ impl Conv {
     /// Opens the walked `ctl` (or `clone`, or `listen`) fid and learns the
     /// connection's number from it.
     fn from_ctl(c: &Client, ctl: Fid, proto: &'static str) -> Result<Conv, Errno> {
-        let r = c.open(ctl, O_RDWR).and_then(|_| {
-            let mut b = [0u8; 16];
-            let n = c.read(ctl, 0, &mut b)?;
+        if let Err(e) = c.open(ctl, O_RDWR) {
+            c.clunk(ctl);
+            return Err(e);
+        }
+        Self::from_open_ctl(c, ctl, proto)
+    }
+
+    /// Learns the connection's number from its open `ctl` fid.
+    fn from_open_ctl(c: &Client, ctl: Fid, proto: &'static str) -> Result<Conv, Errno> {
+        let mut b = [0u8; 16];
+        let r = c.read(ctl, 0, &mut b).and_then(|n| {
             core::str::from_utf8(&b[..n])
                 .ok()
                 .and_then(|s| s.trim().parse::<u32>().ok())
@@ -189,9 +197,10 @@ fn without_address(family: u16, a: SocketAddr) -> SocketAddr {
 /// Calls the gateway accepted but the program never did, at the end of
 /// their listener: reset (an abortive close), as Linux resets the
 /// connections still in a listener's queue when it closes.
-fn reset_unaccepted(calls: impl IntoIterator<Item = Accepted>) {
+fn reset_unaccepted(calls: impl IntoIterator<Item = Pending>) {
     let c = client().ok();
-    for a in calls {
+    // Calls still being set up are reset by their setup (not ours then).
+    for a in calls.into_iter().filter_map(|p| p.call) {
         if let Some(c) = c {
             let _ = a.conv.ctl(c, "linger 0");
         }
@@ -199,6 +208,11 @@ fn reset_unaccepted(calls: impl IntoIterator<Item = Accepted>) {
 }
 
 impl St {
+    /// Whether the first call in the queue is ready for `accept`.
+    fn call_ready(&self) -> bool {
+        self.accepts.front().is_some_and(|p| p.call.is_some())
+    }
+
     /// A connection reset, or closed both ways (Linux's TCP_CLOSE: no peer
     /// name, its automatic port freed).
     fn closed(&self) -> bool {
@@ -220,6 +234,13 @@ impl St {
             self.local = self.local.map(|a| without_address(family, a));
         }
     }
+}
+
+/// A call the acceptor took from the gateway, in arrival order: being set
+/// up (`call` None) or ready for `accept`.
+struct Pending {
+    id: u64,
+    call: Option<Accepted>,
 }
 
 /// A connection accepted by the acceptor, waiting for `accept`.
@@ -271,7 +292,11 @@ struct St {
     addr_locked: bool,
     /// `SO_ERROR`: a failed connect's error, until read.
     so_error: Option<Errno>,
-    accepts: VecDeque<Accepted>,
+    /// Calls taken from the gateway, first come first: `accept` takes the
+    /// front one once it is set up.
+    accepts: VecDeque<Pending>,
+    /// The next call's [`Pending::id`].
+    next_call: u64,
     backlog: usize,
     shut_rd: bool,
     shut_wr: bool,
@@ -378,6 +403,7 @@ impl Socket {
                     broken: false,
                     so_error: None,
                     accepts: VecDeque::new(),
+                    next_call: 0,
                     backlog: 0,
                     port_locked: false,
                     rebound: false,
@@ -567,7 +593,11 @@ impl Socket {
                 if st.phase != Phase::Listening {
                     return Err(Errno::EINVAL);
                 }
-                if let Some(a) = st.accepts.pop_front() {
+                if let Some(a) = st
+                    .call_ready()
+                    .then(|| st.accepts.pop_front().and_then(|p| p.call))
+                    .flatten()
+                {
                     drop(st);
                     sh.helper.wake_all();
                     let remote = a.remote;
@@ -591,7 +621,7 @@ impl Socket {
             }
             let timed_out = sh.readable.wait_while_interruptible_until(deadline, || {
                 let st = sh.st.lock();
-                st.accepts.is_empty() && st.phase == Phase::Listening
+                !st.call_ready() && st.phase == Phase::Listening
             })?;
             if timed_out {
                 return Err(Errno::EAGAIN);
@@ -1262,7 +1292,7 @@ impl FileLike for Socket {
                 }
             }
             Phase::Listening => {
-                if !st.accepts.is_empty() {
+                if st.call_ready() {
                     ev |= POLLIN | POLLRDNORM;
                 }
             }
@@ -1698,7 +1728,11 @@ fn watch_after_eof(sh: &Shared, c: &Client, fid: crate::p9::Fid, buf: &mut [u8])
 }
 
 /// The acceptor of a listening socket: keeps a `listen` open posted while
-/// fewer than the backlog's calls wait for `accept`.
+/// fewer than the backlog's calls wait for `accept`. Each call it takes is
+/// set up (its data file opened, its addresses read: five round trips to
+/// the gateway) by a thread of its own while the acceptor takes the next,
+/// so calls arriving together do not queue behind each other's setup; they
+/// are still accepted in the order they came.
 fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, local: Option<SocketAddr>) {
     crate::sched::current().set_posts();
     let Ok(c) = client() else {
@@ -1713,84 +1747,18 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, local: Option<SocketAddr>) {
         if sh.st.lock().closing {
             break;
         }
-        let call = (|| {
-            let fid = c.walk(c.root(), &["net", "tcp", &num, "listen"])?;
-            let mut new = Conv::from_ctl(c, fid, "tcp")?;
-            // A call set up only in part is reset, not closed gracefully:
-            // the program never accepted it (see `reset_unaccepted`).
-            let reset = |new: &Conv, e: Errno| {
-                let _ = new.ctl(c, "linger 0");
-                e
-            };
-            // The call's data file and addresses, opened and read together.
-            let n = format!("{}", new.n);
-            let mut paths: Vec<(&[&str], u32)> = Vec::with_capacity(3);
-            let data = ["net", "tcp", &n, "data"];
-            let remote_file = ["net", "tcp", &n, "remote"];
-            let local_file = ["net", "tcp", &n, "local"];
-            paths.push((&data, O_RDWR));
-            paths.push((&remote_file, O_RDONLY));
-            if local.is_none() {
-                paths.push((&local_file, O_RDONLY));
-            }
-            let opened = c.open_many(&paths);
-            let addr_fids: Vec<Fid> = opened[1..].iter().filter_map(|r| (*r).ok()).collect();
-            new.data = Some(match opened[0] {
-                Ok(fid) => fid,
+        // The open of `listen` waits for a call and makes the fid its ctl.
+        let taken = c
+            .walk(c.root(), &["net", "tcp", &num, "listen"])
+            .and_then(|fid| match c.open(fid, O_RDWR) {
+                Ok(_) => Ok(fid),
                 Err(e) => {
-                    c.clunk_many(&addr_fids);
-                    return Err(reset(&new, e));
+                    c.clunk(fid);
+                    Err(e)
                 }
             });
-            // The listener's options as they are now: the call inherits
-            // them (Linux clones the listening socket when a call comes).
-            let opts = sh.st.lock().opts.clone();
-            let nodelay = opts.int(IPPROTO_TCP, TCP_NODELAY).unwrap_or(0) != 0;
-            let keepalive = opts.int(SOL_SOCKET, SO_KEEPALIVE).unwrap_or(0) != 0;
-            if nodelay {
-                let _ = new.ctl(c, "nodelay");
-            }
-            if keepalive {
-                let _ = new.ctl(c, "keepalive");
-            }
-            // One address per path after `data`, None where it did not open.
-            let mut texts = c.read_many(&addr_fids, 80).into_iter();
-            let addrs: Vec<Option<SocketAddr>> = opened[1..]
-                .iter()
-                .map(|r| {
-                    let text = r.is_ok().then(|| texts.next()).flatten()?;
-                    addr::parse_text(&text.ok()?)
-                })
-                .collect();
-            c.clunk_many(&addr_fids);
-            let remote = addrs[0];
-            let local = local.or(addrs.get(1).copied().flatten());
-            Ok::<_, Errno>(Accepted {
-                conv: new,
-                local,
-                remote,
-                opts,
-            })
-        })();
-        match call {
-            Ok(a) => {
-                let refused = {
-                    let mut st = sh.st.lock();
-                    // Closed, shut down or listening anew (another
-                    // connection) while the call was set up: not ours to
-                    // queue.
-                    let ours = st.phase == Phase::Listening
-                        && st.conv.as_ref().is_some_and(|l| Arc::ptr_eq(l, &conv));
-                    if st.closing || !ours {
-                        Some(a)
-                    } else {
-                        st.accepts.push_back(a);
-                        None
-                    }
-                };
-                reset_unaccepted(refused);
-                sh.notify_input();
-            }
+        let fid = match taken {
+            Ok(fid) => fid,
             Err(_) if sh.st.lock().closing => break,
             // The listener was hung up under us.
             Err(Errno::EINVAL) => break,
@@ -1799,7 +1767,125 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, local: Option<SocketAddr>) {
                 // reset before it was taken: try again shortly.
                 log::debug!("net: accept on connection {}: {e}", conv.n);
                 crate::sched::sleep_ns(10_000_000);
+                continue;
             }
+        };
+        // Its place in the queue, kept while it is set up.
+        let id = {
+            let mut st = sh.st.lock();
+            let id = st.next_call;
+            st.next_call += 1;
+            st.accepts.push_back(Pending { id, call: None });
+            id
+        };
+        let (sh2, conv2) = (sh.clone(), conv.clone());
+        let spawned = crate::sched::spawn("accept", move || {
+            crate::sched::current().set_posts();
+            let call = set_up_call(c, fid, local, &sh2);
+            queue_call(&sh2, &conv2, id, call);
+        });
+        if spawned.is_none() {
+            // No thread to spare: set it up here.
+            let call = set_up_call(c, fid, local, &sh);
+            queue_call(&sh, &conv, id, call);
         }
     }
+}
+
+/// Sets up a call whose `listen` open made `fid` its ctl: its data file
+/// and addresses, and the listener's options as they are now.
+fn set_up_call(
+    c: &'static Client,
+    fid: Fid,
+    local: Option<SocketAddr>,
+    sh: &Shared,
+) -> Result<Accepted, Errno> {
+    let mut new = Conv::from_open_ctl(c, fid, "tcp")?;
+    // A call set up only in part is reset, not closed gracefully: the
+    // program never accepted it (see `reset_unaccepted`).
+    let reset = |new: &Conv, e: Errno| {
+        let _ = new.ctl(c, "linger 0");
+        e
+    };
+    // The call's data file and addresses, opened and read together.
+    let n = format!("{}", new.n);
+    let mut paths: Vec<(&[&str], u32)> = Vec::with_capacity(3);
+    let data = ["net", "tcp", &n, "data"];
+    let remote_file = ["net", "tcp", &n, "remote"];
+    let local_file = ["net", "tcp", &n, "local"];
+    paths.push((&data, O_RDWR));
+    paths.push((&remote_file, O_RDONLY));
+    if local.is_none() {
+        paths.push((&local_file, O_RDONLY));
+    }
+    let opened = c.open_many(&paths);
+    let addr_fids: Vec<Fid> = opened[1..].iter().filter_map(|r| (*r).ok()).collect();
+    new.data = Some(match opened[0] {
+        Ok(fid) => fid,
+        Err(e) => {
+            c.clunk_many(&addr_fids);
+            return Err(reset(&new, e));
+        }
+    });
+    // The listener's options as they are now: the call inherits them
+    // (Linux clones the listening socket when a call comes).
+    let opts = sh.st.lock().opts.clone();
+    let nodelay = opts.int(IPPROTO_TCP, TCP_NODELAY).unwrap_or(0) != 0;
+    let keepalive = opts.int(SOL_SOCKET, SO_KEEPALIVE).unwrap_or(0) != 0;
+    if nodelay {
+        let _ = new.ctl(c, "nodelay");
+    }
+    if keepalive {
+        let _ = new.ctl(c, "keepalive");
+    }
+    // One address per path after `data`, None where it did not open.
+    let mut texts = c.read_many(&addr_fids, 80).into_iter();
+    let addrs: Vec<Option<SocketAddr>> = opened[1..]
+        .iter()
+        .map(|r| {
+            let text = r.is_ok().then(|| texts.next()).flatten()?;
+            addr::parse_text(&text.ok()?)
+        })
+        .collect();
+    c.clunk_many(&addr_fids);
+    let remote = addrs[0];
+    let local = local.or(addrs.get(1).copied().flatten());
+    Ok(Accepted {
+        conv: new,
+        local,
+        remote,
+        opts,
+    })
+}
+
+/// Puts a call that was set up in its place in the queue, or resets it:
+/// the listener was closed, shut down or listens anew (another
+/// connection) meanwhile.
+fn queue_call(sh: &Shared, conv: &Arc<Conv>, id: u64, call: Result<Accepted, Errno>) {
+    let refused = {
+        let mut st = sh.st.lock();
+        let at = st.accepts.iter().position(|p| p.id == id);
+        let ours = !st.closing
+            && st.phase == Phase::Listening
+            && st.conv.as_ref().is_some_and(|l| Arc::ptr_eq(l, conv));
+        match (call, at) {
+            (Ok(a), Some(i)) if ours => {
+                st.accepts[i].call = Some(a);
+                None
+            }
+            (call, at) => {
+                if let Some(i) = at {
+                    st.accepts.remove(i);
+                }
+                if let Err(e) = &call {
+                    log::debug!("net: setting up a call on connection {}: {e}", conv.n);
+                }
+                call.ok()
+            }
+        }
+    };
+    reset_unaccepted(refused.map(|a| Pending { id, call: Some(a) }));
+    // A call ready (readers), or room in the backlog (the acceptor).
+    sh.notify_input();
+    sh.helper.wake_all();
 }
