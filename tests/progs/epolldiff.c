@@ -32,6 +32,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -209,8 +210,24 @@ static void tcp_received(int s, long r) {
         conn[slot[s].conn].inflight[slot[s].side] -= r;
 }
 static void tcp_shut(int s, int how) {
-    if (s >= 0 && slot[s].kind == TCP && (how == SHUT_WR || how == SHUT_RDWR))
+    if (s >= 0 && slot[s].kind == TCP && (how == SHUT_WR || how == SHUT_RDWR)) {
         conn[slot[s].conn].shut_wr[slot[s].side] = 1;
+        /* Linux's peer delays the ACK of a FIN (it expects to close soon);
+         * its arrival changes this end's state, which wakes an
+         * edge-triggered registration again, when the peer next sends or
+         * 40 ms later. Waited for here, where it joins the shutdown's own
+         * wake-up as in a partition (which has no TCP_INFO: no wait). */
+        struct tcp_info ti;
+        for (int k = 0; k < 500; k++) {
+            socklen_t l = sizeof ti;
+            if (getsockopt(slot[s].fd, IPPROTO_TCP, TCP_INFO, &ti, &l) != 0 ||
+                (ti.tcpi_state != TCP_FIN_WAIT1 && ti.tcpi_state != TCP_LAST_ACK &&
+                 ti.tcpi_state != TCP_CLOSING))
+                break;
+            struct timespec ts = {0, 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
 }
 /* After slot s was closed (its kind still TCP). */
 static void tcp_closed(int s) {
