@@ -89,6 +89,33 @@ static void big_dir(void) {
     closedir(d);
 }
 
+/* open(O_RDONLY | O_TRUNC) cuts the file on Linux: a shared mapping's
+ * stores go with it, and the file grown again reads as zeros. */
+static void trunc_read_only(void) {
+    int fd = open(at("tro"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+    write(fd, "hello world!", 12);
+    char *m = mmap(NULL, 12, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+        printf("mmap tro: %s\n", strerror(errno));
+        return;
+    }
+    memcpy(m + 3, "XXXXXXXXX", 9);
+    int ro = open(at("tro"), O_RDONLY | O_TRUNC);
+    struct stat st;
+    fstat(ro, &st);
+    printf("open rdonly|trunc: size %ld\n", (long)st.st_size);
+    ftruncate(fd, 4095);
+    char buf[4096];
+    long n = read(ro, buf, sizeof buf);
+    int nonzero = 0;
+    for (long i = 0; i < n; i++)
+        nonzero += buf[i] != 0;
+    printf("grown again: read %ld, nonzero %d\n", n, nonzero);
+    munmap(m, 12);
+    close(ro);
+    close(fd);
+}
+
 static const char *at(const char *rel) {
     static char bufs[4][4096];
     static int n;
@@ -334,5 +361,6 @@ int main(int argc, char **argv) {
     symlink("gone/../file", at("viagone"));
     printf("stat via missing dir: %s\n", err(stat(at("viagone"), &st)));
     big_dir();
+    trunc_read_only();
     return 0;
 }

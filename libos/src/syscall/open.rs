@@ -289,6 +289,12 @@ fn open_namespace_once(path: String, flags: u32, mode: u32) -> Result<u64, Errno
                 // goes through the file cache, keyed by its inode.
                 Ok(qid) if flags & O_ACCMODE == 0 && qid.ty == 0 => {
                     ino = qid.path;
+                    if flags & O_TRUNC != 0 {
+                        // Read-only and O_TRUNC: Linux cuts the file all
+                        // the same, and so go its pages.
+                        crate::mm::vma::file_truncated(ino, 0);
+                        truncated = true;
+                    }
                     cache = crate::cache::for_path(&path).map(|_| qid.path);
                     if let Some(key) = cache {
                         crate::cache::note_path(key, &path);
