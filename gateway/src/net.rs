@@ -966,8 +966,31 @@ impl Conv {
         let mut st = self.lock();
         match cmd {
             Ctl::Nodelay => st.nodelay = true,
-            Ctl::ReuseAddr => st.reuseaddr = true,
-            Ctl::ReusePort => st.reuseport = true,
+            Ctl::ReuseAddr(on) | Ctl::ReusePort(on) => {
+                let port = matches!(cmd, Ctl::ReusePort(_));
+                if port {
+                    st.reuseport = *on;
+                } else {
+                    st.reuseaddr = *on;
+                }
+                let sock = match &st.sock {
+                    Sock::Bound(b) => Some(socket2::SockRef::from(b)),
+                    Sock::Listener(l) => Some(socket2::SockRef::from(l)),
+                    Sock::Stream(s) => Some(socket2::SockRef::from(s)),
+                    _ => None,
+                };
+                if let Some(sock) = sock {
+                    let r = if port {
+                        sock.set_reuse_port(*on)
+                    } else {
+                        sock.set_reuse_address(*on)
+                    };
+                    if let Err(e) = r {
+                        tracing::debug!("net: SO_REUSEADDR/SO_REUSEPORT: {e}");
+                    }
+                }
+                return;
+            }
             Ctl::V6Only => st.v6only = true,
             Ctl::Keepalive => st.keepalive = true,
             Ctl::Linger { abort } => st.abort = *abort,
@@ -1322,9 +1345,11 @@ enum Ctl {
     Bind(SocketAddr),
     /// The socket API's `listen` on a bound connection, with its backlog.
     Listen(i32),
-    /// `SO_REUSEADDR` and `SO_REUSEPORT` for a later `bind`.
-    ReuseAddr,
-    ReusePort,
+    /// `SO_REUSEADDR` and `SO_REUSEPORT` (on, or `off`): for a later
+    /// `bind`, and on the host socket already there (Linux's conflict
+    /// checks look at both sockets' flags as they are).
+    ReuseAddr(bool),
+    ReusePort(bool),
     /// `IPV6_V6ONLY` for a later `bind` of an IPv6 address.
     V6Only,
     Hangup,
@@ -1400,8 +1425,10 @@ fn parse_ctl(data: &[u8]) -> Result<Ctl, Errno> {
             Ok(n) => Ok(Ctl::Listen(i32::from(n))),
             Err(_) => Err(einval()),
         },
-        ("reuseaddr", None) => Ok(Ctl::ReuseAddr),
-        ("reuseport", None) => Ok(Ctl::ReusePort),
+        ("reuseaddr", None) => Ok(Ctl::ReuseAddr(true)),
+        ("reuseaddr", Some("off")) => Ok(Ctl::ReuseAddr(false)),
+        ("reuseport", None) => Ok(Ctl::ReusePort(true)),
+        ("reuseport", Some("off")) => Ok(Ctl::ReusePort(false)),
         ("v6only", None) => Ok(Ctl::V6Only),
         ("hangup", None) => Ok(Ctl::Hangup),
         ("nodelay", None) => Ok(Ctl::Nodelay),
@@ -1708,8 +1735,8 @@ impl Net {
                 | Ctl::Shutdown(_)
                 | Ctl::Bind(_)
                 | Ctl::Listen(_)
-                | Ctl::ReuseAddr
-                | Ctl::ReusePort
+                | Ctl::ReuseAddr(_)
+                | Ctl::ReusePort(_)
                 | Ctl::V6Only => Err(einval()),
             };
         }
@@ -1742,8 +1769,8 @@ impl Net {
             Ctl::Nodelay
             | Ctl::Keepalive
             | Ctl::Linger { .. }
-            | Ctl::ReuseAddr
-            | Ctl::ReusePort
+            | Ctl::ReuseAddr(_)
+            | Ctl::ReusePort(_)
             | Ctl::V6Only => {
                 conv.set_option(&cmd);
                 Ok(None)

@@ -21,6 +21,7 @@ mod tests {
     const EINVAL: u32 = libc::EINVAL as u32;
     const EACCES: u32 = libc::EACCES as u32;
     const ECONNREFUSED: u32 = libc::ECONNREFUSED as u32;
+    const EADDRINUSE: u32 = libc::EADDRINUSE as u32;
 
     fn gateway_with(cfg: GatewayConfig) -> Arc<Gateway> {
         Gateway::with_console(cfg, Arc::new(MemConsole::new())).unwrap()
@@ -568,6 +569,28 @@ mod tests {
         assert_eq!(net.ctl(ctl2, "listen"), Err(EINVAL));
         assert_eq!(net.ctl(ctl2, "listen many"), Err(EINVAL));
         assert_eq!(net.ctl(ctl2, "listen 70000"), Err(EINVAL));
+    }
+
+    /// `reuseport` set after `bind` reaches the bound host socket (Linux's
+    /// conflict check looks at both sockets' flags as they are then).
+    #[test]
+    fn reuseport_after_bind() {
+        let net = Net::new();
+        let (a, n) = net.clone_conv();
+        net.ctl(a, "bind 127.0.0.1!0").unwrap();
+        let port = port_of(&net.file(n, "local"));
+        let (b, _) = net.clone_conv();
+        net.ctl(b, "reuseport").unwrap();
+        assert_eq!(net.ctl(b, &format!("bind 127.0.0.1!{port}")), Err(EADDRINUSE));
+        net.ctl(a, "reuseport").unwrap();
+        let (c, _) = net.clone_conv();
+        net.ctl(c, "reuseport").unwrap();
+        net.ctl(c, &format!("bind 127.0.0.1!{port}")).unwrap();
+        // Taken back (what a later bind then meets is the host kernel's
+        // business: it caches the port's sharing state).
+        net.ctl(a, "reuseport off").unwrap();
+        net.ctl(a, "reuseaddr off").unwrap();
+        assert_eq!(net.ctl(a, "reuseport maybe"), Err(EINVAL));
     }
 
     /// `v6only` before `bind` makes an IPv6 wildcard listener refuse IPv4

@@ -1138,9 +1138,15 @@ impl Socket {
                 st.nodelay_pending = true;
                 return Ok(());
             }
+            // The port-sharing options count in the host's conflict checks
+            // whenever they are set (Linux looks at both sockets' flags as
+            // they are then): a bound or listening socket's too.
+            let reuse = level == SOL_SOCKET && matches!(name, SO_REUSEADDR | SO_REUSEPORT);
             (
                 int,
-                st.conv.clone().filter(|_| st.phase == Phase::Connected),
+                st.conv
+                    .clone()
+                    .filter(|_| st.phase == Phase::Connected || reuse),
             )
         };
         // The options the host socket carries out itself.
@@ -1150,8 +1156,24 @@ impl Socket {
                 conv.ctl(c, "nodelay")?;
             } else if level == SOL_SOCKET && name == SO_KEEPALIVE && int != 0 {
                 conv.ctl(c, "keepalive")?;
-            } else if level == SOL_SOCKET && name == SO_REUSEADDR && int != 0 {
-                conv.ctl(c, "reuseaddr")?;
+            } else if level == SOL_SOCKET && name == SO_REUSEADDR {
+                conv.ctl(
+                    c,
+                    if int != 0 {
+                        "reuseaddr"
+                    } else {
+                        "reuseaddr off"
+                    },
+                )?;
+            } else if level == SOL_SOCKET && name == SO_REUSEPORT {
+                conv.ctl(
+                    c,
+                    if int != 0 {
+                        "reuseport"
+                    } else {
+                        "reuseport off"
+                    },
+                )?;
             } else if level == SOL_SOCKET && name == SO_LINGER {
                 // An abortive close resets the host connection; a lingering
                 // one is not waited for (the gateway closes in the
