@@ -1150,13 +1150,37 @@ impl Conv {
         )
     }
 
-    /// UDP `announce`: binds the host socket to `addr`.
+    /// UDP `announce`: binds the host socket to `addr` (again, if a
+    /// disconnect gave its automatic port up).
     fn udp_announce(self: &Arc<Self>, addr: SocketAddr) -> Result<(), Errno> {
         self.with_state(|st| {
+            if let Sock::Udp(u) = &st.sock
+                && u.local_addr().is_ok_and(|a| a.port() == 0)
+            {
+                socket2::SockRef::from(u).bind(&addr.into())?;
+                st.local = u.local_addr().ok();
+                st.generation += 1;
+                return Ok(());
+            }
             if !matches!(st.sock, Sock::None) {
                 return Err(Errno(libc::EISCONN));
             }
             self.udp_bind(st, addr)
+        })
+    }
+
+    /// UDP `disconnect`: the host socket forgets its peer; Linux also
+    /// gives up an automatic port and source address then.
+    fn udp_disconnect(self: &Arc<Self>) -> Result<(), Errno> {
+        self.with_state(|st| {
+            let Sock::Udp(u) = &st.sock else {
+                return Ok(());
+            };
+            crate::sys::disconnect(std::os::fd::AsFd::as_fd(u))?;
+            st.local = u.local_addr().ok();
+            st.remote = None;
+            st.generation += 1;
+            Ok(())
         })
     }
 
@@ -1203,7 +1227,12 @@ impl Conv {
         let st = self.lock();
         let s = match file {
             ConvFile::Ctl | ConvFile::Listen | ConvFile::Data => self.n.to_string(),
-            ConvFile::Local => addr_text(st.local),
+            // A UDP socket's port may come from a send (the host binds an
+            // unbound socket then): read from the socket itself.
+            ConvFile::Local => match &st.sock {
+                Sock::Udp(u) => addr_text(u.local_addr().ok().or(st.local)),
+                _ => addr_text(st.local),
+            },
             ConvFile::Remote => addr_text(st.remote),
             ConvFile::Status => format!(
                 "{}\n",
@@ -1352,6 +1381,8 @@ enum Ctl {
     ReusePort(bool),
     /// `IPV6_V6ONLY` for a later `bind` of an IPv6 address.
     V6Only,
+    /// UDP: `connect(AF_UNSPEC)`, forgetting the peer.
+    Disconnect,
     Hangup,
     Nodelay,
     Keepalive,
@@ -1430,6 +1461,7 @@ fn parse_ctl(data: &[u8]) -> Result<Ctl, Errno> {
         ("reuseport", None) => Ok(Ctl::ReusePort(true)),
         ("reuseport", Some("off")) => Ok(Ctl::ReusePort(false)),
         ("v6only", None) => Ok(Ctl::V6Only),
+        ("disconnect", None) => Ok(Ctl::Disconnect),
         ("hangup", None) => Ok(Ctl::Hangup),
         ("nodelay", None) => Ok(Ctl::Nodelay),
         ("shutdown", Some("rd")) => Ok(Ctl::Shutdown(Shutdown::Read)),
@@ -1725,6 +1757,7 @@ impl Net {
                     conv.set_headers();
                     Ok(None)
                 }
+                Ctl::Disconnect => conv.udp_disconnect().map(|()| None),
                 Ctl::Hangup => {
                     conv.hangup();
                     Ok(None)
@@ -1741,7 +1774,7 @@ impl Net {
             };
         }
         match cmd {
-            Ctl::Headers => Err(einval()),
+            Ctl::Headers | Ctl::Disconnect => Err(einval()),
             Ctl::Connect(addr) => {
                 if !self.policy.allow_connect(addr) {
                     return Err(Errno(libc::EACCES));

@@ -462,6 +462,26 @@ pub(crate) fn set_xattr(
     Ok(())
 }
 
+/// `connect(AF_UNSPEC)`: a UDP socket forgets its peer (and, unless a
+/// `bind` chose them, its source address and port, as Linux's
+/// `udp_disconnect` does).
+pub(crate) fn disconnect(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    // SAFETY: a zeroed sockaddr is a valid AF_UNSPEC address (family 0);
+    // `connect` reads `size_of::<sockaddr>()` bytes of it, no more.
+    let r = unsafe {
+        let sa: libc::sockaddr = std::mem::zeroed();
+        libc::connect(
+            fd.as_raw_fd(),
+            &sa,
+            std::mem::size_of::<libc::sockaddr>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(Errno::from(io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
 /// `setsockopt(SO_LINGER)` on a socket: `abort` makes its close reset the
 /// connection (`l_onoff` 1, `l_linger` 0), otherwise the default graceful
 /// close. A lingering close (`l_linger` > 0) would block the event loop,

@@ -581,7 +581,10 @@ mod tests {
         let port = port_of(&net.file(n, "local"));
         let (b, _) = net.clone_conv();
         net.ctl(b, "reuseport").unwrap();
-        assert_eq!(net.ctl(b, &format!("bind 127.0.0.1!{port}")), Err(EADDRINUSE));
+        assert_eq!(
+            net.ctl(b, &format!("bind 127.0.0.1!{port}")),
+            Err(EADDRINUSE)
+        );
         net.ctl(a, "reuseport").unwrap();
         let (c, _) = net.clone_conv();
         net.ctl(c, "reuseport").unwrap();

@@ -20,7 +20,7 @@ use crate::errno::Errno;
 use crate::fd::FileLike;
 use crate::sched::WaitQueue;
 use crate::sync::IrqLock;
-use crate::vfs::poll_bits::{POLLERR, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::vfs::poll_bits::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDHUP, POLLRDNORM, POLLWRNORM};
 use crate::vfs::{Wakes, readiness_changed};
 
 /// The gateway's header before each datagram.
@@ -114,7 +114,34 @@ impl Dgram {
     /// The socket's connection, bound to `at` (or any address) first if it
     /// has none; `EINVAL` if `at` is asked of a bound one.
     fn bound(&self, at: Option<SocketAddr>) -> Result<Arc<Conv>, Errno> {
-        if let Some(conv) = self.sh.st.lock().conv.clone() {
+        let (conv, portless, kept) = {
+            let st = self.sh.st.lock();
+            (
+                st.conv.clone(),
+                st.local.is_none_or(|l| l.port() == 0),
+                st.local,
+            )
+        };
+        if let Some(conv) = conv {
+            // A disconnect gave the automatic port up: bound anew, where
+            // asked or (a send, a connect: Linux's autobind) at the address
+            // the socket kept (one `bind` chose stays).
+            if portless {
+                let c = client()?;
+                let at = at.unwrap_or_else(|| {
+                    kept.map_or_else(
+                        || addr::unspecified(self.family),
+                        |l| SocketAddr::new(l.ip(), 0),
+                    )
+                });
+                let r = conv.ctl(c, &addr::announce_ctl(at));
+                // A refused bind clears the address too (Linux's
+                // `__inet_bind`): the host socket says what it has.
+                let local = conv.address(c, "local");
+                self.sh.st.lock().local = local;
+                r?;
+                return Ok(conv);
+            }
             return match at {
                 Some(_) => Err(Errno::EINVAL),
                 None => Ok(conv),
@@ -176,25 +203,54 @@ impl Dgram {
         Ok(())
     }
 
+    /// `connect(AF_UNSPEC)`: forgets the peer; the host gives up the
+    /// automatic port and source address too (Linux's `udp_disconnect`),
+    /// which the name then shows.
+    pub fn disconnect(&self) -> Result<(), Errno> {
+        let conv = self.sh.st.lock().conv.clone();
+        let local = match conv {
+            Some(conv) => {
+                let c = client()?;
+                conv.ctl(c, "disconnect")?;
+                conv.address(c, "local")
+            }
+            None => None,
+        };
+        let mut st = self.sh.st.lock();
+        st.remote = None;
+        if st.conv.is_some() {
+            st.local = local;
+        }
+        Ok(())
+    }
+
     /// Sends one datagram to `to` (or the connected peer).
     pub fn send_to(&self, data: &[u8], to: Option<SocketAddr>) -> Result<usize, Errno> {
-        let dest = {
-            let st = self.sh.st.lock();
-            if st.shut_wr {
-                return Err(Errno::EPIPE);
-            }
-            match to {
-                Some(t) => t,
-                None => st.remote.ok_or(Errno::EDESTADDRREQ)?,
-            }
-        };
+        // Linux's order: the socket is bound first (`inet_send_prepare`),
+        // then the size and the destination are checked, then a waiting
+        // error and the shutdown (`sock_alloc_send_pskb`).
+        let conv = self.bound(None)?;
         if data.len() > MAX_DATAGRAM {
             return Err(Errno::EMSGSIZE);
         }
-        if dest.port() == 0 {
-            return Err(Errno::EINVAL);
-        }
-        let conv = self.bound(None)?;
+        let dest = {
+            let mut st = self.sh.st.lock();
+            let dest = match to {
+                Some(t) => t,
+                None => st.remote.ok_or(Errno::EDESTADDRREQ)?,
+            };
+            if dest.port() == 0 {
+                return Err(Errno::EINVAL);
+            }
+            // A port unreachable error waiting: this send reports it.
+            if let Some(e) = st.so_error.take() {
+                return Err(e);
+            }
+            if st.shut_wr {
+                return Err(Errno::EPIPE);
+            }
+            dest
+        };
         let fid = conv.data.ok_or(Errno::EIO)?;
         let dest_ip = match dest.ip() {
             IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(core::net::Ipv4Addr::LOCALHOST),
@@ -227,6 +283,11 @@ impl Dgram {
         loop {
             {
                 let mut st = sh.st.lock();
+                // A waiting error comes before queued datagrams (Linux's
+                // `__skb_recv_udp` looks at `sk_err` first).
+                if let Some(e) = st.so_error.take() {
+                    return Err(e);
+                }
                 if let Some((from, data)) = st.queue.front() {
                     let (from, len) = (*from, data.len());
                     let out = data[..len.min(max)].to_vec();
@@ -238,9 +299,6 @@ impl Dgram {
                 }
                 // Linux: a non-blocking call finds nothing even when shut
                 // down; a blocking one returns 0 instead of waiting.
-                if let Some(e) = st.so_error.take() {
-                    return Err(e);
-                }
                 if nonblock {
                     return Err(Errno::EAGAIN);
                 }
@@ -357,6 +415,14 @@ impl FileLike for Dgram {
         let mut ev = POLLOUT | POLLWRNORM;
         if !st.queue.is_empty() || st.shut_rd {
             ev |= POLLIN | POLLRDNORM;
+        }
+        // Linux's datagram_poll: shut for reading is a read hang-up, both
+        // ways a hang-up.
+        if st.shut_rd {
+            ev |= POLLRDHUP;
+        }
+        if st.shut_rd && st.shut_wr {
+            ev |= POLLHUP;
         }
         if st.so_error.is_some() {
             ev |= POLLERR;

@@ -179,6 +179,11 @@ mod any {
 
         /// `connect` of an Internet socket (see [`bind`](Self::bind)).
         pub fn connect(&self, to: &[u8]) -> Result<(), Errno> {
+            // AF_UNSPEC: a UDP socket forgets its peer (Linux's
+            // `inet_dgram_connect`; the family alone is enough).
+            if let (AnySocket::Dgram(d), [0, 0, ..]) = (self, to) {
+                return d.disconnect();
+            }
             match self {
                 AnySocket::Stream(s) => s.connect(decode(to, s.family)?),
                 AnySocket::Dgram(d) => d.connect(decode(to, d.family)?),

@@ -27,8 +27,7 @@ use crate::vfs::poll_bits::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLW
 use crate::vfs::ring::Ring;
 use crate::vfs::{Wakes, readiness_changed};
 
-/// `POLLRDHUP`: the peer closed its side.
-const POLLRDHUP: u16 = 0x2000;
+use crate::vfs::poll_bits::POLLRDHUP;
 /// The receive buffer the reader fills (bytes the peer sent that the
 /// program has not read yet).
 const RECV_BUF: usize = 1024 * 1024;

@@ -24,11 +24,11 @@ use crate::fd::FileLike;
 use crate::sched::WaitQueue;
 use crate::sync::IrqLock;
 use crate::vfs::pipe::{self, ReadEnd, WriteEnd};
-use crate::vfs::poll_bits::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use crate::vfs::poll_bits::{
+    POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDHUP, POLLRDNORM, POLLWRBAND, POLLWRNORM,
+};
 use crate::vfs::{Wakes, readiness_changed};
 
-const POLLWRBAND: u16 = 0x200;
-const POLLRDHUP: u16 = 0x2000;
 /// Linux's `SOMAXCONN`: the most a backlog can be.
 const SOMAXCONN: usize = 4096;
 /// `SO_PEERCRED`.

@@ -68,6 +68,8 @@ pub mod poll_bits {
     pub const POLLRDBAND: u16 = 0x080;
     /// Priority band data may be written.
     pub const POLLWRBAND: u16 = 0x200;
+    /// The peer closed its side (or reading was shut down).
+    pub const POLLRDHUP: u16 = 0x2000;
     /// The keys a socket's wake-ups carry, as Linux's `sock_def_readable`
     /// and `sock_def_write_space` (a registration for `EPOLLRDNORM` alone
     /// is woken by a socket's data, not by an eventfd's).

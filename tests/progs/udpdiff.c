@@ -1,0 +1,474 @@
+/* Differential exerciser for UDP sockets: the same random sequence of calls
+ * on the host and in a partition must print the same lines.
+ *
+ *   udpdiff run SEED NSEEDS COUNT   seeds SEED..SEED+NSEEDS-1, COUNT calls each
+ *
+ * A table of slots holds loopback IPv4 UDP sockets (blocking or not). The
+ * calls are socket/close/bind (port 0, another slot's port: the conflicts)/
+ * connect (to another slot, to a port nothing listens on, AF_UNSPEC to
+ * disconnect)/send, sendto and zero-length sends/recvfrom and recvmsg with
+ * short buffers, MSG_PEEK, MSG_TRUNC/shutdown/getsockname, getpeername/
+ * FIONREAD/SO_ERROR/poll. Nothing depends on timing: a datagram is sent
+ * only to a socket with none queued, and its arrival is waited for with
+ * poll; one that must be dropped (its receiver is connected elsewhere)
+ * is not waited for, and shows if it arrives anyway. A send from a
+ * connected socket to a port nothing listens on waits for the ICMP
+ * error (Linux's ECONNREFUSED on the next call). Ports print as the slot
+ * that owns them ("L3"), "closed" for the port nothing listens on, "eph"
+ * for another. Each line is "INDEX CALL ARGS = RESULT". */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "errname.h"
+
+#define SLOTS 6
+
+static uint64_t rng;
+static uint64_t next(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static unsigned pick(unsigned n) { return (unsigned)(next() % n); }
+
+static struct slot {
+    int fd; /* -1: empty */
+    int nonblock;
+    unsigned short port; /* local port, 0 if none yet */
+    int peer;            /* connected to: a slot, CLOSED, DEAD, or -1 */
+    int queued;          /* a datagram is on its way or waiting here */
+    int shut_rd;
+} t[SLOTS];
+#define CLOSED (-2) /* connected to closed_port */
+#define DEAD (-3)   /* connected to a port whose socket went */
+
+/* A port nothing listens on (found free at the start of a sequence). */
+static unsigned short closed_port;
+static unsigned current_call;
+
+static const char *res(long r, int e) {
+    static char buf[48];
+    if (r < 0)
+        return errname(e);
+    snprintf(buf, sizeof buf, "%ld", r);
+    return buf;
+}
+
+static unsigned short local_port(int fd) {
+    struct sockaddr_in a;
+    socklen_t l = sizeof a;
+    if (getsockname(fd, (void *)&a, &l) != 0)
+        return 0;
+    return ntohs(a.sin_port);
+}
+
+/* Refreshes slot i's port (a send or connect may have bound it, a
+ * disconnect given it up): sockets connected to its old port now talk to
+ * a port nothing listens on. */
+static void refresh(int i) {
+    if (t[i].fd < 0)
+        return;
+    unsigned short old = t[i].port;
+    t[i].port = local_port(t[i].fd);
+    if (old && t[i].port != old)
+        for (int k = 0; k < SLOTS; k++)
+            if (t[k].peer == i)
+                t[k].peer = DEAD;
+}
+
+static const char *portname(unsigned short port, int owner) {
+    static char buf[2][16];
+    static int which;
+    char *b = buf[which ^= 1];
+    if (port == 0)
+        return "0";
+    if (port == closed_port)
+        return "closed";
+    if (owner >= 0 && t[owner].fd >= 0 && t[owner].port == port) {
+        snprintf(b, 16, "L%d", owner);
+        return b;
+    }
+    for (int i = 0; i < SLOTS; i++)
+        if (t[i].fd >= 0 && t[i].port == port) {
+            snprintf(b, 16, "L%d", i);
+            return b;
+        }
+    return "eph";
+}
+
+static const char *addrtext(const struct sockaddr_in *a, socklen_t l, int owner) {
+    static char buf[2][64];
+    static int which;
+    char *b = buf[which ^= 1];
+    if (l == 0)
+        return "none";
+    if (a->sin_family != AF_INET) {
+        snprintf(b, 64, "family %d len %u", a->sin_family, l);
+        return b;
+    }
+    char ip[32];
+    inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
+    snprintf(b, 64, "%s:%s len %u", ip, portname(ntohs(a->sin_port), owner), l);
+    return b;
+}
+
+static int slot_any(void) {
+    int n = 0, c[SLOTS];
+    for (int i = 0; i < SLOTS; i++)
+        if (t[i].fd >= 0)
+            c[n++] = i;
+    return n ? c[pick(n)] : -1;
+}
+
+static struct sockaddr_in lo(unsigned short port) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
+/* Waits (at most 5 s) for `events` on slot i; returns what poll saw. */
+static int wait_for(int i, short events) {
+    struct pollfd p = {.fd = t[i].fd, .events = events};
+    for (int n = 0; n < 500; n++) {
+        p.revents = 0;
+        /* events 0: the error is waited for. */
+        int r = poll(&p, 1, 10);
+        if (r > 0 && (p.revents & (events ? events : POLLERR)))
+            break;
+        /* Something else is up (an error waiting): poll did not wait. */
+        if (r > 0)
+            usleep(10000);
+    }
+    return p.revents;
+}
+
+static void forget(int i) {
+    /* Connected to a port nothing listens on now. */
+    for (int k = 0; k < SLOTS; k++)
+        if (t[k].peer == i)
+            t[k].peer = DEAD;
+    t[i] = (struct slot){.fd = -1, .peer = -1};
+}
+
+static void reset(void) {
+    for (int i = 0; i < SLOTS; i++) {
+        if (t[i].fd >= 0)
+            close(t[i].fd);
+        t[i] = (struct slot){.fd = -1, .peer = -1};
+    }
+    /* A port below the ephemeral range nothing is bound to; looked for
+     * with a generator of its own, so that how many tries it took (other
+     * programs' ports) does not change the sequence. */
+    uint64_t x = rng | 1;
+    for (;;) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        closed_port = (unsigned short)(20000 + x % 10000);
+        int fd = socket(AF_INET, SOCK_DGRAM, 0);
+        struct sockaddr_in a = lo(closed_port);
+        int ok = bind(fd, (void *)&a, sizeof a) == 0;
+        close(fd);
+        if (ok)
+            break;
+    }
+}
+
+static void op_socket(unsigned k) {
+    int i = -1;
+    for (int s = 0; s < SLOTS; s++)
+        if (t[s].fd < 0) {
+            i = s;
+            break;
+        }
+    if (i < 0)
+        return;
+    int nb = pick(2);
+    int fd = socket(AF_INET, SOCK_DGRAM | (nb ? SOCK_NONBLOCK : 0), 0);
+    printf("%u socket s%d%s = %s\n", k, i, nb ? " nonblock" : "", fd < 0 ? errname(errno) : "ok");
+    if (fd >= 0)
+        t[i] = (struct slot){.fd = fd, .nonblock = nb, .peer = -1};
+}
+
+static void op_close(unsigned k) {
+    int i = slot_any();
+    if (i < 0)
+        return;
+    printf("%u close s%d = %s\n", k, i, res(close(t[i].fd), errno));
+    forget(i);
+}
+
+static void op_bind(unsigned k) {
+    int i = slot_any();
+    if (i < 0)
+        return;
+    unsigned short port = 0;
+    int j = pick(2) ? slot_any() : -1;
+    if (j >= 0 && t[j].port)
+        port = t[j].port;
+    int any = pick(3) == 0;
+    struct sockaddr_in a = lo(port);
+    if (any)
+        a.sin_addr.s_addr = htonl(INADDR_ANY);
+    int r = bind(t[i].fd, (void *)&a, sizeof a);
+    int e = errno;
+    printf("%u bind s%d %s:%s = %s\n", k, i, any ? "any" : "lo", portname(port, j), res(r, e));
+    if (r == 0) {
+        refresh(i);
+        printf("   local %s\n", portname(t[i].port, i));
+    }
+}
+
+static void op_connect(unsigned k) {
+    int i = slot_any();
+    if (i < 0)
+        return;
+    unsigned what = pick(4);
+    struct sockaddr_in a;
+    int target;
+    const char *name;
+    if (what == 0) {
+        /* AF_UNSPEC: disconnect. */
+        struct sockaddr u = {.sa_family = AF_UNSPEC};
+        int r = connect(t[i].fd, &u, sizeof u);
+        printf("%u connect s%d unspec = %s\n", k, i, res(r, errno));
+        if (r == 0)
+            t[i].peer = -1;
+        refresh(i);
+        return;
+    } else if (what == 1) {
+        a = lo(closed_port);
+        target = CLOSED;
+        name = "closed";
+    } else {
+        int j = slot_any();
+        if (j < 0 || !t[j].port)
+            return;
+        a = lo(t[j].port);
+        target = j;
+        name = portname(t[j].port, j);
+    }
+    int r = connect(t[i].fd, (void *)&a, sizeof a);
+    printf("%u connect s%d -> %s = %s\n", k, i, name, res(r, errno));
+    if (r == 0) {
+        t[i].peer = target;
+        refresh(i);
+        printf("   local %s\n", portname(t[i].port, i));
+    }
+}
+
+/* Whether a datagram from slot i reaches slot j: j has a port, is not
+ * shut for reading (its queue is then not waited for), and is not
+ * connected elsewhere. */
+static int reaches(int i, int j) {
+    return t[j].port && (t[j].peer == -1 || t[j].peer == i);
+}
+
+static void op_send(unsigned k) {
+    int i = slot_any();
+    if (i < 0)
+        return;
+    char data[64];
+    unsigned len = pick(4) == 0 ? 0 : 1 + pick(40);
+    for (unsigned n = 0; n < len; n++)
+        data[n] = (char)('a' + (k + n) % 26);
+    int j;
+    long r;
+    const char *how;
+    int to_peer = 0;
+    if (pick(2) && t[i].peer != -1) {
+        to_peer = 1;
+        /* send() on a connected socket. */
+        j = t[i].peer;
+        if (j >= 0 && (t[j].queued || t[j].shut_rd))
+            return;
+        how = "send";
+        r = send(t[i].fd, data, len, MSG_DONTWAIT);
+    } else {
+        j = pick(4) == 0 ? CLOSED : slot_any();
+        if (j == -1 || (j >= 0 && (!t[j].port || t[j].queued || t[j].shut_rd)))
+            return;
+        struct sockaddr_in a = lo(j == CLOSED ? closed_port : t[j].port);
+        to_peer = t[i].peer == j && j >= 0;
+        how = "sendto";
+        r = sendto(t[i].fd, data, len, MSG_DONTWAIT, (void *)&a, sizeof a);
+    }
+    int e = errno;
+    printf("%u %s s%d -> %s %u = %s\n", k, how, i,
+           j == CLOSED ? "closed" : j == DEAD ? "dead" : j >= 0 ? portname(t[j].port, j) : "none",
+           len, res(r, e));
+    refresh(i);
+    if (r < 0)
+        return;
+    if (j >= 0 && reaches(i, j)) {
+        int ev = wait_for(j, POLLIN);
+        printf("   s%d in %d\n", j, !!(ev & POLLIN));
+        /* Not arrived (a partition's fault, printed): not waited for. */
+        t[j].queued = !!(ev & POLLIN);
+    } else if (to_peer || (j == CLOSED && t[i].peer == CLOSED)) {
+        /* (to_peer: send() to a CLOSED or DEAD peer, or sendto the peer
+         * slot, which is connected elsewhere.) */
+        /* Nothing took it: the port unreachable error, which a connected
+         * socket gets for what it sends its peer. */
+        int ev = wait_for(i, 0);
+        printf("   s%d err %d\n", i, !!(ev & POLLERR));
+    }
+}
+
+static void op_recv(unsigned k) {
+    int i = slot_any();
+    if (i < 0)
+        return;
+    static const int flagset[] = {0, MSG_PEEK, MSG_TRUNC, MSG_DONTWAIT, MSG_PEEK | MSG_TRUNC};
+    static const char *fname[] = {"", " PEEK", " TRUNC", " DONTWAIT", " PEEK|TRUNC"};
+    unsigned f = pick(5);
+    int flags = flagset[f];
+    /* Would wait for ever: nothing on its way, and no error to report. */
+    int err = 0;
+    socklen_t el = sizeof err;
+    struct pollfd p = {.fd = t[i].fd, .events = POLLIN};
+    poll(&p, 1, 0);
+    if (!t[i].nonblock && !(flags & MSG_DONTWAIT) && !t[i].queued && !(p.revents & (POLLERR | POLLIN)))
+        return;
+    (void)el;
+    (void)err;
+    char buf[64];
+    unsigned size = 1 + pick(40);
+    struct sockaddr_in from;
+    memset(&from, 0, sizeof from);
+    struct iovec v = {.iov_base = buf, .iov_len = size};
+    struct msghdr m = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &v, .msg_iovlen = 1};
+    long r = recvmsg(t[i].fd, &m, flags);
+    int e = errno;
+    printf("%u recv s%d %u%s = %s", k, i, size, fname[f], res(r, e));
+    if (r >= 0) {
+        long shown = r < (long)size ? r : (long)size;
+        printf(" '%.*s' from %s flags%s%s", (int)shown, buf,
+               addrtext(&from, m.msg_namelen, -1), m.msg_flags & MSG_TRUNC ? " TRUNC" : "",
+               m.msg_flags & ~MSG_TRUNC ? " other" : "");
+        if (!(flags & MSG_PEEK))
+            t[i].queued = 0;
+    }
+    printf("\n");
+}
+
+static void op_shutdown(unsigned k) {
+    int i = slot_any();
+    if (i < 0)
+        return;
+    int how = (int)pick(3);
+    int r = shutdown(t[i].fd, how);
+    printf("%u shutdown s%d %d = %s\n", k, i, how, res(r, errno));
+    /* Linux marks it shut even when not connected: later datagrams are
+     * not waited for. */
+    if (how != SHUT_WR)
+        t[i].shut_rd = 1;
+}
+
+static void op_names(unsigned k) {
+    int i = slot_any();
+    if (i < 0)
+        return;
+    struct sockaddr_in a;
+    socklen_t l = sizeof a;
+    memset(&a, 0, sizeof a);
+    int r = getsockname(t[i].fd, (void *)&a, &l);
+    printf("%u getsockname s%d = %s %s", k, i, res(r, errno), r == 0 ? addrtext(&a, l, i) : "");
+    l = sizeof a;
+    memset(&a, 0, sizeof a);
+    r = getpeername(t[i].fd, (void *)&a, &l);
+    printf("; getpeername = %s %s\n", res(r, errno),
+           r == 0 ? addrtext(&a, l, t[i].peer >= 0 ? t[i].peer : -1) : "");
+}
+
+static void op_state(unsigned k) {
+    int i = slot_any();
+    if (i < 0)
+        return;
+    int v = -1;
+    long r = ioctl(t[i].fd, FIONREAD, &v);
+    printf("%u FIONREAD s%d = %s value %d", k, i, res(r, errno), r == 0 ? v : -1);
+    struct pollfd p = {.fd = t[i].fd, .events = POLLIN | POLLOUT | POLLRDHUP};
+    poll(&p, 1, 0);
+    printf("; poll in %d out %d err %d hup %d rdhup %d", !!(p.revents & POLLIN),
+           !!(p.revents & POLLOUT), !!(p.revents & POLLERR), !!(p.revents & POLLHUP),
+           !!(p.revents & POLLRDHUP));
+    if (pick(2)) {
+        int e = 0;
+        socklen_t l = sizeof e;
+        r = getsockopt(t[i].fd, SOL_SOCKET, SO_ERROR, &e, &l);
+        printf("; SO_ERROR %s", r ? errname(errno) : e ? errname(e) : "0");
+    }
+    printf("\n");
+}
+
+static void call(unsigned k) {
+    unsigned op = pick(100);
+    if (op < 12)
+        op_socket(k);
+    else if (op < 18)
+        op_close(k);
+    else if (op < 30)
+        op_bind(k);
+    else if (op < 42)
+        op_connect(k);
+    else if (op < 64)
+        op_send(k);
+    else if (op < 80)
+        op_recv(k);
+    else if (op < 85)
+        op_shutdown(k);
+    else if (op < 92)
+        op_names(k);
+    else
+        op_state(k);
+}
+
+static void on_alarm(int sig) {
+    (void)sig;
+    char msg[96];
+    int n = snprintf(msg, sizeof msg, "udpdiff: call %u blocked for 20 s\n", current_call);
+    fflush(stdout);
+    write(2, msg, (size_t)n);
+    _exit(3);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 5 || strcmp(argv[1], "run")) {
+        fprintf(stderr, "usage: udpdiff run SEED NSEEDS COUNT\n");
+        return 2;
+    }
+    signal(SIGALRM, on_alarm);
+    setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+    uint64_t seed = strtoull(argv[2], NULL, 10);
+    unsigned nseeds = (unsigned)strtoul(argv[3], NULL, 10);
+    unsigned count = (unsigned)strtoul(argv[4], NULL, 10);
+    for (int i = 0; i < SLOTS; i++)
+        t[i] = (struct slot){.fd = -1, .peer = -1};
+    for (unsigned s = 0; s < nseeds; s++) {
+        rng = (seed + s) * 0x2545f4914f6cdd1dULL | 1;
+        reset();
+        printf("# seed %llu\n", (unsigned long long)(seed + s));
+        for (unsigned i = 0; i < count; i++) {
+            current_call = i;
+            alarm(20);
+            call(i);
+        }
+        alarm(0);
+    }
+    reset();
+    fflush(stdout);
+    return 0;
+}
