@@ -375,3 +375,99 @@ pub fn assert_same_sequences(host: &str, part: &str, seeds: u32, replay: impl Fn
         }
     }
 }
+
+/// A random-sequence differ program (`tests/progs/NAME.c`, built static
+/// with gcc into a scratch directory) run as `NAME run SEED NSEEDS COUNT
+/// [EXTRA]` on the host and in a partition (`astraea run` in the same
+/// directory), whose outputs must agree sequence by sequence.
+pub struct Differ {
+    pub name: &'static str,
+    pub dir: PathBuf,
+}
+
+impl Differ {
+    /// Builds `name` into `scratch_root(name)/sub`; `None`, loudly, without
+    /// `/dev/kvm` or gcc.
+    pub fn build(name: &'static str, sub: &str) -> Option<Differ> {
+        if !kvm_available() {
+            return None;
+        }
+        if Command::new("gcc").arg("--version").output().is_err() {
+            eprintln!("\n*** SKIPPED: gcc is not installed; {name} did not run. ***\n");
+            return None;
+        }
+        let dir = scratch_root(name).join(sub);
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = Command::new("gcc")
+            .args(["-O2", "-Wall", "-static-pie", "-o"])
+            .arg(dir.join(name))
+            .arg(workspace().join(format!("tests/progs/{name}.c")))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "gcc failed for {name}: {out:?}");
+        Some(Differ { name, dir })
+    }
+
+    fn run(&self, partition: bool, args: &[&str]) -> String {
+        let prog = format!("./{}", self.name);
+        let mut c = if partition {
+            let mut c = Command::new(astraea());
+            c.args(["run", "--", &prog]);
+            c
+        } else {
+            Command::new(self.dir.join(self.name))
+        };
+        c.args(args).current_dir(&self.dir);
+        let r = run_with_timeout(&mut c, std::time::Duration::from_secs(600));
+        let place = if partition {
+            "in a partition"
+        } else {
+            "on the host"
+        };
+        assert_eq!(
+            r.code, 0,
+            "{} {args:?} fails {place}: {}",
+            self.name, r.stderr
+        );
+        r.stdout
+    }
+
+    /// Runs `seeds` sequences of `calls` calls from `first` (`extra`
+    /// appended to the arguments) on the host and in a partition; panics
+    /// on the first difference with the sequence up to it.
+    pub fn differential(&self, first: u64, seeds: u32, calls: u32, extra: Option<&str>) {
+        let (a, b, c) = (first.to_string(), seeds.to_string(), calls.to_string());
+        let mut args = vec!["run", a.as_str(), b.as_str(), c.as_str()];
+        args.extend(extra);
+        let t0 = std::time::Instant::now();
+        let host = self.run(false, &args);
+        let t1 = std::time::Instant::now();
+        let part = self.run(true, &args);
+        eprintln!(
+            "{}: {seeds} sequences x {calls} calls: host {:?}, partition {:?}",
+            self.name,
+            t1 - t0,
+            t1.elapsed()
+        );
+        let tail = extra.map(|e| format!(" {e}")).unwrap_or_default();
+        assert_same_sequences(&host, &part, seeds, |seed| {
+            format!("{} run {seed} 1 {calls}{tail}", self.name)
+        });
+    }
+
+    /// [`differential`](Self::differential) over `seeds` sequences from
+    /// `first`, in batches of a thousand.
+    pub fn long_run(&self, first: u64, seeds: u64, calls: u32, extra: Option<&str>) {
+        let mut done = 0;
+        while done < seeds {
+            let batch = (seeds - done).min(1000);
+            self.differential(first + done, batch as u32, calls, extra);
+            done += batch;
+        }
+    }
+
+    /// Removes the scratch directory.
+    pub fn remove(self) {
+        std::fs::remove_dir_all(&self.dir).unwrap();
+    }
+}
