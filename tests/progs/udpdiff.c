@@ -336,14 +336,10 @@ static void op_recv(unsigned k) {
     unsigned f = pick(5);
     int flags = flagset[f];
     /* Would wait for ever: nothing on its way, and no error to report. */
-    int err = 0;
-    socklen_t el = sizeof err;
     struct pollfd p = {.fd = t[i].fd, .events = POLLIN};
     poll(&p, 1, 0);
     if (!t[i].nonblock && !(flags & MSG_DONTWAIT) && !t[i].queued && !(p.revents & (POLLERR | POLLIN)))
         return;
-    (void)el;
-    (void)err;
     char buf[64];
     unsigned size = 1 + pick(40);
     struct sockaddr_in from;

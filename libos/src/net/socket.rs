@@ -196,14 +196,19 @@ fn without_address(family: u16, a: SocketAddr) -> SocketAddr {
 /// Calls the gateway accepted but the program never did, at the end of
 /// their listener: reset (an abortive close), as Linux resets the
 /// connections still in a listener's queue when it closes.
-fn reset_unaccepted(calls: impl IntoIterator<Item = Pending>) {
+fn reset_unaccepted(calls: impl IntoIterator<Item = Accepted>) {
     let c = client().ok();
-    // Calls still being set up are reset by their setup (not ours then).
-    for a in calls.into_iter().filter_map(|p| p.call) {
+    for a in calls {
         if let Some(c) = c {
             let _ = a.conv.ctl(c, "linger 0");
         }
     }
+}
+
+/// The calls of a listener's queue that are set up; those still being set
+/// up are reset by their setup, which finds them gone.
+fn ready_calls(queue: VecDeque<Pending>) -> impl Iterator<Item = Accepted> {
+    queue.into_iter().filter_map(|p| p.call)
 }
 
 impl St {
@@ -234,6 +239,9 @@ impl St {
         }
     }
 }
+
+/// The port-sharing options and their `ctl` words at the gateway.
+const REUSE_CTLS: [(u32, &str); 2] = [(SO_REUSEADDR, "reuseaddr"), (SO_REUSEPORT, "reuseport")];
 
 /// A call the acceptor took from the gateway, in arrival order: being set
 /// up (`call` None) or ready for `accept`.
@@ -460,7 +468,7 @@ impl Socket {
         if v6only {
             conv.ctl(c, "v6only")?;
         }
-        for (opt, ctl) in [(SO_REUSEADDR, "reuseaddr"), (SO_REUSEPORT, "reuseport")] {
+        for (opt, ctl) in REUSE_CTLS {
             if self.int_opt(SOL_SOCKET, opt).unwrap_or(0) != 0 {
                 conv.ctl(c, ctl)?;
             }
@@ -1041,7 +1049,7 @@ impl Socket {
                 let conv = st.conv.take();
                 let accepts = core::mem::take(&mut st.accepts);
                 drop(st);
-                reset_unaccepted(accepts);
+                reset_unaccepted(ready_calls(accepts));
                 if let (Some(conv), Ok(c)) = (conv, client()) {
                     let _ = conv.ctl(c, "hangup");
                 }
@@ -1155,24 +1163,12 @@ impl Socket {
                 conv.ctl(c, "nodelay")?;
             } else if level == SOL_SOCKET && name == SO_KEEPALIVE && int != 0 {
                 conv.ctl(c, "keepalive")?;
-            } else if level == SOL_SOCKET && name == SO_REUSEADDR {
-                conv.ctl(
-                    c,
-                    if int != 0 {
-                        "reuseaddr"
-                    } else {
-                        "reuseaddr off"
-                    },
-                )?;
-            } else if level == SOL_SOCKET && name == SO_REUSEPORT {
-                conv.ctl(
-                    c,
-                    if int != 0 {
-                        "reuseport"
-                    } else {
-                        "reuseport off"
-                    },
-                )?;
+            } else if let Some(&(_, word)) = REUSE_CTLS
+                .iter()
+                .find(|&&(opt, _)| level == SOL_SOCKET && name == opt)
+            {
+                let off = if int != 0 { "" } else { " off" };
+                conv.ctl(c, &format!("{word}{off}"))?;
             } else if level == SOL_SOCKET && name == SO_LINGER {
                 // An abortive close resets the host connection; a lingering
                 // one is not waited for (the gateway closes in the
@@ -1240,7 +1236,7 @@ impl Drop for Socket {
             (conv, core::mem::take(&mut st.accepts), abort)
         };
         // Calls accepted by the gateway but never by the program: reset.
-        reset_unaccepted(accepts);
+        reset_unaccepted(ready_calls(accepts));
         // Hanging up ends the helper's posted read or listen; the fids
         // go when the helper lets go of the connection.
         if let (Some(conv), Ok(c)) = (conv, client()) {
@@ -1905,7 +1901,7 @@ fn queue_call(sh: &Shared, conv: &Arc<Conv>, id: u64, call: Result<Accepted, Err
             }
         }
     };
-    reset_unaccepted(refused.map(|a| Pending { id, call: Some(a) }));
+    reset_unaccepted(refused);
     // A call ready (readers), or room in the backlog (the acceptor).
     sh.notify_input();
     sh.helper.wake_all();
