@@ -39,6 +39,7 @@ mod net;
 mod netpolicy;
 mod ops;
 mod pool;
+mod saved;
 mod session;
 mod stream;
 mod sys;
@@ -52,6 +53,7 @@ pub use error::{Errno, GatewayError};
 pub use net::{AllowAll, NetPolicy};
 pub use netpolicy::{AllowList, NetRule, NetRuleError};
 pub use ops::MIN_MSIZE;
+pub use saved::{RestoreReport, SaveError, SavedFid, SavedNode, SavedOpen, SavedSession};
 pub use session::{Reply, Session};
 pub use stream::{Stream, serve_stream};
 pub use vhost::{

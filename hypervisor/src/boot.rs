@@ -177,6 +177,51 @@ pub fn prepare(
         loaded.load_info.kernel_image_addr_range.end - layout::DIRECT_MAP,
     );
 
+    let (gdt, pml4) = write_boot_structures(mem, mem_size, params, loaded.load_info)?;
+    Ok(BootState {
+        entry: loaded.entry_point,
+        boot_info: layout::DIRECT_MAP + layout::BOOT_INFO,
+        stack: layout::DIRECT_MAP + layout::BOOT_STACK_TOP,
+        pml4,
+        gdt,
+        kernel: kernel_range,
+    })
+}
+
+/// Writes the boot structures for a partition restored from a snapshot:
+/// the kernel is in the snapshot's memory already (at `kernel`, its
+/// guest-physical range), and the vCPU starts at `entry` on `stack`.
+pub fn prepare_resume(
+    mem: &GuestMemory,
+    mem_size: u64,
+    kernel: (u64, u64),
+    params: &BootParams<'_>,
+    entry: u64,
+    stack: u64,
+) -> Result<BootState, VmmError> {
+    let load_info = hermit_entry::boot_info::LoadInfo {
+        kernel_image_addr_range: layout::DIRECT_MAP + kernel.0..layout::DIRECT_MAP + kernel.1,
+        tls_info: None,
+    };
+    let (gdt, pml4) = write_boot_structures(mem, mem_size, params, load_info)?;
+    Ok(BootState {
+        entry,
+        boot_info: layout::DIRECT_MAP + layout::BOOT_INFO,
+        stack,
+        pml4,
+        gdt,
+        kernel,
+    })
+}
+
+/// The boot GDT, page tables, device tree and boot info; returns the GDT
+/// (base, limit) and the root page table.
+fn write_boot_structures(
+    mem: &GuestMemory,
+    mem_size: u64,
+    params: &BootParams<'_>,
+    load_info: hermit_entry::boot_info::LoadInfo,
+) -> Result<((u64, u16), u64), VmmError> {
     let gdt = write_gdt(mem)?;
     let pml4 = write_page_tables(mem, mem_size)?;
     write_fdt(mem, mem_size, params)?;
@@ -191,7 +236,7 @@ pub fn prepare(
             serial_port_base: SerialPortBase::new(astraea_abi::port::COM1),
             device_tree: NonZeroU64::new(layout::FDT),
         },
-        load_info: loaded.load_info,
+        load_info,
         platform_info: PlatformInfo::Uhyve {
             has_pci: false,
             num_cpus: NonZeroU64::new(u64::from(params.cpus.max(1))).unwrap_or(NonZeroU64::MIN),
@@ -206,14 +251,7 @@ pub fn prepare(
     // (host_slice checked it); write_unaligned makes no alignment assumption.
     unsafe { dst.cast::<RawBootInfo>().write_unaligned(raw) };
 
-    Ok(BootState {
-        entry: loaded.entry_point,
-        boot_info: layout::DIRECT_MAP + layout::BOOT_INFO,
-        stack: layout::DIRECT_MAP + layout::BOOT_STACK_TOP,
-        pml4,
-        gdt,
-        kernel: kernel_range,
-    })
+    Ok((gdt, pml4))
 }
 
 /// Host pointer to `len` bytes at `gpa`, all inside one guest memory region.

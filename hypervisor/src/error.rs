@@ -152,6 +152,14 @@ pub enum VmmError {
     /// The boot structures could not be written.
     #[error("cannot prepare the boot structures: {0}")]
     Boot(String),
+    /// A snapshot file cannot be restored from (`astraea run --from`).
+    #[error("cannot restore from the snapshot {path}: {reason}")]
+    Snapshot {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// The guest's CPU stopped in a way the partition cannot continue from.
     #[error("partition crashed: {reason}\n{dump}")]
     GuestCrash {

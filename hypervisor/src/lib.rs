@@ -18,6 +18,7 @@ pub mod ninep;
 pub mod partition;
 pub mod sampler;
 mod serial;
+pub mod snapshot;
 mod vcpu;
 
 pub use error::VmmError;

@@ -175,13 +175,27 @@ pub fn host_memory() -> Option<u64> {
 /// cache pages until it writes. Only for guest memory no other process
 /// maps (a vhost-user gateway would still see the memfd underneath).
 pub fn overlay_file(mem: &GuestMemory, gpa: u64, file: &File, len: u64) -> Result<(), VmmError> {
+    overlay_file_at(mem, gpa, file, 0, len)
+}
+
+/// [`overlay_file`] from byte `offset` of `file` (a multiple of 4 KiB).
+pub fn overlay_file_at(
+    mem: &GuestMemory,
+    gpa: u64,
+    file: &File,
+    offset: u64,
+    len: u64,
+) -> Result<(), VmmError> {
     use std::os::fd::AsRawFd;
     use vm_memory::{GuestMemoryBackend as _, GuestMemoryRegion as _};
     let len = len.next_multiple_of(4096);
     let region = mem
         .find_region(GuestAddress(gpa))
         .ok_or_else(|| VmmError::Boot(format!("{gpa:#x} is not guest RAM")))?;
-    if !gpa.is_multiple_of(4096) || gpa + len > region.start_addr().0 + region.len() {
+    if !gpa.is_multiple_of(4096)
+        || !offset.is_multiple_of(4096)
+        || gpa + len > region.start_addr().0 + region.len()
+    {
         return Err(VmmError::Boot(format!(
             "the range {gpa:#x}+{len:#x} does not lie in one RAM region"
         )));
@@ -201,12 +215,12 @@ pub fn overlay_file(mem: &GuestMemory, gpa: u64, file: &File, len: u64) -> Resul
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_FIXED,
             file.as_raw_fd(),
-            0,
+            offset as libc::off_t,
         )
     };
     if p == libc::MAP_FAILED {
         return Err(VmmError::Boot(format!(
-            "mapping the cache image: {}",
+            "mapping a file over guest RAM: {}",
             std::io::Error::last_os_error()
         )));
     }

@@ -108,6 +108,17 @@ pub fn exports(mounts: &[String], tmp: bool) -> Result<Vec<(Export, Option<bool>
     Ok(out)
 }
 
+/// The start of a [`PrivatePerfData`] directory's name.
+const PERF_PREFIX: &str = "astraea-hsperfdata-";
+
+/// Whether `dir` is a partition's own hsperfdata directory
+/// ([`PrivatePerfData`]): made anew for every partition.
+pub fn is_private_perf_dir(dir: &Path) -> bool {
+    dir.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with(PERF_PREFIX))
+}
+
 /// A partition's own `/tmp/hsperfdata_USER`: a fresh host directory
 /// exported over that path of the shared `/tmp`, removed when this is
 /// dropped (the partition has ended). A starting JVM removes the
@@ -130,7 +141,7 @@ impl PrivatePerfData {
         let base = std::env::temp_dir();
         remove_stale(&base);
         for n in 0..1000u32 {
-            let dir = base.join(format!("astraea-hsperfdata-{}-{n}", std::process::id()));
+            let dir = base.join(format!("{PERF_PREFIX}{}-{n}", std::process::id()));
             match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
                 Ok(()) => return Ok(Some(PrivatePerfData { dir, user })),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -175,7 +186,7 @@ fn remove_stale(base: &Path) {
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(pid) = name
-            .strip_prefix("astraea-hsperfdata-")
+            .strip_prefix(PERF_PREFIX)
             .and_then(|r| r.split_once('-'))
             .map(|(pid, _)| pid.to_string())
         else {

@@ -96,6 +96,15 @@ pub struct PartitionConfig {
     /// Bytes of guest RAM (from its start) that a host thread allocates
     /// while the partition boots (`--prefault`); 0: none.
     pub prefault: u64,
+    /// Where a snapshot the program asks for (a read of
+    /// `/dev/astraea-snapshot`) is written (`--snapshot`).
+    pub snapshot: Option<PathBuf>,
+    /// Start from this snapshot instead of booting (`--from`); the rest of
+    /// the configuration must be the one it was taken with.
+    pub restore: Option<Arc<crate::snapshot::Image>>,
+    /// The `astraea run` arguments that make this configuration, and the
+    /// directory they were given in: a snapshot keeps them.
+    pub recipe: (Vec<String>, PathBuf),
 }
 
 /// Places a cache image at the top of guest RAM (2 MiB aligned) for the
@@ -285,7 +294,30 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     // `mem` is declared before `vm` so that it is dropped after it: KVM's
     // memory slots point into this mapping for the VM's whole life.
     let mem = Arc::new(memory::create(cfg.mem)?);
-    if cfg.prefault > 0 {
+    // RAM mapped from files rather than held in the memfd (a snapshot
+    // reads these ranges whole).
+    let mut mapped: Vec<(u64, u64)> = Vec::new();
+    if let Some(img) = &cfg.restore {
+        if img.meta.mem != cfg.mem {
+            return Err(VmmError::Snapshot {
+                path: img.path.clone(),
+                reason: format!(
+                    "it holds {} MiB of RAM, the partition has {} MiB",
+                    img.meta.mem >> 20,
+                    cfg.mem >> 20
+                ),
+            });
+        }
+        if matches!(cfg.ninep, NinePTarget::VhostUser(_) | NinePTarget::Tcp(_)) {
+            return Err(VmmError::Snapshot {
+                path: img.path.clone(),
+                reason: "a restored partition needs the built-in gateway (no --gateway or --9p)"
+                    .into(),
+            });
+        }
+        img.map_into(&mem)?;
+        mapped.extend(memory::ram_ranges(cfg.mem).iter().map(|&(s, l)| (s, s + l)));
+    } else if cfg.prefault > 0 {
         memory::prefault_in_background(mem.clone(), cfg.prefault.min(cfg.mem));
     }
     let kvm = open_kvm()?;
@@ -306,6 +338,8 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     let xcr0 = vcpu::setup_cpuid(&kvm, &vcpu, 0)?;
     let mut external = None;
     let mut gateway_watch = None;
+    // The built-in gateway's session, which a snapshot saves.
+    let mut session: Option<Arc<astraea_gateway::Session>> = None;
     let backend: Option<Arc<dyn NinePBackend>> = match &cfg.ninep {
         NinePTarget::None => None,
         NinePTarget::VhostUser(socket) => {
@@ -317,7 +351,9 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         }
         NinePTarget::Gateway(gcfg) => {
             let gw = astraea_gateway::Gateway::new(gcfg.clone()).map_err(VmmError::Gateway)?;
-            Some(Arc::new(gw.session_nonblocking()))
+            let s = Arc::new(gw.session_nonblocking());
+            session = Some(s.clone());
+            Some(s)
         }
         NinePTarget::Tcp(addr) => {
             Some(
@@ -395,6 +431,8 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     }
     let cache = cache_spec(cfg)?;
     let cache_image = match &cfg.cache_image {
+        // A restored partition's memory holds its image (loaded already).
+        Some(_) if cfg.restore.is_some() => None,
         // Guest RAM shared with a vhost-user gateway must stay the memfd.
         Some(p) => Some(place_cache_image(
             &mem,
@@ -467,12 +505,69 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         pvm_native,
         terminal: Terminal::of_this_process(),
     };
-    let state = boot::prepare(&mem, cfg.mem, &cfg.kernel, &kernel, &params)?;
+    if let Some((gpa, len)) = cache_image {
+        mapped.push((gpa, gpa + len));
+    }
+    let state = match &cfg.restore {
+        None => boot::prepare(&mem, cfg.mem, &cfg.kernel, &kernel, &params)?,
+        Some(img) => {
+            let bad = |reason: String| VmmError::Snapshot {
+                path: img.path.clone(),
+                reason,
+            };
+            let host = if pvm_native { "pvm" } else { "kvm" };
+            if img.meta.host != host {
+                return Err(bad(format!(
+                    "it was taken on a {} host and this one is {host}: restore it where it was taken",
+                    img.meta.host
+                )));
+            }
+            if let (Some(d), Some(saved)) = (ninep.as_mut(), img.meta.device.as_ref()) {
+                if let (Some(s), Some(saved)) = (session.as_ref(), img.meta.session.as_ref()) {
+                    let scratch: Vec<usize> = match &cfg.ninep {
+                        NinePTarget::Gateway(g) => g
+                            .exports
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, e)| crate::mounts::is_private_perf_dir(&e.host))
+                            .map(|(i, _)| i)
+                            .collect(),
+                        _ => Vec::new(),
+                    };
+                    let r = s.restore(saved, &scratch);
+                    tracing::info!(
+                        restored = r.restored,
+                        dropped = r.dropped.len(),
+                        "9P fids set up again"
+                    );
+                }
+                d.restore(saved)?;
+            }
+            let (rip, rsp) = img.meta.resume().map_err(bad)?;
+            boot::prepare_resume(&mem, cfg.mem, img.meta.kernel, &params, rip, rsp)?
+        }
+    };
     drop(image);
     vcpu::setup_long_mode(&vcpu, &state, 0, xcr0)?;
     if params.pvm_native {
         vcpu::enter_pvm_native(&vcpu)?;
     }
+    if let Some(img) = cfg.restore.as_ref().filter(|_| !pvm_native) {
+        // Standard KVM starts a vCPU's TSC at 0; the guest's clocks and
+        // timers go on from the snapshot's TSC plus the time since. (A PVM
+        // guest reads the host's TSC, which went on by itself.)
+        let khz = u64::from(img.meta.tsc_khz.or(tsc_khz).unwrap_or(0));
+        let since = unix_ns().saturating_sub(img.meta.taken_unix_ns);
+        let ticks = (u128::from(since) * u128::from(khz) / 1_000_000) as u64;
+        vcpu::set_tsc(&vcpu, img.meta.tsc.saturating_add(ticks))?;
+    }
+    let snap = SnapshotCtx {
+        cfg,
+        kernel: state.kernel,
+        tsc_khz,
+        pvm: pvm_native,
+        mapped,
+    };
     let loaded = t0.elapsed();
     tracing::debug!(
         entry = format_args!("{:#x}", state.entry),
@@ -550,6 +645,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                             });
                         return Err(VmmError::GuestPanic(msg));
                     }
+                    port::SNAPSHOT => snap.serve(&mem, value, ninep.as_ref(), session.as_deref()),
                     port::CACHE_DUMP_BEGIN => live.begin(value),
                     port::CACHE_DUMP_END => live.end(value),
                     port::CACHE_DUMP if live.current.is_some() => {
@@ -657,6 +753,114 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                 });
             }
         }
+    }
+}
+
+/// Nanoseconds since the Unix epoch.
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// What writing a snapshot needs besides the devices.
+struct SnapshotCtx<'a> {
+    cfg: &'a PartitionConfig,
+    kernel: (u64, u64),
+    tsc_khz: Option<u32>,
+    pvm: bool,
+    mapped: Vec<(u64, u64)>,
+}
+
+impl SnapshotCtx<'_> {
+    /// The guest asked for a snapshot with its record at `gpa`: writes it
+    /// (or says why not) and answers in the record's status.
+    fn serve(
+        &self,
+        mem: &GuestMemory,
+        gpa: u32,
+        ninep: Option<&Virtio9p>,
+        session: Option<&astraea_gateway::Session>,
+    ) {
+        use astraea_abi::snapshot::{MAGIC, Record};
+        let mut raw = [0u8; Record::SIZE];
+        if mem
+            .read_slice(&mut raw, GuestAddress(u64::from(gpa)))
+            .is_err()
+        {
+            tracing::warn!("a snapshot record outside guest RAM");
+            return;
+        }
+        let rec = Record::from_bytes(&raw);
+        if rec.magic != MAGIC {
+            tracing::warn!("a snapshot request without its record");
+            return;
+        }
+        let status = if rec.resume_rip == 0 {
+            // The guest could not quiesce: it says why in the status.
+            tracing::warn!(errno = rec.status, "the partition refused the snapshot");
+            rec.status
+        } else {
+            match self.write(mem, &rec, ninep, session) {
+                Ok(()) => 0,
+                Err((errno, why)) => {
+                    tracing::error!("no snapshot: {why}");
+                    errno
+                }
+            }
+        };
+        let at = GuestAddress(u64::from(gpa) + Record::STATUS_OFFSET);
+        if mem.write_obj(status, at).is_err() {
+            tracing::warn!("cannot answer the snapshot request");
+        }
+    }
+
+    fn write(
+        &self,
+        mem: &GuestMemory,
+        rec: &astraea_abi::snapshot::Record,
+        ninep: Option<&Virtio9p>,
+        session: Option<&astraea_gateway::Session>,
+    ) -> Result<(), (u32, String)> {
+        let path = self.cfg.snapshot.as_ref().ok_or((
+            libc::EOPNOTSUPP as u32,
+            "the program asked for a snapshot, but astraea run was given no --snapshot FILE"
+                .to_string(),
+        ))?;
+        let busy = |why: String| (libc::EBUSY as u32, why);
+        let device = match ninep {
+            Some(d) => d.state().map_err(busy)?,
+            None => None,
+        };
+        let session = match session {
+            Some(s) => Some(s.save().map_err(|e| busy(e.to_string()))?),
+            None => None,
+        };
+        let meta = crate::snapshot::Meta {
+            format: 1,
+            mem: self.cfg.mem,
+            recipe: self.cfg.recipe.0.clone(),
+            cwd: self.cfg.recipe.1.clone(),
+            host: if self.pvm { "pvm" } else { "kvm" }.into(),
+            kernel: self.kernel,
+            resume_rip: crate::snapshot::hex(rec.resume_rip),
+            resume_rsp: crate::snapshot::hex(rec.resume_rsp),
+            tsc: rec.tsc,
+            tsc_khz: self.tsc_khz,
+            taken_unix_ns: unix_ns(),
+            device,
+            session,
+        };
+        let t = Instant::now();
+        let stored = crate::snapshot::write(path, &meta, mem, &self.mapped)
+            .map_err(|e| (libc::EIO as u32, e))?;
+        tracing::info!(
+            path = %path.display(),
+            stored_mib = stored >> 20,
+            ms = t.elapsed().as_millis() as u64,
+            "snapshot written"
+        );
+        Ok(())
     }
 }
 

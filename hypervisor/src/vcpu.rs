@@ -257,6 +257,22 @@ pub fn enter_pvm_native(vcpu: &VcpuFd) -> Result<(), VmmError> {
     }
 }
 
+/// Sets the vCPU's time-stamp counter (`IA32_TSC`): KVM keeps it going
+/// from there at the host's rate.
+pub fn set_tsc(vcpu: &VcpuFd, value: u64) -> Result<(), VmmError> {
+    const IA32_TSC: u32 = 0x10;
+    let msrs = Msrs::from_entries(&[kvm_msr_entry {
+        index: IA32_TSC,
+        data: value,
+        ..Default::default()
+    }])
+    .map_err(|e| VmmError::Boot(format!("MSR list: {e:?}")))?;
+    match vcpu.set_msrs(&msrs).map_err(kvm_err("KVM_SET_MSRS"))? {
+        1 => Ok(()),
+        _ => Err(VmmError::Boot("KVM refused to set the TSC".into())),
+    }
+}
+
 /// A readable dump of the vCPU's state, for crash reports.
 pub fn dump(vcpu: &VcpuFd) -> String {
     let mut s = String::new();

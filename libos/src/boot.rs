@@ -489,6 +489,7 @@ fn run(
         }
     }
 
+    crate::snapshot::init();
     let cfg = BootConfig {
         cmdline: String::from(fdt.bootargs),
         args: fdt.args.to_vec(),

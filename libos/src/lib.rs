@@ -38,6 +38,8 @@ pub mod sched;
 #[cfg(target_os = "none")]
 pub mod signal;
 #[cfg(target_os = "none")]
+pub mod snapshot;
+#[cfg(target_os = "none")]
 pub mod sync;
 #[cfg(target_os = "none")]
 pub mod syscall;

@@ -66,6 +66,11 @@ pub mod port {
     /// since the last read (bit `n - 1` for signal `n`), cleared by the
     /// read. Read after an interrupt on [`super::host_signal::VECTOR`].
     pub const HOST_SIGNALS: u16 = 0x606;
+    /// `out` the 32-bit guest-physical address of a
+    /// [`super::snapshot::Record`]: the guest is quiescent (interrupts off,
+    /// no 9P request in flight) and asks the VMM to write its snapshot; the
+    /// VMM answers in the record's `status` before the guest goes on.
+    pub const SNAPSHOT: u16 = 0x607;
     /// The legacy 16550 UART (COM1), for anything that expects one.
     pub const COM1: u16 = 0x3f8;
 }
@@ -146,6 +151,67 @@ pub mod host_signal {
     /// The interrupt vector (an MSI to the boot CPU) by which the VMM says
     /// that [`super::port::HOST_SIGNALS`] has signals to read.
     pub const VECTOR: u8 = 0x42;
+}
+
+/// Snapshots of a whole partition (`astraea run --snapshot`, `astraea
+/// snapshot`, `astraea run --from`): the guest saves its own CPU context in
+/// its memory and hands the VMM a [`Record`] naming where to resume it.
+pub mod snapshot {
+    /// The interrupt vector (an MSI to the boot CPU) by which the VMM asks a
+    /// running partition to snapshot itself.
+    pub const VECTOR: u8 = 0x43;
+    /// [`Record::magic`].
+    pub const MAGIC: u64 = 0x5053_4e53_5241_5453; // "STARSNSP"
+    /// [`Record::status`] while the VMM has not answered.
+    pub const PENDING: u32 = u32::MAX;
+
+    /// What the guest hands the VMM with [`super::port::SNAPSHOT`].
+    ///
+    /// `#[repr(C)]`, 40 bytes: `magic u64, resume_rip u64, resume_rsp u64,
+    /// tsc u64, status u32, pad u32`.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Record {
+        /// [`MAGIC`].
+        pub magic: u64,
+        /// Where a restored partition's vCPU starts (a kernel virtual
+        /// address, in supervisor mode with the boot tables, interrupts off,
+        /// rdi = the boot info as at boot).
+        pub resume_rip: u64,
+        /// Its stack pointer then (a stack that is free while resuming).
+        pub resume_rsp: u64,
+        /// The guest's TSC when it asked: a restore continues from here.
+        pub tsc: u64,
+        /// Written by the VMM: 0 when the snapshot was written, else a
+        /// Linux errno ([`PENDING`] until then).
+        pub status: u32,
+        /// Always 0.
+        pub pad: u32,
+    }
+
+    impl Record {
+        /// Size of the structure in guest memory.
+        pub const SIZE: usize = 40;
+        /// Offset of [`Record::status`].
+        pub const STATUS_OFFSET: u64 = 32;
+
+        /// Decodes the structure from guest memory bytes.
+        pub fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
+            let u64_at = |i: usize| {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(&b[i..i + 8]);
+                u64::from_le_bytes(a)
+            };
+            Self {
+                magic: u64_at(0),
+                resume_rip: u64_at(8),
+                resume_rsp: u64_at(16),
+                tsc: u64_at(24),
+                status: u32::from_le_bytes([b[32], b[33], b[34], b[35]]),
+                pad: u32::from_le_bytes([b[36], b[37], b[38], b[39]]),
+            }
+        }
+    }
 }
 
 /// The virtio-mmio 9P device: its register window and interrupt vector.

@@ -246,6 +246,20 @@ struct RunArgs {
     /// The JDK must be visible in the partition (it is with the default files).
     #[arg(long, value_name = "DIR")]
     jdk: Option<PathBuf>,
+    /// Where a snapshot of the whole partition goes when the program asks
+    /// for one (by reading `/dev/astraea-snapshot`, which answers `taken`,
+    /// and `restored` in a partition started from it). The program goes
+    /// on running. See docs/snapshot.md.
+    #[arg(long, value_name = "FILE")]
+    snapshot: Option<PathBuf>,
+    /// Start from a snapshot (made with --snapshot) instead of booting:
+    /// the partition is configured as the one it was taken of (its
+    /// options, mounts and program; --log, --timings and --snapshot are
+    /// this command's), its memory is mapped from FILE copy-on-write, and
+    /// its program goes on from where the snapshot was taken. Open files
+    /// that changed on the host since are reported and not used.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["args", "mounts", "gateway", "ninep", "no_files"])]
+    from: Option<PathBuf>,
     /// The program and its arguments: `java [JVM options] (-cp PATH Main |
     /// -jar app.jar) [args]`, or any Linux x86-64 program. A bare name is
     /// looked up on PATH as a shell does (`java` as --jdk describes).
@@ -428,6 +442,13 @@ fn run(args: RunArgs) -> ExitCode {
         )))
         .with_target(false)
         .init();
+    let (args, restore) = match restoring(args) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("astraea: {e}");
+            return ExitCode::from(e.exit_code());
+        }
+    };
     let args = match resolve_program(args) {
         Ok(args) => args,
         Err(e) => {
@@ -439,7 +460,7 @@ fn run(args: RunArgs) -> ExitCode {
         eprintln!("astraea: {e}");
         return ExitCode::from(e.exit_code());
     }
-    match run_partition(&args) {
+    match run_partition(&args, restore) {
         Ok(outcome) => {
             if args.timings {
                 let t = outcome.timings;
@@ -465,7 +486,69 @@ fn run(args: RunArgs) -> ExitCode {
     }
 }
 
-fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError> {
+/// With `--from FILE`: the snapshot, and the options it was taken with
+/// (the relative paths among them resolve where they were given). Without:
+/// `args` as they are.
+fn restoring(
+    args: RunArgs,
+) -> Result<(RunArgs, Option<Arc<astraea_hypervisor::snapshot::Image>>), VmmError> {
+    let Some(from) = &args.from else {
+        return Ok((args, None));
+    };
+    let img = astraea_hypervisor::snapshot::Image::open(from)?;
+    let bad = |reason: String| VmmError::Snapshot {
+        path: from.clone(),
+        reason,
+    };
+    let argv = ["astraea", "run"]
+        .into_iter()
+        .map(String::from)
+        .chain(img.meta.recipe.iter().cloned());
+    let mut old = match Cli::try_parse_from(argv) {
+        Ok(Cli {
+            command: Command::Run(a),
+        }) => *a,
+        Ok(_) => return Err(bad("its recipe is not an `astraea run`".into())),
+        Err(e) => return Err(bad(format!("its recipe is not understood: {e}"))),
+    };
+    // Paths given now are from here; the recipe's from where it was given.
+    let snapshot = args
+        .snapshot
+        .as_ref()
+        .map(std::path::absolute)
+        .transpose()
+        .map_err(|e| bad(e.to_string()))?;
+    std::env::set_current_dir(&img.meta.cwd).map_err(|e| {
+        bad(format!(
+            "it was taken in {}, which cannot be entered now: {e}",
+            img.meta.cwd.display()
+        ))
+    })?;
+    old.log = args.log;
+    old.timings = args.timings;
+    old.snapshot = snapshot;
+    old.from = None;
+    Ok((old, Some(Arc::new(img))))
+}
+
+/// The `astraea run` arguments of this process (what a snapshot keeps), and
+/// its directory.
+fn recipe() -> (Vec<String>, PathBuf) {
+    let mut argv = std::env::args().skip(1);
+    let words = match argv.next().as_deref() {
+        Some("run") => argv.collect(),
+        _ => Vec::new(),
+    };
+    (
+        words,
+        std::env::current_dir().unwrap_or_else(|_| "/".into()),
+    )
+}
+
+fn run_partition(
+    args: &RunArgs,
+    restore: Option<Arc<astraea_hypervisor::snapshot::Image>>,
+) -> Result<astraea_hypervisor::Outcome, VmmError> {
     let mem = parse_mem_size(&args.mem)?;
     // The default namespace's /tmp is the host's; its hsperfdata directory
     // is the partition's own, kept until the partition ends.
@@ -551,6 +634,17 @@ fn run_partition(args: &RunArgs) -> Result<astraea_hypervisor::Outcome, VmmError
         },
         control: true,
         prefault: prefault_bytes(args)?,
+        snapshot: args
+            .snapshot
+            .as_ref()
+            .map(std::path::absolute)
+            .transpose()
+            .map_err(|e| VmmError::Boot(format!("--snapshot: {e}")))?,
+        recipe: match &restore {
+            Some(img) => (img.meta.recipe.clone(), img.meta.cwd.clone()),
+            None => recipe(),
+        },
+        restore,
     })
 }
 

@@ -59,6 +59,31 @@ pub struct QueueConfig {
     pub used_ring: u64,
 }
 
+/// The device's registers and queue position, for a snapshot: enough to
+/// set up a device that carries on serving the driver's ring where this
+/// one stopped (the ring itself is in guest memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DeviceState {
+    /// Features the driver accepted.
+    pub driver_features: u64,
+    /// The status register.
+    pub status: u32,
+    /// Queue 0's size.
+    pub size: u16,
+    /// Descriptor table.
+    pub desc_table: u64,
+    /// Available ring.
+    pub avail_ring: u64,
+    /// Used ring.
+    pub used_ring: u64,
+    /// Next available-ring entry the device takes.
+    pub next_avail: u16,
+    /// Next used-ring entry the device fills.
+    pub next_used: u16,
+    /// VIRTIO_F_EVENT_IDX negotiated.
+    pub event_idx: bool,
+}
+
 /// What a [`DataPath`] gets when the driver sets DRIVER_OK.
 pub struct Activation<'a> {
     /// Guest RAM.
@@ -291,6 +316,76 @@ impl Virtio9p {
             active: false,
             error: None,
         })
+    }
+
+    /// The device's state for a snapshot: `None` when it cannot be carried
+    /// over — its queue is served by another process (vhost-user), or the
+    /// driver never set it up — or requests are still in the ring.
+    pub fn state(&self) -> Result<Option<DeviceState>, String> {
+        if self.external.is_some() {
+            return Err(
+                "the 9P device is served by a gateway process (vhost-user), whose state a snapshot cannot hold".into(),
+            );
+        }
+        let q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if !q.ready() || self.worker.is_none() {
+            return Ok(None);
+        }
+        let avail = q
+            .avail_idx(&*self.shared.mem, Ordering::Acquire)
+            .map_err(|e| format!("reading the 9P available ring: {e:?}"))?;
+        if avail.0 != q.next_avail() || q.next_avail() != q.next_used() {
+            return Err(format!(
+                "9P requests are in the ring (available {}, taken {}, answered {})",
+                avail.0,
+                q.next_avail(),
+                q.next_used()
+            ));
+        }
+        Ok(Some(DeviceState {
+            driver_features: self.driver_features,
+            status: self.status,
+            size: q.size(),
+            desc_table: q.desc_table(),
+            avail_ring: q.avail_ring(),
+            used_ring: q.used_ring(),
+            next_avail: q.next_avail(),
+            next_used: q.next_used(),
+            event_idx: q.event_idx_enabled(),
+        }))
+    }
+
+    /// Sets a fresh device up as `s` describes and starts serving the
+    /// ring (a partition restored from a snapshot: its driver set the
+    /// device up before the snapshot and will not again).
+    pub fn restore(&mut self, s: &DeviceState) -> Result<(), VmmError> {
+        {
+            let mut q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+            q.set_size(s.size);
+            let lo_hi = |a: u64| (Some(a as u32), Some((a >> 32) as u32));
+            let (lo, hi) = lo_hi(s.desc_table);
+            q.set_desc_table_address(lo, hi);
+            let (lo, hi) = lo_hi(s.avail_ring);
+            q.set_avail_ring_address(lo, hi);
+            let (lo, hi) = lo_hi(s.used_ring);
+            q.set_used_ring_address(lo, hi);
+            q.set_event_idx(s.event_idx);
+            q.set_next_avail(s.next_avail);
+            q.set_next_used(s.next_used);
+            q.set_ready(true);
+            if !q.is_valid(&*self.shared.mem) {
+                return Err(VmmError::Boot(
+                    "the snapshot's 9P queue does not lie in guest RAM".into(),
+                ));
+            }
+        }
+        self.driver_features = s.driver_features;
+        self.status = s.status;
+        let h = self
+            .start_worker()
+            .map_err(|e| VmmError::Boot(format!("cannot start the 9P worker: {e}")))?;
+        self.worker = Some(h);
+        Ok(())
     }
 
     /// Whether `addr` is in this device's register window.

@@ -290,6 +290,48 @@ pub fn stats() -> (u64, u64, u64, u64) {
     )
 }
 
+/// New requests wait while a snapshot is being taken ([`hold`]).
+static HELD: AtomicBool = AtomicBool::new(false);
+/// Where they wait.
+static RELEASED: WaitQueue = WaitQueue::new();
+
+/// Holds back (`true`) or lets go (`false`) every new request, so that
+/// the requests in flight can drain before a snapshot.
+pub fn hold(on: bool) {
+    HELD.store(on, Ordering::SeqCst);
+    if !on {
+        RELEASED.wake_all();
+    }
+}
+
+/// Whether the device has answered every request it was given, and has
+/// been told of every one queued: nothing of the partition's is at the
+/// gateway. Tells the device of queued requests as a side effect.
+pub fn quiescent() -> bool {
+    let Some(d) = DEVICE.get() else {
+        return true;
+    };
+    d.notify();
+    let q = d.queue.lock();
+    // SAFETY: the used ring's index word, in frames the driver owns for
+    // the partition's life; the device writes it, so read it volatile.
+    let used = unsafe { read_volatile(d.used_idx as *const u16) };
+    used == q.avail_idx && !d.notify_due.load(Ordering::SeqCst)
+}
+
+/// After a restore: the device that served the ring before was polling
+/// it and may have left the used ring's "no notification" flag set; the
+/// new one is not polling yet.
+pub fn restored() {
+    if let Some(d) = DEVICE.get() {
+        // SAFETY: the used ring's flags word, in frames the driver owns;
+        // the device is not running (the vCPU has not left the kernel
+        // since the restore), and writes it only when it polls.
+        unsafe { core::ptr::write_volatile(d.used_flags as *mut u16, 0) };
+        d.notify_due.store(false, Ordering::SeqCst);
+    }
+}
+
 /// Collects completions that came, if any (cheap when none did).
 pub fn poll() {
     if let Some(d) = DEVICE.get() {
@@ -576,6 +618,9 @@ impl Virtio9p {
                 0
             };
         loop {
+            if HELD.load(Ordering::SeqCst) {
+                RELEASED.wait_while(|| HELD.load(Ordering::SeqCst));
+            }
             let mut q = self.queue.lock();
             if self.gone.load(Ordering::Acquire) {
                 return Err(DeviceError::Gone);

@@ -620,6 +620,13 @@ fn program_timer(c: &Cpu) {
     }
 }
 
+/// The APIC's deadline is gone (a partition restored from a snapshot runs
+/// on a fresh vCPU): arms it anew. Interrupts off.
+pub fn timer_lost() {
+    ARMED_TSC.store(0, Ordering::Relaxed);
+    program_timer(&this_cpu().lock());
+}
+
 /// End of a device interrupt: if it made a thread runnable, run it now
 /// when the CPU was idle or the running thread's turn has ended (a wake-up
 /// preempts it), rather than at the next timer interrupt.

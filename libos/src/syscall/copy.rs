@@ -64,7 +64,7 @@ fn read_some(o: &Object, at: u64, buf: &mut [u8]) -> Result<usize, Errno> {
     match o {
         Object::File(f) => super::read::pread_kernel(f, at, buf),
         Object::Synthetic(s) => s.read(Some(at), buf),
-        Object::Device(d) => Ok(d.read(buf)),
+        Object::Device(d) => d.read(buf),
         _ => Err(Errno::EINVAL),
     }
 }

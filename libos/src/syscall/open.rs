@@ -185,10 +185,7 @@ fn open_path(path: String, flags: u32, mode: u32) -> Result<u64, Errno> {
             if flags & O_DIRECTORY != 0 {
                 return Err(Errno::ENOTDIR);
             }
-            Object::Device(Arc::new(crate::vfs::dev::Device {
-                kind,
-                flags: AtomicU32::new(status),
-            }))
+            Object::Device(Arc::new(crate::vfs::dev::Device::new(kind, status)))
         }
     };
     fd::install_object(object, cloexec)

@@ -130,7 +130,7 @@ pub fn read_object(o: &Object, offset: Option<u64>, addr: u64, len: u64) -> Resu
         }
         Object::Device(d) => {
             let mut buf = vec![0u8; len.min(CHUNK) as usize];
-            let n = d.read(&mut buf);
+            let n = d.read(&mut buf)?;
             positional(&buf[..n])
         }
         Object::PipeRead(p) => {

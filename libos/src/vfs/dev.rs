@@ -1,6 +1,7 @@
-//! `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/random`, `/dev/urandom`.
+//! `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/random`, `/dev/urandom`,
+//! `/dev/astraea-snapshot`.
 
-use core::sync::atomic::AtomicU32;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::route::DevKind;
 use crate::errno::Errno;
@@ -11,12 +12,25 @@ pub struct Device {
     pub kind: DevKind,
     /// `O_*` status flags.
     pub flags: AtomicU32,
+    /// `/dev/astraea-snapshot`: how the snapshot this open file made ended
+    /// (high half: 0 none yet, 1 taken, 2 restored) and how much of the
+    /// word saying so was read (low half).
+    said: AtomicU64,
 }
 
 impl Device {
+    /// A newly opened device node with status flags `flags`.
+    pub fn new(kind: DevKind, flags: u32) -> Self {
+        Device {
+            kind,
+            flags: AtomicU32::new(flags),
+            said: AtomicU64::new(0),
+        }
+    }
+
     /// Fills `out` as a read does; returns how many bytes it produced.
-    pub fn read(&self, out: &mut [u8]) -> usize {
-        match self.kind {
+    pub fn read(&self, out: &mut [u8]) -> Result<usize, Errno> {
+        Ok(match self.kind {
             DevKind::Null => 0,
             DevKind::Zero | DevKind::Full => {
                 out.fill(0);
@@ -26,7 +40,30 @@ impl Device {
                 random_fill(out);
                 out.len()
             }
-        }
+            DevKind::Snapshot => {
+                // The first read snapshots the partition; it and the next
+                // ones read the word saying how that went, then EOF (a
+                // program reading the file whole snapshots once).
+                let mut st = self.said.load(Ordering::SeqCst);
+                if st >> 32 == 0 {
+                    let outcome = match crate::snapshot::request()? {
+                        crate::snapshot::Outcome::Taken => 1,
+                        crate::snapshot::Outcome::Restored => 2,
+                    };
+                    st = outcome << 32;
+                }
+                let word: &[u8] = if st >> 32 == 1 {
+                    b"taken\n"
+                } else {
+                    b"restored\n"
+                };
+                let at = ((st & 0xffff_ffff) as usize).min(word.len());
+                let n = (word.len() - at).min(out.len());
+                out[..n].copy_from_slice(&word[at..at + n]);
+                self.said.store(st + n as u64, Ordering::SeqCst);
+                n
+            }
+        })
     }
 
     /// A write of `len` bytes: they are consumed (or refused by `/dev/full`).

@@ -74,6 +74,10 @@ pub enum DevKind {
         /// The minor number (8 for `random`, 9 for `urandom`).
         minor: u8,
     },
+    /// `/dev/astraea-snapshot`: a read snapshots the partition
+    /// (`crate::snapshot`) and says `taken` or, in a partition restored
+    /// from that snapshot, `restored`.
+    Snapshot,
 }
 
 impl DevKind {
@@ -85,6 +89,7 @@ impl DevKind {
             DevKind::Full => "/dev/full",
             DevKind::Random { minor: 8 } => "/dev/random",
             DevKind::Random { .. } => "/dev/urandom",
+            DevKind::Snapshot => "/dev/astraea-snapshot",
         }
     }
 
@@ -95,6 +100,8 @@ impl DevKind {
             DevKind::Zero => (1, 5),
             DevKind::Full => (1, 7),
             DevKind::Random { minor } => (1, u32::from(minor)),
+            // A misc device with a number Linux leaves for local use.
+            DevKind::Snapshot => (10, 240),
         }
     }
 }
@@ -186,6 +193,7 @@ pub fn route(path: &str, pid: u64, cpus: usize) -> Route {
                 ["full"] => Route::Dev(DevKind::Full),
                 ["random"] => Route::Dev(DevKind::Random { minor: 8 }),
                 ["urandom"] => Route::Dev(DevKind::Random { minor: 9 }),
+                ["astraea-snapshot"] => Route::Dev(DevKind::Snapshot),
                 ["tty"] => Route::NoDevice,
                 _ => Route::Namespace,
             }

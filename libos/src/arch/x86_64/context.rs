@@ -98,3 +98,36 @@ pub unsafe fn init_stack(top: u64, entry: extern "C" fn(u64) -> !, arg: u64) -> 
     unsafe { core::ptr::copy_nonoverlapping(frame.as_ptr(), sp as *mut u64, frame.len()) };
     sp
 }
+
+/// Saves the callee-saved registers on the stack and the stack pointer in
+/// `*save_rsp`, then calls `f(arg)` and returns 0 when it returns. A
+/// partition restored from a snapshot taken inside `f` comes back out of
+/// this call through [`resume_saved`], returning 1 (like `setjmp`).
+///
+/// # Safety
+/// Interrupts must be off until this returns; `save_rsp` must stay valid.
+#[unsafe(naked)]
+pub unsafe extern "C" fn save_then(save_rsp: *mut u64, f: extern "C" fn(u64), arg: u64) -> u64 {
+    naked_asm!(
+        push_callee_saved!(),
+        "mov [rdi], rsp",
+        // Six pushes after the return address: realign for the call.
+        "sub rsp, 8",
+        "mov rdi, rdx",
+        "call rsi",
+        "add rsp, 8",
+        pop_callee_saved!(),
+        "xor eax, eax",
+        "ret",
+    );
+}
+
+/// Continues the context [`save_then`] saved at `rsp`: its call returns 1.
+///
+/// # Safety
+/// `rsp` must be what [`save_then`] stored, its stack intact (the memory of
+/// the partition the snapshot was taken of), interrupts off.
+#[unsafe(naked)]
+pub unsafe extern "C" fn resume_saved(rsp: u64) -> ! {
+    naked_asm!("mov rsp, rdi", pop_callee_saved!(), "mov eax, 1", "ret",);
+}

@@ -109,16 +109,8 @@ fn take_registers(owner: &mut Option<ThreadRef>, next: &ThreadRef) {
     {
         return;
     }
-    if let Some(o) = owner.as_ref()
-        && o.state() != crate::sched::State::Dead
-    {
-        let mut a = o.user.fpu.lock();
-        if a.is_none() {
-            *a = FpuArea::new();
-        }
-        if let Some(a) = a.as_mut() {
-            save(a);
-        }
+    if let Some(o) = owner.as_ref() {
+        save_state_of(o);
     }
     if let Some(a) = next.user.fpu.lock().as_ref() {
         restore(a);
@@ -152,6 +144,31 @@ pub fn claim(me: &ThreadRef) {
     super::user::set_fs_base_cached(me.user.fs_base.load(Ordering::Relaxed));
     take_registers(&mut OWNER.lock(), me);
     super::cpu::irq_restore(irq);
+}
+
+/// Saves the registers' owner's state in its area and leaves the registers
+/// without an owner (a snapshot: a restored CPU starts with fresh
+/// registers, and the owner's next switch in loads its area). Interrupts
+/// must be off.
+pub fn release() {
+    if let Some(o) = OWNER.lock().take() {
+        save_state_of(&o);
+    }
+}
+
+/// Saves the registers into `o`'s area (made on first use), unless it has
+/// exited. `o` owns the registers.
+fn save_state_of(o: &ThreadRef) {
+    if o.state() == crate::sched::State::Dead {
+        return;
+    }
+    let mut a = o.user.fpu.lock();
+    if a.is_none() {
+        *a = FpuArea::new();
+    }
+    if let Some(a) = a.as_mut() {
+        save(a);
+    }
 }
 
 /// The state components the CPU has enabled (XCR0).

@@ -14,6 +14,7 @@ pub const VECTOR_TIMER: u8 = 0x30;
 // The stub table names the dump-request vector by its number.
 const _: () = assert!(astraea_abi::cache_dump::VECTOR == 0x41);
 const _: () = assert!(astraea_abi::host_signal::VECTOR == 0x42);
+const _: () = assert!(astraea_abi::snapshot::VECTOR == 0x43);
 /// The APIC's spurious-interrupt vector.
 pub const VECTOR_SPURIOUS: u8 = 0xff;
 
@@ -221,6 +222,7 @@ stubs! {
     trap_virtio9p = 0x40 irq,
     trap_cache_dump = 0x41 irq,
     trap_host_signal = 0x42 irq,
+    trap_snapshot = 0x43 irq,
     trap_spurious = 0xff irq,
 }
 
@@ -453,6 +455,11 @@ fn dispatch(frame: &mut TrapFrame) {
         v if v == u64::from(astraea_abi::cache_dump::VECTOR) => {
             super::apic::eoi();
             crate::boot::cache_dump_requested();
+            crate::sched::device_interrupt_exit();
+        }
+        v if v == u64::from(astraea_abi::snapshot::VECTOR) => {
+            super::apic::eoi();
+            crate::snapshot::requested_by_vmm();
             crate::sched::device_interrupt_exit();
         }
         v if v == u64::from(astraea_abi::host_signal::VECTOR) => {

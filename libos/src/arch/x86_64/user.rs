@@ -133,6 +133,13 @@ pub fn fsgsbase() -> bool {
     FSGSBASE.load(Ordering::Relaxed)
 }
 
+/// Forgets which FS base the CPU holds (a restored CPU holds none), so that
+/// the next [`set_fs_base_cached`] writes it.
+pub fn forget_fs_base() {
+    // Not canonical: no thread's FS base.
+    FS_NOW.store(u64::MAX, Ordering::Relaxed);
+}
+
 /// Loads `base` into FS unless it is there already.
 pub fn set_fs_base_cached(base: u64) {
     if FS_NOW.swap(base, Ordering::Relaxed) != base {
