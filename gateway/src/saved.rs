@@ -209,7 +209,10 @@ impl Session {
                     report.restored += 1;
                 }
                 Err(why) => {
-                    tracing::warn!(fid = s.fid, "not restored: {why}");
+                    tracing::warn!(
+                        fid = s.fid,
+                        "not restored: {why}; the program's next use of it fails (EBADF)"
+                    );
                     report.dropped.push((s.fid, why));
                 }
             }

@@ -85,6 +85,7 @@ impl Errno {
             12 => "ENOMEM",
             13 => "EACCES",
             14 => "EFAULT",
+            16 => "EBUSY",
             17 => "EEXIST",
             19 => "ENODEV",
             20 => "ENOTDIR",

@@ -127,7 +127,8 @@ fn serve() {
         match r {
             Ok(Outcome::Taken) => log::info!("snapshot written"),
             Ok(Outcome::Restored) => log::info!("restored from a snapshot"),
-            Err(e) => log::warn!("snapshot refused: {}", e.name()),
+            // The VMM, or the program's read, says why.
+            Err(e) => log::info!("snapshot refused: {} ({})", e.name(), e.0),
         }
         LAST.store(
             match r {
