@@ -49,6 +49,13 @@ echo $? > hostsig.rc
 for p in sigsegv sigfpe threads timers; do
     case_ "$p" "$astraea" run -- "./$p-static"
 done
+# A snapshot taken on standard KVM and restored there (the vCPU's TSC set
+# to go on from the snapshot's).
+mkdir -p snapshot-data
+printf '0123456789abcdef' > snapshot-data/ro
+case_ snapshot-taken "$astraea" run --snapshot "$PWD/svm.snap" -- ./snapshot-dynamic "$PWD/snapshot-data"
+case_ snapshot-restored "$astraea" run --from "$PWD/svm.snap"
+rm -f svm.snap
 for home in "$@"; do
     v=$(basename "$home")
     case_ "java-version-$v" "$astraea" run --mem 1G -- "$home/bin/java" -version

@@ -2,7 +2,8 @@
 //! AMD machine with SVM (QEMU/TCG, Debian's Linux and `kvm_amd`), and
 //! `tests/svm/suite.sh` runs there — on that ordinary, hardware-style KVM —
 //! the test kernel's scenarios, the register torture (static and dynamic),
-//! the file, memory and socket programs, a SIGTERM passed to the program, a
+//! the file, memory and socket programs, a snapshot taken and restored
+//! there (its TSC carried over), a SIGTERM passed to the program, a
 //! check that the program cannot touch the
 //! library OS's memory, and `java -version` plus a JIT-heavy program on
 //! both JDKs; then the same kernel image under QEMU (KVM, `microvm`) through
@@ -84,6 +85,7 @@ mod tests {
             ("threads-static", "threads.c", "musl-gcc", &["-static"][..]),
             ("timers-static", "timers.c", "musl-gcc", &["-static"][..]),
             ("sockets-static", "sockets.c", "musl-gcc", &["-static"][..]),
+            ("snapshot-dynamic", "snapshot.c", "gcc", &["-pthread"][..]),
         ] {
             assert!(
                 compile(&dir, out, src, cc, flags),
@@ -172,6 +174,18 @@ mod tests {
                 "{prog} on SVM: {err}"
             );
         }
+        let (rc, out, err) = read(&dir, "snapshot-taken");
+        assert_eq!(
+            (rc, out.as_str()),
+            (0, expected("snapshot-taken").as_str()),
+            "snapshot on SVM: {err}"
+        );
+        let (rc, out, err) = read(&dir, "snapshot-restored");
+        assert_eq!(
+            (rc, out.as_str()),
+            (42, expected("snapshot-restored").as_str()),
+            "restore on SVM: {err}"
+        );
         let (rc, _, err) = read(&dir, "hostsig");
         assert!(
             rc == 143 && err.contains("killed by signal 15 (SIGTERM)"),
