@@ -13,6 +13,8 @@
 //!   (NAME and ROLE are `-` for a partition without them)
 //! - `dump /ABSOLUTE/FILE` → `ok BYTES` once FILE holds the image, or
 //!   `err MESSAGE`.
+//! - `snapshot /ABSOLUTE/FILE` → `ok BYTES` once FILE holds a snapshot of
+//!   the partition (BYTES of RAM stored), or `err MESSAGE`.
 //!
 //! A dump request goes to the vCPU thread as a [`DumpJob`] (FILE already
 //! open for writing), and the guest is interrupted on
@@ -130,6 +132,34 @@ impl DumpJob {
     }
 }
 
+/// A snapshot the vCPU thread is to write when the guest, interrupted on
+/// [`astraea_abi::snapshot::VECTOR`], hands it its record.
+pub struct SnapshotJob {
+    /// Where it goes (absolute).
+    pub path: PathBuf,
+    reply: mpsc::Sender<Result<u64, String>>,
+}
+
+impl SnapshotJob {
+    /// Answers the requester.
+    pub fn answer(self, r: Result<u64, String>) {
+        let _ = self.reply.send(r);
+    }
+}
+
+/// How long a snapshot may take before the requester is told it failed
+/// (the guest waits up to 2 s for its 9P requests to drain, then memory is
+/// written).
+pub const SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The work the control socket hands the vCPU thread.
+pub struct Jobs {
+    /// Cache dumps.
+    pub dumps: mpsc::Receiver<DumpJob>,
+    /// Snapshots.
+    pub snapshots: mpsc::Receiver<SnapshotJob>,
+}
+
 /// What `info` reports and whether dumps can be served.
 #[derive(Debug, Clone)]
 pub struct Info {
@@ -158,8 +188,8 @@ pub struct Server {
 
 impl Server {
     /// Listens on [`socket_path`] of this process; returns the server and
-    /// the receiver of the dump jobs the vCPU thread is to serve.
-    pub fn start(info: Info, vm: Arc<VmFd>) -> std::io::Result<(Self, mpsc::Receiver<DumpJob>)> {
+    /// the receivers of the jobs the vCPU thread is to serve.
+    pub fn start(info: Info, vm: Arc<VmFd>) -> std::io::Result<(Self, Jobs)> {
         let dir = prepare_dir()?;
         let id = std::process::id();
         let path = dir.join(format!("{id}.sock"));
@@ -168,6 +198,7 @@ impl Server {
         let listener = UnixListener::bind(&path)?;
         let keep = listener.try_clone()?;
         let (tx, rx) = mpsc::channel();
+        let (snap_tx, snap_rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let t0 = Instant::now();
@@ -181,7 +212,7 @@ impl Server {
                         break;
                     }
                     match conn {
-                        Ok(c) => serve(c, &info, &vm, &tx, t0),
+                        Ok(c) => serve(c, &info, &vm, (&tx, &snap_tx), t0),
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                         Err(_) => std::thread::sleep(Duration::from_millis(10)),
                     }
@@ -195,7 +226,10 @@ impl Server {
                 listener: keep,
                 ended,
             },
-            rx,
+            Jobs {
+                dumps: rx,
+                snapshots: snap_rx,
+            },
         ))
     }
 }
@@ -215,7 +249,10 @@ impl Drop for Server {
     }
 }
 
-fn serve(conn: UnixStream, info: &Info, vm: &VmFd, jobs: &mpsc::Sender<DumpJob>, t0: Instant) {
+/// Where the control thread sends jobs.
+type Senders<'a> = (&'a mpsc::Sender<DumpJob>, &'a mpsc::Sender<SnapshotJob>);
+
+fn serve(conn: UnixStream, info: &Info, vm: &VmFd, jobs: Senders<'_>, t0: Instant) {
     let _ = conn.set_read_timeout(Some(REQUEST_TIMEOUT));
     let mut line = String::new();
     let answer = match BufReader::new(&conn).read_line(&mut line) {
@@ -225,13 +262,7 @@ fn serve(conn: UnixStream, info: &Info, vm: &VmFd, jobs: &mpsc::Sender<DumpJob>,
     let _ = (&conn).write_all(format!("{answer}\n").as_bytes());
 }
 
-fn request(
-    line: &str,
-    info: &Info,
-    vm: &VmFd,
-    jobs: &mpsc::Sender<DumpJob>,
-    t0: Instant,
-) -> String {
+fn request(line: &str, info: &Info, vm: &VmFd, jobs: Senders<'_>, t0: Instant) -> String {
     let (cmd, arg) = line.split_once(' ').unwrap_or((line, ""));
     match cmd {
         "info" => format!(
@@ -244,11 +275,17 @@ fn request(
             info.role.as_deref().unwrap_or("-"),
             info.args.join(" ")
         ),
-        "dump" => match dump(Path::new(arg), info, vm, jobs) {
+        "dump" => match dump(Path::new(arg), info, vm, jobs.0) {
             Ok(bytes) => format!("ok {bytes}"),
             Err(e) => format!("err {}", e.replace('\n', " ")),
         },
-        _ => format!("err unknown request {cmd:?}: this VMM understands info and dump FILE"),
+        "snapshot" => match snapshot(Path::new(arg), vm, jobs.1) {
+            Ok(bytes) => format!("ok {bytes}"),
+            Err(e) => format!("err {}", e.replace('\n', " ")),
+        },
+        _ => format!(
+            "err unknown request {cmd:?}: this VMM understands info, dump FILE and snapshot FILE"
+        ),
     }
 }
 
@@ -271,13 +308,7 @@ fn dump(path: &Path, info: &Info, vm: &VmFd, jobs: &mpsc::Sender<DumpJob>) -> Re
     };
     jobs.send(job)
         .map_err(|_| "the partition is exiting".to_string())?;
-    let msi = kvm_bindings::kvm_msi {
-        address_lo: 0xfee0_0000, // boot CPU, physical destination
-        data: u32::from(astraea_abi::cache_dump::VECTOR),
-        ..Default::default()
-    };
-    vm.signal_msi(msi)
-        .map_err(|e| format!("cannot interrupt the partition: {e}"))?;
+    interrupt(vm, astraea_abi::cache_dump::VECTOR)?;
     match answer.recv_timeout(DUMP_TIMEOUT) {
         Ok(r) => r,
         Err(mpsc::RecvTimeoutError::Timeout) => Err(format!(
@@ -288,6 +319,41 @@ fn dump(path: &Path, info: &Info, vm: &VmFd, jobs: &mpsc::Sender<DumpJob>) -> Re
             Err("the partition exited before it finished the dump".into())
         }
     }
+}
+
+fn snapshot(path: &Path, vm: &VmFd, jobs: &mpsc::Sender<SnapshotJob>) -> Result<u64, String> {
+    if !path.is_absolute() {
+        return Err(format!("{} is not an absolute path", path.display()));
+    }
+    let (reply, answer) = mpsc::channel();
+    jobs.send(SnapshotJob {
+        path: path.to_path_buf(),
+        reply,
+    })
+    .map_err(|_| "the partition is exiting".to_string())?;
+    interrupt(vm, astraea_abi::snapshot::VECTOR)?;
+    match answer.recv_timeout(SNAPSHOT_TIMEOUT) {
+        Ok(r) => r,
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(format!(
+            "the partition did not take the snapshot within {} s",
+            SNAPSHOT_TIMEOUT.as_secs()
+        )),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Err("the partition exited before it took the snapshot".into())
+        }
+    }
+}
+
+/// Interrupts the boot CPU on `vector` (`KVM_SIGNAL_MSI`).
+fn interrupt(vm: &VmFd, vector: u8) -> Result<(), String> {
+    let msi = kvm_bindings::kvm_msi {
+        address_lo: 0xfee0_0000, // boot CPU, physical destination
+        data: u32::from(vector),
+        ..Default::default()
+    };
+    vm.signal_msi(msi)
+        .map(|_| ())
+        .map_err(|e| format!("cannot interrupt the partition: {e}"))
 }
 
 /// Sends `line` to partition `id` and returns its answer line.

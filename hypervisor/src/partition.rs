@@ -484,9 +484,9 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     } else {
         None
     };
-    let (_control, jobs) = match control {
-        Some((s, j)) => (Some(s), Some(j)),
-        None => (None, None),
+    let (_control, jobs, snapshot_jobs) = match control {
+        Some((s, j)) => (Some(s), Some(j.dumps), Some(j.snapshots)),
+        None => (None, None, None),
     };
     let mut live = LiveDumps {
         jobs,
@@ -567,6 +567,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         tsc_khz,
         pvm: pvm_native,
         mapped,
+        jobs: snapshot_jobs,
     };
     let loaded = t0.elapsed();
     tracing::debug!(
@@ -770,6 +771,8 @@ struct SnapshotCtx<'a> {
     tsc_khz: Option<u32>,
     pvm: bool,
     mapped: Vec<(u64, u64)>,
+    /// Snapshots asked for through the control socket (`astraea snapshot`).
+    jobs: Option<std::sync::mpsc::Receiver<crate::control::SnapshotJob>>,
 }
 
 impl SnapshotCtx<'_> {
@@ -796,19 +799,48 @@ impl SnapshotCtx<'_> {
             tracing::warn!("a snapshot request without its record");
             return;
         }
-        let status = if rec.resume_rip == 0 {
+        // Asked for from outside (the first such request), else by the
+        // program; later requests the guest served with this one fail.
+        let mut asked = self
+            .jobs
+            .as_ref()
+            .map(|r| r.try_iter().collect::<Vec<_>>())
+            .unwrap_or_default();
+        let job = (!asked.is_empty()).then(|| asked.remove(0));
+        for other in asked {
+            other.answer(Err(
+                "another snapshot was being taken at the same time; ask again".into(),
+            ));
+        }
+        let path = job
+            .as_ref()
+            .map(|j| j.path.clone())
+            .or(self.cfg.snapshot.clone());
+        let result = if rec.resume_rip == 0 {
             // The guest could not quiesce: it says why in the status.
             tracing::warn!(errno = rec.status, "the partition refused the snapshot");
-            rec.status
+            Err((
+                rec.status,
+                format!(
+                    "the partition could not stop for it ({}): a socket or terminal read waits at the gateway",
+                    std::io::Error::from_raw_os_error(rec.status as i32)
+                ),
+            ))
         } else {
-            match self.write(mem, &rec, ninep, session) {
-                Ok(()) => 0,
-                Err((errno, why)) => {
+            self.write(path.as_deref(), mem, &rec, ninep, session)
+        };
+        let status = match &result {
+            Ok(_) => 0,
+            Err((errno, why)) => {
+                if rec.resume_rip != 0 {
                     tracing::error!("no snapshot: {why}");
-                    errno
                 }
+                *errno
             }
         };
+        if let Some(j) = job {
+            j.answer(result.map_err(|(_, why)| why));
+        }
         let at = GuestAddress(u64::from(gpa) + Record::STATUS_OFFSET);
         if mem.write_obj(status, at).is_err() {
             tracing::warn!("cannot answer the snapshot request");
@@ -817,12 +849,13 @@ impl SnapshotCtx<'_> {
 
     fn write(
         &self,
+        path: Option<&std::path::Path>,
         mem: &GuestMemory,
         rec: &astraea_abi::snapshot::Record,
         ninep: Option<&Virtio9p>,
         session: Option<&astraea_gateway::Session>,
-    ) -> Result<(), (u32, String)> {
-        let path = self.cfg.snapshot.as_ref().ok_or((
+    ) -> Result<u64, (u32, String)> {
+        let path = path.ok_or((
             libc::EOPNOTSUPP as u32,
             "the program asked for a snapshot, but astraea run was given no --snapshot FILE"
                 .to_string(),
@@ -860,7 +893,7 @@ impl SnapshotCtx<'_> {
             ms = t.elapsed().as_millis() as u64,
             "snapshot written"
         );
-        Ok(())
+        Ok(stored)
     }
 }
 

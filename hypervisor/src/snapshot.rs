@@ -203,15 +203,29 @@ pub fn write(
     mem: &GuestMemory,
     mapped: &[(u64, u64)],
 ) -> Result<u64, String> {
+    let tmp = path.with_extension("partial");
+    let r = write_to(&tmp, path, meta, mem, mapped);
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
+}
+
+fn write_to(
+    tmp: &Path,
+    path: &Path,
+    meta: &Meta,
+    mem: &GuestMemory,
+    mapped: &[(u64, u64)],
+) -> Result<u64, String> {
     let text = toml::to_string(meta).map_err(|e| format!("encoding the metadata: {e}"))?;
     let data_offset = (24 + text.len() as u64).next_multiple_of(PAGE);
-    let tmp = path.with_extension("partial");
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
-        .open(&tmp)
+        .open(tmp)
         .map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
     let io = |e: std::io::Error| format!("writing {}: {e}", tmp.display());
     f.write_all(MAGIC).map_err(io)?;
@@ -256,7 +270,7 @@ pub fn write(
     let total: u64 = ram_layout(mem).iter().map(|r| r.1).sum();
     f.set_len(data_offset + total).map_err(io)?;
     drop(f);
-    std::fs::rename(&tmp, path).map_err(|e| format!("cannot rename {}: {e}", tmp.display()))?;
+    std::fs::rename(tmp, path).map_err(|e| format!("cannot rename {}: {e}", tmp.display()))?;
     Ok(stored)
 }
 

@@ -6,6 +6,8 @@
  *   snapshot DIR      files under DIR (DIR/ro must exist and hold 16 bytes)
  *   snapshot busy     a TCP listener and a connection are open: refused
  *   snapshot plain    just the snapshot, and its errno if refused
+ *   snapshot wait DIR says "ready", then polls for DIR/go (astraea snapshot
+ *                     is to snapshot it meanwhile, from outside)
  *
  * tests/tests/snapshot.rs runs it. */
 #define _GNU_SOURCE
@@ -84,8 +86,20 @@ int main(int argc, char **argv) {
         printf("snapshot: %s\n", snapshot());
         return 0;
     }
+    if (argc > 2 && strcmp(argv[1], "wait") == 0) {
+        char go[4096];
+        path(go, argv[2], "go");
+        long polls = 0;
+        printf("ready\n");
+        while (access(go, F_OK) != 0) {
+            polls++;
+            usleep(5000);
+        }
+        printf("go: polled %s\n", polls > 0 ? "a while" : "never");
+        return 0;
+    }
     if (argc < 2) {
-        fprintf(stderr, "usage: snapshot DIR | busy | plain\n");
+        fprintf(stderr, "usage: snapshot DIR | busy | plain | wait DIR\n");
         return 2;
     }
     const char *dir = argv[1];

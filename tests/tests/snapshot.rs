@@ -125,6 +125,55 @@ mod tests {
     }
 
     #[test]
+    fn a_running_partition_is_snapshotted_from_outside() {
+        if !kvm_available() {
+            return;
+        }
+        let dir = tmp_dir("outside");
+        let Some(prog) = build_c(&dir) else {
+            return;
+        };
+        let mut child = spawn_piped(Command::new(astraea_tests::astraea()).args([
+            "run",
+            "--",
+            prog.to_str().unwrap(),
+            "wait",
+            dir.to_str().unwrap(),
+        ]));
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+        assert_eq!(line, "ready\n");
+        let snap = dir.join("outside.snap");
+        let id = child.id().to_string();
+        let r = astraea(&["snapshot", "--partition", &id, snap.to_str().unwrap()]);
+        assert_eq!(r.code, 0, "{r:?}");
+        assert!(r.stdout.starts_with("snapshot with "), "{r:?}");
+        // A file the VMM cannot create: the requester is told.
+        let r = astraea(&["snapshot", "--partition", &id, "/nonexistent-dir/x.snap"]);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(r.stderr.contains("did not take a snapshot"), "{r:?}");
+        std::fs::write(dir.join("go"), "").unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(
+            (status.code(), rest.as_str()),
+            (Some(0), "go: polled a while\n")
+        );
+        // The restored partition goes on polling, finds the file, and ends.
+        let r = astraea(&["run", "--from", snap.to_str().unwrap()]);
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (0, "go: polled a while\n"),
+            "{r:?}"
+        );
+        let r = astraea(&["snapshot", "--partition", &id, snap.to_str().unwrap()]);
+        assert_eq!(r.code, 3, "a partition that has ended: {r:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn refused_snapshots_are_errors_the_program_sees() {
         if !kvm_available() {
             return;

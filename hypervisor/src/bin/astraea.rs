@@ -47,6 +47,25 @@ enum Command {
     /// Act on the file cache of a running partition.
     #[command(subcommand)]
     Cache(CacheCommand),
+    /// Write a snapshot of a running partition to FILE, for `astraea run
+    /// --from FILE`; the program keeps running. The partition stops for
+    /// it at a quiet moment: one whose program waits on a socket or the
+    /// terminal at the gateway (a server with connections) is refused.
+    ///
+    /// Exit status: 0 when FILE holds the snapshot; 1 if the partition
+    /// could not take it (the message says why); 3 if no partition has
+    /// that ID (the running ones are listed).
+    #[command(long_about = None)]
+    Snapshot {
+        /// The partition's ID, as `astraea ps` lists it (the process ID of
+        /// its `astraea run`).
+        #[arg(long, value_name = "ID")]
+        partition: u32,
+        /// Where the snapshot goes (written by the partition's VMM, then
+        /// renamed into place).
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
     /// Run a deployment (a search front end and its shards: one partition
     /// per JVM) from a TOML file until SIGINT or SIGTERM, then stop it.
     #[command(long_about = DEPLOY_ABOUT)]
@@ -272,7 +291,22 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run(args) => run(*args),
         Command::Ps => ps(),
-        Command::Cache(CacheCommand::Dump { partition, file }) => cache_dump(partition, &file),
+        Command::Cache(CacheCommand::Dump { partition, file }) => ask_partition(
+            partition,
+            "dump",
+            &file,
+            astraea_hypervisor::control::DUMP_TIMEOUT,
+            "did not dump its cache",
+            |bytes| format!("dumped {} KiB", bytes / 1024),
+        ),
+        Command::Snapshot { partition, file } => ask_partition(
+            partition,
+            "snapshot",
+            &file,
+            astraea_hypervisor::control::SNAPSHOT_TIMEOUT,
+            "did not take a snapshot",
+            |bytes| format!("snapshot with {} MiB of memory written", bytes >> 20),
+        ),
         Command::Deploy(args) => deploy(args),
     }
 }
@@ -357,8 +391,17 @@ fn ps() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `astraea cache dump --partition ID FILE`.
-fn cache_dump(id: u32, file: &std::path::Path) -> ExitCode {
+/// `astraea cache dump --partition ID FILE` (`verb` = `dump`) and
+/// `astraea snapshot --partition ID FILE` (`snapshot`): asks partition
+/// `id` to write FILE and says how that went.
+fn ask_partition(
+    id: u32,
+    verb: &str,
+    file: &std::path::Path,
+    timeout: std::time::Duration,
+    failed: &str,
+    done: impl Fn(u64) -> String,
+) -> ExitCode {
     use astraea_hypervisor::control;
     let file = match std::path::absolute(file) {
         Ok(f) => f,
@@ -368,20 +411,19 @@ fn cache_dump(id: u32, file: &std::path::Path) -> ExitCode {
         }
     };
     let socket = control::socket_path(id);
-    let line = format!("dump {}", file.display());
-    match control::ask(
-        id,
-        &line,
-        control::DUMP_TIMEOUT + std::time::Duration::from_secs(10),
-    ) {
+    let line = format!("{verb} {}", file.display());
+    match control::ask(id, &line, timeout + std::time::Duration::from_secs(10)) {
         Ok(a) => match a.split_once(' ') {
             Some(("ok", bytes)) => {
-                let kib = bytes.parse::<u64>().unwrap_or(0) / 1024;
-                println!("dumped {kib} KiB to {}", file.display());
+                println!(
+                    "{} to {}",
+                    done(bytes.parse::<u64>().unwrap_or(0)),
+                    file.display()
+                );
                 ExitCode::SUCCESS
             }
             Some(("err", why)) => {
-                eprintln!("astraea: partition {id} did not dump its cache: {why}");
+                eprintln!("astraea: partition {id} {failed}: {why}");
                 ExitCode::from(1)
             }
             _ => {
