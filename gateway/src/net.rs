@@ -1236,11 +1236,26 @@ impl Conv {
             ConvFile::Remote => addr_text(st.remote),
             ConvFile::Status => format!(
                 "{}\n",
-                match st.status {
-                    Status::Closed | Status::Hungup => "Closed",
-                    Status::Connecting => "Syn_sent",
-                    Status::Established => "Established",
-                    Status::Listen => "Listen",
+                match (&st.status, &st.sock) {
+                    (Status::Closed | Status::Hungup, _) => "Closed",
+                    (Status::Connecting, _) => "Syn_sent",
+                    // An established connection's host socket says how
+                    // far its close has gone (Plan 9's state names).
+                    (Status::Established, Sock::Stream(t)) => {
+                        match crate::sys::tcp_state(std::os::fd::AsFd::as_fd(t)) {
+                            Ok(2) => "Syn_sent",
+                            Ok(4) => "Finwait1",
+                            Ok(5) => "Finwait2",
+                            Ok(6) => "Time_wait",
+                            Ok(7) => "Closed",
+                            Ok(8) => "Close_wait",
+                            Ok(9) => "Last_ack",
+                            Ok(11) => "Closing",
+                            _ => "Established",
+                        }
+                    }
+                    (Status::Established, _) => "Established",
+                    (Status::Listen, _) => "Listen",
                 }
             ),
         };

@@ -505,6 +505,26 @@ pub(crate) fn set_abortive_close(fd: BorrowedFd<'_>, abort: bool) -> Result<(), 
     .map(drop)
 }
 
+/// A TCP socket's state (`TCP_INFO`'s `tcpi_state`: `TCP_ESTABLISHED` 1
+/// … `TCP_CLOSE` 7 …), as the host's kernel has it now.
+pub(crate) fn tcp_state(fd: BorrowedFd<'_>) -> Result<u8, Errno> {
+    let mut info = std::mem::MaybeUninit::<libc::tcp_info>::zeroed();
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `fd` is open for the call; the buffer is a `tcp_info` whose
+    // size is passed in `len`, which the kernel updates.
+    retry(|| unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    })?;
+    // SAFETY: zero-initialised, then (partly) filled by the kernel.
+    Ok(unsafe { info.assume_init() }.tcpi_state)
+}
+
 /// `setsockopt(SO_KEEPALIVE, 1)` on a socket.
 pub(crate) fn set_keepalive(fd: BorrowedFd<'_>) -> Result<(), Errno> {
     let on: libc::c_int = 1;

@@ -159,15 +159,20 @@ impl Conv {
 
     /// The address in the connection's `local` or `remote` file.
     pub(super) fn address(&self, c: &Client, file: &str) -> Option<SocketAddr> {
+        addr::parse_text(self.text(c, file)?.as_bytes())
+    }
+
+    /// The text of one of the conversation's files (`local`, `status`).
+    pub(super) fn text(&self, c: &Client, file: &str) -> Option<alloc::string::String> {
         let num = format!("{}", self.n);
         let fid = c.walk(c.root(), &self.path(&num, file)).ok()?;
         let mut b = [0u8; 80];
-        let text = c
+        let n = c
             .open(fid, O_RDONLY)
             .and_then(|_| c.read(fid, 0, &mut b))
             .ok();
         c.clunk(fid);
-        addr::parse_text(&b[..text?])
+        Some(alloc::string::String::from_utf8_lossy(&b[..n?]).into_owned())
     }
 }
 
@@ -455,7 +460,7 @@ impl Socket {
     /// `bind`: binds a host socket to `addr` at once (not listening yet),
     /// so its port (a port-0 bind's real one) is known and taken.
     pub fn bind(&self, addr: SocketAddr) -> Result<(), Errno> {
-        if !Self::bindable(&self.sh.st.lock()) {
+        if !Self::bindable(&self.sh.st.lock()) && !self.host_closed() {
             return Err(Errno::EINVAL);
         }
         // An IPv6-only socket has no IPv4 addresses (Linux's `inet6_bind`).
@@ -516,6 +521,24 @@ impl Socket {
         drop(st);
         drop(old);
         Ok(())
+    }
+
+    /// A connection shut for writing whose end the reader has not seen
+    /// yet (its FIN may be on its way) that the host has closed both ways:
+    /// Linux's `bind` goes by the host socket's state (`TCP_CLOSE` frees an
+    /// automatic port), so the host is asked.
+    fn host_closed(&self) -> bool {
+        let conv = {
+            let st = self.sh.st.lock();
+            if st.phase != Phase::Connected || !st.shut_wr || st.port_locked || st.rebound {
+                return false;
+            }
+            st.conv.clone()
+        };
+        let (Some(conv), Ok(c)) = (conv, client()) else {
+            return false;
+        };
+        conv.text(c, "status").as_deref() == Some("Closed\n")
     }
 
     /// Whether `bind` may give the socket an address: a new one, or one
