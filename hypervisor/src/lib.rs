@@ -20,6 +20,7 @@ pub mod sampler;
 mod serial;
 pub mod snapshot;
 mod vcpu;
+pub mod warm;
 
 pub use error::VmmError;
 pub use partition::{NinePTarget, Outcome, PartitionConfig, SyscallEntry, Timings, run};

@@ -165,8 +165,9 @@ fn ram_layout(mem: &GuestMemory) -> Vec<(u64, u64, u64)> {
         .collect()
 }
 
-/// The guest-physical ranges of `region` (memfd-backed, at `file_off` in
-/// its memfd) that hold data: the memfd's allocated extents.
+/// The guest-physical ranges from `gpa` (`len` bytes, at `file_off` in
+/// `file`: the partition's memfd, or a snapshot) that hold data: the
+/// file's allocated extents.
 fn memfd_data(file: &File, file_off: u64, gpa: u64, len: u64) -> Vec<(u64, u64)> {
     let fd = file.as_raw_fd();
     let mut out = Vec::new();
@@ -203,7 +204,8 @@ pub fn write(
     mem: &GuestMemory,
     mapped: &[(u64, u64)],
 ) -> Result<u64, String> {
-    let tmp = path.with_extension("partial");
+    // One per process: two partitions may write the same file at once.
+    let tmp = path.with_extension(format!("partial-{}", std::process::id()));
     let r = write_to(&tmp, path, meta, mem, mapped);
     if r.is_err() {
         let _ = std::fs::remove_file(&tmp);

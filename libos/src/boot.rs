@@ -652,6 +652,23 @@ fn report() {
     }
 }
 
+/// What a partition restored from a snapshot takes from the device tree
+/// the restoring VMM wrote: the program's arguments (NUL-separated), and
+/// the log level and `--strace` of its command line.
+pub fn restored_from_fdt() -> Vec<u8> {
+    let fdt = read_fdt(layout::FDT);
+    console::init_log(log_level(fdt.bootargs));
+    crate::syscall::set_strace(
+        fdt.bootargs
+            .split_ascii_whitespace()
+            .any(|w| w == "strace=1"),
+    );
+    match fdt.args {
+        Args::Nul(b) => b.to_vec(),
+        Args::Words(w) => w.as_bytes().to_vec(),
+    }
+}
+
 static PANICKING: AtomicBool = AtomicBool::new(false);
 
 /// Whether the kernel is panicking (locks stop checking their discipline

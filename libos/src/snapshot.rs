@@ -18,6 +18,7 @@
 //! [`astraea_abi::snapshot::VECTOR`], from `astraea snapshot`); the VMM
 //! knows which file to write.
 
+use alloc::vec::Vec;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -48,6 +49,24 @@ static ASKED: AtomicU64 = AtomicU64::new(0);
 static SERVED: AtomicU64 = AtomicU64::new(0);
 /// The last snapshot's result: 0 taken, 1 restored, else an errno.
 static LAST: AtomicU32 = AtomicU32::new(0);
+/// The arguments of the command that restored this partition (NUL-separated),
+/// read from the new device tree.
+static RESTORED_ARGS: spin::Mutex<Vec<u8>> = spin::Mutex::new(Vec::new());
+
+/// What a read of `/dev/astraea-snapshot` says after `outcome`: `taken`, or
+/// `restored` and the restoring command's arguments (`astraea run --warm`'s
+/// launcher runs the class they name).
+pub fn said(outcome: Outcome) -> Vec<u8> {
+    match outcome {
+        Outcome::Taken => b"taken\n".to_vec(),
+        Outcome::Restored => {
+            let mut v = b"restored\n".to_vec();
+            v.extend_from_slice(&RESTORED_ARGS.lock());
+            v
+        }
+    }
+}
+
 /// Where the snapshot thread waits for requests.
 static ASKED_Q: sched::WaitQueue = sched::WaitQueue::new();
 /// Where requesters wait for their snapshot.
@@ -239,6 +258,7 @@ fn after_restore() {
     }
     crate::drivers::virtio9p::restored();
     sched::timer_lost();
+    *RESTORED_ARGS.lock() = crate::boot::restored_from_fdt();
 }
 
 /// Where a restored partition's vCPU starts (the VMM reads the address

@@ -13,7 +13,8 @@ public class Snapshot {
         long mono0 = System.nanoTime();
         long wall0 = System.currentTimeMillis();
         System.out.println("before: " + IntStream.range(0, 1000).sum());
-        String said = Files.readString(Path.of("/dev/astraea-snapshot")).trim();
+        // "taken", or "restored" and the restoring command's arguments.
+        String said = Files.readString(Path.of("/dev/astraea-snapshot")).lines().findFirst().orElse("");
         System.out.println("snapshot: " + said);
         var map = new ConcurrentSkipListMap<String, Integer>();
         for (int i = 0; i < 100; i++) map.put("k" + i, i);

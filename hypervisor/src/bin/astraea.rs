@@ -279,6 +279,16 @@ struct RunArgs {
     /// that changed on the host since are reported and not used.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["args", "mounts", "gateway", "ninep", "no_files"])]
     from: Option<PathBuf>,
+    /// Start the JVM from a snapshot of one that has already started: the
+    /// first run of a `java [options] -cp CLASSPATH MainClass [args]`
+    /// command snapshots its partition just before MainClass is loaded
+    /// (kept under ~/.cache/astraea/warm), and later runs of the same
+    /// command — the same JDK, options, class path, partition options,
+    /// directory and environment; any main class and arguments — start
+    /// from there. Needs the default files (no --mount) and, the first
+    /// time, the JDK's javac.
+    #[arg(long, conflicts_with_all = ["from", "snapshot", "mounts", "gateway", "ninep", "no_files"])]
+    warm: bool,
     /// The program and its arguments: `java [JVM options] (-cp PATH Main |
     /// -jar app.jar) [args]`, or any Linux x86-64 program. A bare name is
     /// looked up on PATH as a shell does (`java` as --jdk describes).
@@ -502,6 +512,17 @@ fn run(args: RunArgs) -> ExitCode {
         eprintln!("astraea: {e}");
         return ExitCode::from(e.exit_code());
     }
+    let (args, restore) = if args.warm {
+        match warming(args) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("astraea: {e}");
+                return ExitCode::from(125);
+            }
+        }
+    } else {
+        (args, restore)
+    };
     match run_partition(&args, restore) {
         Ok(outcome) => {
             if args.timings {
@@ -528,12 +549,13 @@ fn run(args: RunArgs) -> ExitCode {
     }
 }
 
+/// The snapshot a partition starts from, if it does not boot.
+type Restore = Option<Arc<astraea_hypervisor::snapshot::Image>>;
+
 /// With `--from FILE`: the snapshot, and the options it was taken with
 /// (the relative paths among them resolve where they were given). Without:
 /// `args` as they are.
-fn restoring(
-    args: RunArgs,
-) -> Result<(RunArgs, Option<Arc<astraea_hypervisor::snapshot::Image>>), VmmError> {
+fn restoring(args: RunArgs) -> Result<(RunArgs, Restore), VmmError> {
     let Some(from) = &args.from else {
         return Ok((args, None));
     };
@@ -553,6 +575,11 @@ fn restoring(
         Ok(_) => return Err(bad("its recipe is not an `astraea run`".into())),
         Err(e) => return Err(bad(format!("its recipe is not understood: {e}"))),
     };
+    if old.warm {
+        return Err(bad(
+            "it was made by `astraea run --warm`: run that command again, with --warm".into(),
+        ));
+    }
     // Paths given now are from here; the recipe's from where it was given.
     let snapshot = args
         .snapshot
@@ -573,6 +600,58 @@ fn restoring(
     Ok((old, Some(Arc::new(img))))
 }
 
+/// `--warm`: the launcher put in front of the main class, and the snapshot
+/// of this command to start from, or (the first time) to take.
+fn warming(mut args: RunArgs) -> Result<(RunArgs, Restore), Box<dyn std::error::Error>> {
+    use astraea_hypervisor::warm;
+    let cmd = warm::JavaCommand::parse(&args.args)?;
+    let kernel = match &args.kernel {
+        Some(k) => k.clone(),
+        None => find_kernel()?,
+    };
+    // The partition's options that shape it, and the command without its
+    // main class and arguments (the log level, --strace and --timings do
+    // not count: a restored partition takes this command's).
+    let mut words = Vec::new();
+    let mut it = words_before_dashes(recipe().0).into_iter();
+    while let Some(w) = it.next() {
+        match w.as_str() {
+            "--log" => {
+                it.next();
+            }
+            "--timings" | "--warm" | "--strace" => {}
+            _ if w.starts_with("--log=") => {}
+            _ => words.push(w),
+        }
+    }
+    words.extend(cmd.key_words());
+    let path = warm::snapshot_path(&words, &kernel);
+    let launcher = warm::launcher(std::path::Path::new(&cmd.head[0]))?;
+    args.args = cmd.with_launcher(&launcher);
+    if path.exists() {
+        match astraea_hypervisor::snapshot::Image::open(&path) {
+            Ok(img) => {
+                tracing::info!(snapshot = %path.display(), "--warm: starting from the snapshot");
+                return Ok((args, Some(Arc::new(img))));
+            }
+            Err(e) => {
+                tracing::warn!("--warm: {e}; taking a new one");
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+    let dir = warm::cache_dir();
+    std::fs::create_dir_all(&dir).map_err(|e| warm::WarmError::Cache(dir.clone(), e))?;
+    tracing::info!(snapshot = %path.display(), "--warm: first run of this command; taking its snapshot");
+    args.snapshot = Some(path);
+    Ok((args, None))
+}
+
+/// The words before `--` (the options, not the program).
+fn words_before_dashes(words: Vec<String>) -> Vec<String> {
+    words.into_iter().take_while(|w| w != "--").collect()
+}
+
 /// The `astraea run` arguments of this process (what a snapshot keeps), and
 /// its directory.
 fn recipe() -> (Vec<String>, PathBuf) {
@@ -589,7 +668,7 @@ fn recipe() -> (Vec<String>, PathBuf) {
 
 fn run_partition(
     args: &RunArgs,
-    restore: Option<Arc<astraea_hypervisor::snapshot::Image>>,
+    restore: Restore,
 ) -> Result<astraea_hypervisor::Outcome, VmmError> {
     let mem = parse_mem_size(&args.mem)?;
     // The default namespace's /tmp is the host's; its hsperfdata directory

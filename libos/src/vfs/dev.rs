@@ -42,8 +42,8 @@ impl Device {
             }
             DevKind::Snapshot => {
                 // The first read snapshots the partition; it and the next
-                // ones read the word saying how that went, then EOF (a
-                // program reading the file whole snapshots once).
+                // ones read what `snapshot::said` gives for how that went,
+                // then EOF (a program reading the file whole snapshots once).
                 let mut st = self.said.load(Ordering::SeqCst);
                 if st >> 32 == 0 {
                     let outcome = match crate::snapshot::request()? {
@@ -52,11 +52,11 @@ impl Device {
                     };
                     st = outcome << 32;
                 }
-                let word: &[u8] = if st >> 32 == 1 {
-                    b"taken\n"
+                let word = crate::snapshot::said(if st >> 32 == 1 {
+                    crate::snapshot::Outcome::Taken
                 } else {
-                    b"restored\n"
-                };
+                    crate::snapshot::Outcome::Restored
+                });
                 let at = ((st & 0xffff_ffff) as usize).min(word.len());
                 let n = (word.len() - at).min(out.len());
                 out[..n].copy_from_slice(&word[at..at + n]);
