@@ -10,6 +10,11 @@
 //!   used.
 //! * `tests/progs/Snapshot.java`: a JVM (OpenJDK 17, Temurin 25) goes on
 //!   after a restore, loading classes, starting threads, reading a file.
+//! * `astraea run --warm`: the first run of a `java -cp CP Main` command
+//!   snapshots it before `Main` loads; later runs start from there with
+//!   their own main class and arguments (`WarmGreet`, `WarmOther`), exit
+//!   statuses and exceptions pass through, other JVM options make another
+//!   snapshot, and commands it cannot take are refused clearly.
 //! * Refusals the program sees (no `--snapshot`, a socket waiting at the
 //!   gateway) and bad snapshot files (clear errors, exit status 125).
 //!
@@ -312,6 +317,137 @@ mod tests {
                 );
                 assert!(!r.stderr.contains("not restored"), "JDK {name}: {r:?}");
             }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn warm_runs_start_from_the_first_runs_snapshot() {
+        if !kvm_available() {
+            return;
+        }
+        let dir = tmp_dir("warm");
+        let javac = Path::new("/usr/lib/jvm/java-17-openjdk-amd64/bin/javac");
+        if !javac.exists() {
+            eprintln!("\n*** SKIPPED: no JDK 17 javac; this test did not run. ***\n");
+            return;
+        }
+        let st = Command::new(javac)
+            .args(["--release", "17", "-d"])
+            .arg(&dir)
+            .arg(workspace().join("tests/progs/WarmGreet.java"))
+            .arg(workspace().join("tests/progs/WarmOther.java"))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        // A cache of the test's own (also part of every key: the environment).
+        let cache = dir.join("cache");
+        let cp = dir.to_str().unwrap();
+        let warm = |java: &str, extra: &[&str], main: &[&str]| {
+            let mut c = Command::new(astraea_tests::astraea());
+            c.args(["run", "--log", "info", "--warm", "--", java])
+                .args(extra)
+                .args(["-cp", cp])
+                .args(main)
+                .env("XDG_CACHE_HOME", &cache)
+                .current_dir(&dir);
+            run_with_timeout(&mut c, TIMEOUT)
+        };
+        let snaps = || {
+            std::fs::read_dir(cache.join("astraea/warm"))
+                .map(|d| {
+                    d.flatten()
+                        .filter(|e| e.path().extension().is_some_and(|x| x == "snap"))
+                        .count()
+                })
+                .unwrap_or(0)
+        };
+        for (name, home) in [
+            ("17", "/usr/lib/jvm/java-17-openjdk-amd64"),
+            ("25", "/usr/lib/jvm/temurin-25-jdk-amd64"),
+        ] {
+            let java = format!("{home}/bin/java");
+            if !Path::new(&java).exists() {
+                eprintln!("\n*** SKIPPED: no JDK {name} at {home}. ***\n");
+                continue;
+            }
+            let before = snaps();
+            let r = warm(&java, &[], &["WarmGreet", "first", "run"]);
+            assert_eq!(
+                (r.code, r.stdout.as_str()),
+                (0, "greet: first run\n"),
+                "JDK {name}: {r:?}"
+            );
+            assert!(
+                r.stderr.contains("first run of this command"),
+                "JDK {name}: {r:?}"
+            );
+            assert_eq!(snaps(), before + 1, "JDK {name}: no snapshot was kept");
+            let r = warm(&java, &[], &["WarmGreet", "second", "run", "ü"]);
+            assert_eq!(
+                (r.code, r.stdout.as_str()),
+                (0, "greet: second run ü\n"),
+                "JDK {name}: {r:?}"
+            );
+            assert!(
+                r.stderr.contains("starting from the snapshot"),
+                "JDK {name}: {r:?}"
+            );
+            let r = warm(&java, &[], &["WarmGreet", "exit", "7"]);
+            assert_eq!(
+                (r.code, r.stdout.as_str()),
+                (7, "greet: exit 7\n"),
+                "JDK {name}: {r:?}"
+            );
+            let r = warm(&java, &[], &["WarmOther", "a", "b", "c"]);
+            assert_eq!(
+                (r.code, r.stdout.as_str()),
+                (0, "other: 3 arguments\n"),
+                "JDK {name}: {r:?}"
+            );
+            assert!(
+                r.stderr.contains("starting from the snapshot"),
+                "JDK {name}: {r:?}"
+            );
+            let r = warm(&java, &[], &["WarmOther", "throw"]);
+            assert_eq!(r.code, 1, "JDK {name}: {r:?}");
+            assert!(
+                r.stderr
+                    .contains("java.lang.IllegalStateException: asked to throw"),
+                "JDK {name}: {r:?}"
+            );
+            // Other JVM options: another snapshot.
+            let r = warm(&java, &["-Xmx96m"], &["WarmGreet", "small"]);
+            assert_eq!(
+                (r.code, r.stdout.as_str()),
+                (0, "greet: small\n"),
+                "JDK {name}: {r:?}"
+            );
+            assert!(
+                r.stderr.contains("first run of this command"),
+                "JDK {name}: {r:?}"
+            );
+            assert_eq!(snaps(), before + 2, "JDK {name}");
+        }
+        // What --warm cannot start.
+        let r = astraea(&["run", "--warm", "--", "/bin/true"]);
+        assert_eq!(r.code, 125, "{r:?}");
+        assert!(r.stderr.contains("--warm runs `java"), "{r:?}");
+        let r = astraea(&["run", "--warm", "--", "java", "-jar", "app.jar"]);
+        assert_eq!(r.code, 125, "{r:?}");
+        assert!(r.stderr.contains("-jar is not supported"), "{r:?}");
+        // A --warm snapshot is not for --from.
+        if let Some(snap) = std::fs::read_dir(cache.join("astraea/warm"))
+            .ok()
+            .and_then(|d| {
+                d.flatten()
+                    .map(|e| e.path())
+                    .find(|p| p.extension().is_some_and(|x| x == "snap"))
+            })
+        {
+            let r = astraea(&["run", "--from", snap.to_str().unwrap()]);
+            assert_eq!(r.code, 125, "{r:?}");
+            assert!(r.stderr.contains("made by `astraea run --warm`"), "{r:?}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -1,0 +1,10 @@
+// Run by `astraea run --warm` in tests/tests/snapshot.rs: the main class
+// and arguments of each run, whether it started from a snapshot or not.
+public class WarmGreet {
+    public static void main(String[] args) {
+        System.out.println("greet: " + String.join(" ", args));
+        if (args.length > 0 && args[0].equals("exit")) {
+            System.exit(Integer.parseInt(args[1]));
+        }
+    }
+}
