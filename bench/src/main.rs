@@ -4,6 +4,7 @@
 //! ```text
 //! astraea-bench [boot [RUNS]] [ctxswitch [ROUNDS]] [ninep [N]] [linux [ROUNDS]]
 //!               [jvm [RUNS]] [scimark [SECS]] [threads [SECS]] [net] [search]
+//!               [snapshot [RUNS]]
 //!               (default: all but `threads`, which takes ≈ 8 minutes;
 //!               `THREADS_CASES=ForkJoin,Barrier` runs only those cases)
 //! ```
@@ -16,6 +17,7 @@ mod cache;
 mod javabench;
 mod net;
 mod search;
+mod snapshot;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -42,9 +44,10 @@ fn main() {
             "threads" => javabench::threads(n.unwrap_or(1)),
             "net" => net::net(),
             "search" => search::search(),
+            "snapshot" => snapshot::snapshot(n.unwrap_or(7) as usize),
             other => {
                 eprintln!(
-                    "astraea-bench: unknown benchmark {other:?} (boot, ctxswitch, ninep, linux, jvm, fig5, table1, warm, scimark, threads, net, search)"
+                    "astraea-bench: unknown benchmark {other:?} (boot, ctxswitch, ninep, linux, jvm, fig5, table1, warm, scimark, threads, net, search, snapshot)"
                 );
                 std::process::exit(2);
             }
