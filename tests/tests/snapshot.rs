@@ -57,6 +57,43 @@ mod tests {
         Some(out)
     }
 
+    /// A `--warm` run: (JVM options, main class and arguments, status,
+    /// stdout, a line of stderr).
+    type WarmCase<'a> = (&'a [&'a str], &'a [&'a str], i32, &'a str, &'a str);
+
+    /// Compiles `tests/progs/` sources into `dir` with JDK 17's javac;
+    /// false (loudly) without one.
+    fn javac(dir: &Path, sources: &[&str]) -> bool {
+        let javac = Path::new("/usr/lib/jvm/java-17-openjdk-amd64/bin/javac");
+        if !javac.exists() {
+            eprintln!("\n*** SKIPPED: no JDK 17 javac; this test did not run. ***\n");
+            return false;
+        }
+        let st = Command::new(javac)
+            .args(["--release", "17", "-d"])
+            .arg(dir)
+            .args(
+                sources
+                    .iter()
+                    .map(|s| workspace().join("tests/progs").join(s)),
+            )
+            .status()
+            .unwrap();
+        assert!(st.success(), "javac failed for {sources:?}");
+        true
+    }
+
+    /// `/dev/kvm`, a fresh directory `name` and `snapshot.c` built in it;
+    /// `None` (said loudly) without KVM or gcc.
+    fn c_setup(name: &str) -> Option<(PathBuf, PathBuf)> {
+        if !kvm_available() {
+            return None;
+        }
+        let dir = tmp_dir(name);
+        let prog = build_c(&dir)?;
+        Some((dir, prog))
+    }
+
     fn astraea(args: &[&str]) -> Run {
         let mut c = Command::new(astraea_tests::astraea());
         c.args(args);
@@ -71,11 +108,7 @@ mod tests {
 
     #[test]
     fn a_program_goes_on_in_every_partition_restored_from_its_snapshot() {
-        if !kvm_available() {
-            return;
-        }
-        let dir = tmp_dir("c");
-        let Some(prog) = build_c(&dir) else {
+        let Some((dir, prog)) = c_setup("c") else {
             return;
         };
         std::fs::write(dir.join("ro"), "0123456789abcdef").unwrap();
@@ -131,11 +164,7 @@ mod tests {
 
     #[test]
     fn a_running_partition_is_snapshotted_from_outside() {
-        if !kvm_available() {
-            return;
-        }
-        let dir = tmp_dir("outside");
-        let Some(prog) = build_c(&dir) else {
+        let Some((dir, prog)) = c_setup("outside") else {
             return;
         };
         let mut child = spawn_piped(Command::new(astraea_tests::astraea()).args([
@@ -180,11 +209,7 @@ mod tests {
 
     #[test]
     fn refused_snapshots_are_errors_the_program_sees() {
-        if !kvm_available() {
-            return;
-        }
-        let dir = tmp_dir("refused");
-        let Some(prog) = build_c(&dir) else {
+        let Some((dir, prog)) = c_setup("refused") else {
             return;
         };
         let prog = prog.to_str().unwrap();
@@ -262,18 +287,9 @@ mod tests {
             return;
         }
         let dir = tmp_dir("java");
-        let javac = Path::new("/usr/lib/jvm/java-17-openjdk-amd64/bin/javac");
-        if !javac.exists() {
-            eprintln!("\n*** SKIPPED: no JDK 17 javac; this test did not run. ***\n");
+        if !javac(&dir, &["Snapshot.java"]) {
             return;
         }
-        let st = Command::new(javac)
-            .args(["--release", "17", "-d"])
-            .arg(&dir)
-            .arg(workspace().join("tests/progs/Snapshot.java"))
-            .status()
-            .unwrap();
-        assert!(st.success());
         std::fs::write(dir.join("note.txt"), "a note\n").unwrap();
         for (name, home) in [
             ("17", "/usr/lib/jvm/java-17-openjdk-amd64"),
@@ -327,19 +343,9 @@ mod tests {
             return;
         }
         let dir = tmp_dir("warm");
-        let javac = Path::new("/usr/lib/jvm/java-17-openjdk-amd64/bin/javac");
-        if !javac.exists() {
-            eprintln!("\n*** SKIPPED: no JDK 17 javac; this test did not run. ***\n");
+        if !javac(&dir, &["WarmGreet.java", "WarmOther.java"]) {
             return;
         }
-        let st = Command::new(javac)
-            .args(["--release", "17", "-d"])
-            .arg(&dir)
-            .arg(workspace().join("tests/progs/WarmGreet.java"))
-            .arg(workspace().join("tests/progs/WarmOther.java"))
-            .status()
-            .unwrap();
-        assert!(st.success());
         // A cache of the test's own (also part of every key: the environment).
         let cache = dir.join("cache");
         let cp = dir.to_str().unwrap();
@@ -372,61 +378,61 @@ mod tests {
                 continue;
             }
             let before = snaps();
-            let r = warm(&java, &[], &["WarmGreet", "first", "run"]);
-            assert_eq!(
-                (r.code, r.stdout.as_str()),
-                (0, "greet: first run\n"),
-                "JDK {name}: {r:?}"
-            );
-            assert!(
-                r.stderr.contains("first run of this command"),
-                "JDK {name}: {r:?}"
-            );
-            assert_eq!(snaps(), before + 1, "JDK {name}: no snapshot was kept");
-            let r = warm(&java, &[], &["WarmGreet", "second", "run", "ü"]);
-            assert_eq!(
-                (r.code, r.stdout.as_str()),
-                (0, "greet: second run ü\n"),
-                "JDK {name}: {r:?}"
-            );
-            assert!(
-                r.stderr.contains("starting from the snapshot"),
-                "JDK {name}: {r:?}"
-            );
-            let r = warm(&java, &[], &["WarmGreet", "exit", "7"]);
-            assert_eq!(
-                (r.code, r.stdout.as_str()),
-                (7, "greet: exit 7\n"),
-                "JDK {name}: {r:?}"
-            );
-            let r = warm(&java, &[], &["WarmOther", "a", "b", "c"]);
-            assert_eq!(
-                (r.code, r.stdout.as_str()),
-                (0, "other: 3 arguments\n"),
-                "JDK {name}: {r:?}"
-            );
-            assert!(
-                r.stderr.contains("starting from the snapshot"),
-                "JDK {name}: {r:?}"
-            );
-            let r = warm(&java, &[], &["WarmOther", "throw"]);
-            assert_eq!(r.code, 1, "JDK {name}: {r:?}");
-            assert!(
-                r.stderr
-                    .contains("java.lang.IllegalStateException: asked to throw"),
-                "JDK {name}: {r:?}"
-            );
-            // Other JVM options: another snapshot.
-            let r = warm(&java, &["-Xmx96m"], &["WarmGreet", "small"]);
-            assert_eq!(
-                (r.code, r.stdout.as_str()),
-                (0, "greet: small\n"),
-                "JDK {name}: {r:?}"
-            );
-            assert!(
-                r.stderr.contains("first run of this command"),
-                "JDK {name}: {r:?}"
-            );
+            const FIRST: &str = "first run of this command";
+            const FROM: &str = "starting from the snapshot";
+            // (JVM options, main class and arguments, status, stdout, a
+            // line of stderr); each run after the first starts from the
+            // first's snapshot, but for other JVM options.
+            let cases: [WarmCase; 6] = [
+                (
+                    &[],
+                    &["WarmGreet", "first", "run"],
+                    0,
+                    "greet: first run\n",
+                    FIRST,
+                ),
+                (
+                    &[],
+                    &["WarmGreet", "second", "run", "ü"],
+                    0,
+                    "greet: second run ü\n",
+                    FROM,
+                ),
+                (&[], &["WarmGreet", "exit", "7"], 7, "greet: exit 7\n", FROM),
+                (
+                    &[],
+                    &["WarmOther", "a", "b", "c"],
+                    0,
+                    "other: 3 arguments\n",
+                    FROM,
+                ),
+                (
+                    &[],
+                    &["WarmOther", "throw"],
+                    1,
+                    "",
+                    "java.lang.IllegalStateException: asked to throw",
+                ),
+                (
+                    &["-Xmx96m"],
+                    &["WarmGreet", "small"],
+                    0,
+                    "greet: small\n",
+                    FIRST,
+                ),
+            ];
+            for (opts, main, code, out, err) in cases {
+                let r = warm(&java, opts, main);
+                assert_eq!(
+                    (r.code, r.stdout.as_str()),
+                    (code, out),
+                    "JDK {name}: {r:?}"
+                );
+                assert!(
+                    r.stderr.contains(err),
+                    "JDK {name}: {err:?} not said: {r:?}"
+                );
+            }
             assert_eq!(snaps(), before + 2, "JDK {name}");
         }
         // What --warm cannot start.

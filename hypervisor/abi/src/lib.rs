@@ -75,6 +75,18 @@ pub mod port {
     pub const COM1: u16 = 0x3f8;
 }
 
+/// The little-endian u32 at `b[i..i + 4]`.
+fn le_u32(b: &[u8], i: usize) -> u32 {
+    u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
+}
+
+/// The little-endian u64 at `b[i..i + 8]`.
+fn le_u64(b: &[u8], i: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[i..i + 8]);
+    u64::from_le_bytes(a)
+}
+
 /// A buffer handed to the VMM by guest-physical address.
 ///
 /// `#[repr(C)]`, 24 bytes: `fd u32, pad u32, addr u64, len u64`.
@@ -97,17 +109,11 @@ impl ConsoleWrite {
 
     /// Decodes the structure from guest memory bytes.
     pub fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
-        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-        let u64_at = |i: usize| {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(&b[i..i + 8]);
-            u64::from_le_bytes(a)
-        };
         Self {
-            fd: u32_at(0),
-            pad: u32_at(4),
-            addr: u64_at(8),
-            len: u64_at(16),
+            fd: le_u32(b, 0),
+            pad: le_u32(b, 4),
+            addr: le_u64(b, 8),
+            len: le_u64(b, 16),
         }
     }
 }
@@ -197,18 +203,13 @@ pub mod snapshot {
 
         /// Decodes the structure from guest memory bytes.
         pub fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
-            let u64_at = |i: usize| {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(&b[i..i + 8]);
-                u64::from_le_bytes(a)
-            };
             Self {
-                magic: u64_at(0),
-                resume_rip: u64_at(8),
-                resume_rsp: u64_at(16),
-                tsc: u64_at(24),
-                status: u32::from_le_bytes([b[32], b[33], b[34], b[35]]),
-                pad: u32::from_le_bytes([b[36], b[37], b[38], b[39]]),
+                magic: super::le_u64(b, 0),
+                resume_rip: super::le_u64(b, 8),
+                resume_rsp: super::le_u64(b, 16),
+                tsc: super::le_u64(b, 24),
+                status: super::le_u32(b, 32),
+                pad: super::le_u32(b, 36),
             }
         }
     }
