@@ -316,7 +316,6 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
             });
         }
         img.map_into(&mem)?;
-        mapped.extend(memory::ram_ranges(cfg.mem).iter().map(|&(s, l)| (s, s + l)));
     } else if cfg.prefault > 0 {
         memory::prefault_in_background(mem.clone(), cfg.prefault.min(cfg.mem));
     }
@@ -885,8 +884,9 @@ impl SnapshotCtx<'_> {
             session,
         };
         let t = Instant::now();
-        let stored = crate::snapshot::write(path, &meta, mem, &self.mapped)
-            .map_err(|e| (libc::EIO as u32, e))?;
+        let stored =
+            crate::snapshot::write(path, &meta, mem, &self.mapped, self.cfg.restore.as_deref())
+                .map_err(|e| (libc::EIO as u32, e))?;
         tracing::info!(
             path = %path.display(),
             stored_mib = stored >> 20,

@@ -194,19 +194,20 @@ fn memfd_data(file: &File, file_off: u64, gpa: u64, len: u64) -> Vec<(u64, u64)>
 
 /// Writes a snapshot of `mem` with `meta` to `path` (through a temporary
 /// file renamed into place, so a reader never sees half of one). Only
-/// pages that may hold data are read: the memfd's allocated extents and
-/// the ranges in `mapped` (RAM mapped from files: a cache image, the
-/// snapshot a partition was restored from). Returns the bytes of RAM
-/// stored.
+/// pages that may hold data are read: the memfd's allocated extents, the
+/// ranges in `mapped` (RAM mapped from a file: a cache image) and, in a
+/// partition restored from `restored`, that file's data extents and the
+/// pages the partition has touched since. Returns the bytes of RAM stored.
 pub fn write(
     path: &Path,
     meta: &Meta,
     mem: &GuestMemory,
     mapped: &[(u64, u64)],
+    restored: Option<&Image>,
 ) -> Result<u64, String> {
     // One per process: two partitions may write the same file at once.
     let tmp = path.with_extension(format!("partial-{}", std::process::id()));
-    let r = write_to(&tmp, path, meta, mem, mapped);
+    let r = write_to(&tmp, path, meta, mem, mapped, restored);
     if r.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
@@ -219,6 +220,7 @@ fn write_to(
     meta: &Meta,
     mem: &GuestMemory,
     mapped: &[(u64, u64)],
+    restored: Option<&Image>,
 ) -> Result<u64, String> {
     let text = toml::to_string(meta).map_err(|e| format!("encoding the metadata: {e}"))?;
     let data_offset = (24 + text.len() as u64).next_multiple_of(PAGE);
@@ -249,10 +251,14 @@ fn write_to(
                 ranges.push((s, e));
             }
         }
-        ranges.sort_unstable();
         let host = mem
             .get_host_address(GuestAddress(gpa))
             .map_err(|e| e.to_string())? as *const u8;
+        if let Some(img) = restored {
+            ranges.extend(memfd_data(&img.file, img.data_offset + off, gpa, len));
+            ranges.extend(resident(host, gpa, len));
+        }
+        ranges.sort_unstable();
         let mut done = gpa;
         for (s, e) in ranges {
             let (s, e) = (s.max(done) & !(PAGE - 1), e.next_multiple_of(PAGE));
@@ -274,6 +280,34 @@ fn write_to(
     drop(f);
     std::fs::rename(tmp, path).map_err(|e| format!("cannot rename {}: {e}", tmp.display()))?;
     Ok(stored)
+}
+
+/// The guest-physical ranges of the region at `gpa` (`len` bytes, mapped at
+/// `host`) whose pages are in memory (`mincore`): in RAM mapped from a
+/// snapshot, the pages the partition wrote (its own copies) or read.
+fn resident(host: *const u8, gpa: u64, len: u64) -> Vec<(u64, u64)> {
+    let pages = (len / PAGE) as usize;
+    let mut vec = vec![0u8; pages];
+    // SAFETY: `host` is the page-aligned start of a mapping of `len` bytes
+    // that `mem` keeps; mincore only fills `vec` (one byte per page).
+    if unsafe { libc::mincore(host as *mut libc::c_void, len as usize, vec.as_mut_ptr()) } != 0 {
+        // Unknown: read it all.
+        return vec![(gpa, gpa + len)];
+    }
+    let mut out = Vec::new();
+    let mut run: Option<usize> = None;
+    for i in 0..=pages {
+        let on = i < pages && vec[i] & 1 != 0;
+        match (run, on) {
+            (None, true) => run = Some(i),
+            (Some(s), false) => {
+                out.push((gpa + s as u64 * PAGE, gpa + i as u64 * PAGE));
+                run = None;
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Writes the pages of `bytes` that are not all zeros at `at` onwards (runs
