@@ -296,8 +296,9 @@ fn resident(host: *const u8, gpa: u64, len: u64) -> Vec<(u64, u64)> {
     }
     let mut out = Vec::new();
     let mut run: Option<usize> = None;
-    for i in 0..=pages {
-        let on = i < pages && vec[i] & 1 != 0;
+    // One past the end is "not resident", to close the last run.
+    let flags = vec.iter().map(|b| b & 1 != 0).chain(std::iter::once(false));
+    for (i, on) in flags.enumerate() {
         match (run, on) {
             (None, true) => run = Some(i),
             (Some(s), false) => {
