@@ -190,7 +190,7 @@ mod tests {
         // A copy restored from it waits too; it is snapshotted in turn (only
         // what it touched and its file's data are read: its VMM does not
         // fault in all of its RAM).
-        let mut copy = spawn_piped(Command::new(astraea_tests::astraea()).args([
+        let copy = spawn_piped(Command::new(astraea_tests::astraea()).args([
             "run",
             "--from",
             snap.to_str().unwrap(),
