@@ -653,11 +653,13 @@ fn report() {
 }
 
 /// What a partition restored from a snapshot takes from the device tree
-/// the restoring VMM wrote: the program's arguments (NUL-separated), and
-/// the log level and `--strace` of its command line.
+/// the restoring VMM wrote: the program's arguments (NUL-separated), which
+/// of the user's streams are terminals, and the log level and `--strace`
+/// of its command line.
 pub fn restored_from_fdt() -> Vec<u8> {
     let fdt = read_fdt(layout::FDT);
     console::init_log(log_level(fdt.bootargs));
+    console::set_terminal(fdt.tty, fdt.winsize);
     crate::syscall::set_strace(
         fdt.bootargs
             .split_ascii_whitespace()
