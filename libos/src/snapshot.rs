@@ -257,6 +257,9 @@ fn after_restore() {
         );
     }
     crate::drivers::virtio9p::restored();
+    // Completions the device added before the snapshot whose interrupt the
+    // old vCPU had not taken: their waiters are woken now.
+    crate::drivers::virtio9p::poll();
     sched::timer_lost();
     *RESTORED_ARGS.lock() = crate::boot::restored_from_fdt();
 }
