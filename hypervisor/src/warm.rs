@@ -219,6 +219,41 @@ pub fn snapshot_path(words: &[String], kernel: &Path) -> PathBuf {
     cache_dir().join(format!("{h:016x}.snap"))
 }
 
+/// How many `--warm` snapshots the cache keeps (each is tens of MB on disk;
+/// a command run with another environment makes another).
+pub const KEEP: usize = 8;
+
+/// Marks `snap` as just used (its modification time: the cache keeps the
+/// most recently used).
+pub fn touch(snap: &Path) {
+    if let Ok(f) = std::fs::File::options().append(true).open(snap) {
+        let _ = f.set_modified(std::time::SystemTime::now());
+    }
+}
+
+/// Removes the least recently used snapshots so that `room` more fit under
+/// [`KEEP`].
+pub fn prune(room: usize) {
+    prune_in(&cache_dir(), room);
+}
+
+fn prune_in(dir: &Path, room: usize) {
+    let Ok(dir) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut snaps: Vec<(std::time::SystemTime, PathBuf)> = dir
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "snap"))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    snaps.sort();
+    let excess = (snaps.len() + room).saturating_sub(KEEP);
+    for (_, p) in snaps.into_iter().take(excess) {
+        tracing::info!(snapshot = %p.display(), "--warm: removing the least recently used snapshot");
+        let _ = std::fs::remove_file(p);
+    }
+}
+
 /// The launcher's class directory, compiled with `javac` (next to `java`)
 /// the first time.
 pub fn launcher(java: &Path) -> Result<PathBuf, WarmError> {
@@ -283,6 +318,34 @@ mod tests {
         assert!(JavaCommand::parse(&words("java Main")).is_err());
         assert!(JavaCommand::parse(&words("java -cp .")).is_err());
         assert!(JavaCommand::parse(&words("/bin/ls -l")).is_err());
+    }
+
+    #[test]
+    fn the_cache_keeps_the_most_recently_used() {
+        let dir = std::env::temp_dir().join(format!("astraea-warm-prune-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let w = dir.clone();
+        let t0 = std::time::SystemTime::now() - std::time::Duration::from_secs(100);
+        for i in 0..KEEP + 2 {
+            let p = w.join(format!("{i}.snap"));
+            let f = std::fs::File::create(&p).unwrap();
+            f.set_modified(t0 + std::time::Duration::from_secs(i as u64))
+                .unwrap();
+        }
+        // The oldest, used again, stays.
+        touch(&w.join("0.snap"));
+        prune_in(&w, 1);
+        let mut left: Vec<String> = std::fs::read_dir(&w)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left.len(), KEEP - 1, "{left:?}");
+        assert!(left.contains(&"0.snap".to_string()), "{left:?}");
+        assert!(!left.contains(&"1.snap".to_string()), "{left:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -632,6 +632,7 @@ fn warming(mut args: RunArgs) -> Result<(RunArgs, Restore), Box<dyn std::error::
         match astraea_hypervisor::snapshot::Image::open(&path) {
             Ok(img) => {
                 tracing::info!(snapshot = %path.display(), "--warm: starting from the snapshot");
+                warm::touch(&path);
                 return Ok((args, Some(Arc::new(img))));
             }
             Err(e) => {
@@ -642,6 +643,7 @@ fn warming(mut args: RunArgs) -> Result<(RunArgs, Restore), Box<dyn std::error::
     }
     let dir = warm::cache_dir();
     std::fs::create_dir_all(&dir).map_err(|e| warm::WarmError::Cache(dir.clone(), e))?;
+    warm::prune(1);
     tracing::info!(snapshot = %path.display(), "--warm: first run of this command; taking its snapshot");
     args.snapshot = Some(path);
     Ok((args, None))
