@@ -859,6 +859,15 @@ impl SnapshotCtx<'_> {
             "the program asked for a snapshot, but astraea run was given no --snapshot FILE"
                 .to_string(),
         ))?;
+        if matches!(
+            self.cfg.ninep,
+            NinePTarget::Tcp(_) | NinePTarget::VhostUser(_)
+        ) {
+            return Err((
+                libc::EOPNOTSUPP as u32,
+                "the partition's files come from another 9P server (--9p or --gateway), whose state a snapshot cannot hold".into(),
+            ));
+        }
         let busy = |why: String| (libc::EBUSY as u32, why);
         let device = match ninep {
             Some(d) => d.state().map_err(busy)?,

@@ -16,7 +16,8 @@
 //!   statuses and exceptions pass through, other JVM options make another
 //!   snapshot, and commands it cannot take are refused clearly.
 //! * Refusals the program sees (no `--snapshot`, a socket waiting at the
-//!   gateway) and bad snapshot files (clear errors, exit status 125).
+//!   gateway, files from a gateway process) and bad snapshot files (clear
+//!   errors, exit status 125).
 //!
 //! Without `/dev/kvm`, gcc or a JDK a test says so loudly and passes.
 
@@ -272,6 +273,38 @@ mod tests {
             (0, "snapshot: EBUSY\n"),
             "{r:?}"
         );
+        assert!(!snap.exists(), "a refused snapshot left a file");
+        // Files from a gateway process: its state is not ours to save.
+        let sock = dir.join("gw.sock");
+        let mut gw = spawn_piped(Command::new(gateway()).args([
+            "--vhost-user",
+            sock.to_str().unwrap(),
+            "--export",
+            "/:/:ro",
+        ]));
+        let t = std::time::Instant::now();
+        while !sock.exists() && t.elapsed() < TIMEOUT {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let via = format!("vhost-user:{}", sock.display());
+        let r = astraea(&[
+            "run",
+            "--gateway",
+            &via,
+            "--snapshot",
+            snap.to_str().unwrap(),
+            "--",
+            prog,
+            "plain",
+        ]);
+        let _ = gw.kill();
+        let _ = gw.wait();
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (0, "snapshot: EOPNOTSUPP\n"),
+            "{r:?}"
+        );
+        assert!(r.stderr.contains("another 9P server"), "{r:?}");
         assert!(!snap.exists(), "a refused snapshot left a file");
         std::fs::remove_dir_all(&dir).unwrap();
     }
