@@ -1,14 +1,15 @@
 //! `astraea run --warm -- java … -cp CP Main ARGS`: start a JVM from a
 //! snapshot of one that has already started.
 //!
-//! The first run of a command puts the project's launcher
-//! (`hypervisor/java/astraea/Warm.java`, compiled once with the JDK's
-//! `javac`) between the JVM and `Main`; the launcher has the partition
-//! snapshotted before `Main` is loaded, and the run goes on. Later runs of
-//! the same command — the same JDK, JVM options, class path, partition
-//! options, working directory and environment, whatever `Main` and `ARGS`
-//! — start from that snapshot: the launcher finds the new command's `Main`
-//! and arguments and runs them. The snapshot is keyed by all of that (and
+//! The project's launcher (`hypervisor/java/astraea/Warm.java`, compiled
+//! once with the JDK's `javac`) stands between the JVM and `Main`. The
+//! first run of a command records the classes its JVM loads; the second
+//! has the launcher load them (without initialising any) and the partition
+//! snapshotted before `Main` runs, and goes on. Later runs of the same
+//! command — the same JDK, JVM options, class path, partition options,
+//! working directory and environment, whatever `Main` and `ARGS` — start
+//! from that snapshot: the launcher finds the new command's `Main` and
+//! arguments and runs them. The snapshot is keyed by all of that (and
 //! by this `astraea` and its kernel), so a change to any of it makes a new
 //! one; the environment and working directory are part of the key because
 //! a started JVM has read them already.
@@ -125,9 +126,11 @@ impl JavaCommand {
     }
 
     /// The command with the launcher in front of the main class, its
-    /// directory `launcher` on the class path.
-    pub fn with_launcher(&self, launcher: &Path) -> Vec<String> {
+    /// directory `launcher` on the class path, and `jvm` (options for this
+    /// run only) after the command's own JVM options.
+    pub fn with_launcher(&self, launcher: &Path, jvm: &[String]) -> Vec<String> {
         let mut v = self.head.clone();
+        v.extend(jvm.iter().cloned());
         v.push("-cp".into());
         v.push(format!("{}:{}", self.class_path, launcher.display()));
         v.extend(self.middle.iter().cloned());
@@ -219,6 +222,53 @@ pub fn snapshot_path(words: &[String], kernel: &Path) -> PathBuf {
     cache_dir().join(format!("{h:016x}.snap"))
 }
 
+/// The phase of a command's `--warm` runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    /// The first run: the JVM records the classes it loads in this file
+    /// (`-XX:DumpLoadedClassList`).
+    Record(PathBuf),
+    /// The second: the launcher loads (without initialising) the classes
+    /// the first run recorded, then has the partition snapshotted to this
+    /// file, so that the snapshot holds the application's classes too.
+    Snapshot {
+        /// The classes.
+        classes: PathBuf,
+        /// The snapshot.
+        snapshot: PathBuf,
+    },
+    /// Later runs: from this snapshot.
+    Restore(PathBuf),
+}
+
+/// Where `snapshot`'s command stands: the class list goes in the host's
+/// `/tmp` (which partitions see read-write at the same path; the cache
+/// directory is read-only to them).
+pub fn phase(snapshot: &Path) -> Phase {
+    let stem = snapshot
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned());
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let classes = std::env::temp_dir()
+        .join(format!("astraea-warm-{uid}"))
+        .join(format!("{}.classes", stem.unwrap_or_default()));
+    if snapshot.exists() {
+        // The snapshot holds the classes now.
+        let _ = std::fs::remove_file(&classes);
+        return Phase::Restore(snapshot.to_path_buf());
+    }
+    let recorded = std::fs::metadata(&classes).is_ok_and(|m| m.len() > 0);
+    if recorded {
+        Phase::Snapshot {
+            classes,
+            snapshot: snapshot.to_path_buf(),
+        }
+    } else {
+        Phase::Record(classes)
+    }
+}
+
 /// How many `--warm` snapshots the cache keeps (each is tens of MB on disk;
 /// a command run with another environment makes another).
 pub const KEEP: usize = 8;
@@ -308,8 +358,8 @@ mod tests {
         assert_eq!(c.middle, words("-ea"));
         assert_eq!(c.main_and_args, words("Main x y"));
         assert_eq!(
-            c.with_launcher(Path::new("/l")),
-            words("/jdk/bin/java -Xmx64m -cp a:b:/l -ea astraea.Warm Main x y")
+            c.with_launcher(Path::new("/l"), &words("-Dp=1")),
+            words("/jdk/bin/java -Xmx64m -Dp=1 -cp a:b:/l -ea astraea.Warm Main x y")
         );
         assert_eq!(c.key_words(), words("/jdk/bin/java -Xmx64m a:b -ea"));
         let c = JavaCommand::parse(&words("java --add-opens java.base/x=ALL -cp . M")).unwrap();

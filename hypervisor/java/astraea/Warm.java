@@ -18,6 +18,10 @@ public final class Warm {
     private Warm() {}
 
     public static void main(String[] args) throws Throwable {
+        String list = System.getProperty("astraea.warm.preload");
+        if (list != null) {
+            preload(list);
+        }
         String[] run = args;
         String said;
         try (FileInputStream in = new FileInputStream("/dev/astraea-snapshot")) {
@@ -40,6 +44,38 @@ public final class Warm {
             System.exit(2);
         }
         Class<?> main = Class.forName(run[0], true, ClassLoader.getSystemClassLoader());
+        run(main, run);
+    }
+
+    /// Loads, without initialising, the classes named in a class list of
+    /// -XX:DumpLoadedClassList (one per line, the name first; lines of
+    /// comments and of generated classes are skipped, and so is a class
+    /// that cannot be loaded by name).
+    private static void preload(String list) {
+        ClassLoader app = ClassLoader.getSystemClassLoader();
+        java.util.List<String> lines;
+        try {
+            lines = java.nio.file.Files.readAllLines(java.nio.file.Path.of(list));
+        } catch (java.io.IOException e) {
+            return;
+        }
+        for (String line : lines) {
+            if (line.isEmpty() || line.startsWith("#") || line.startsWith("@")) {
+                continue;
+            }
+            String name = line.split(" ", 2)[0].replace('/', '.');
+            if (name.contains("$$") || name.contains("Species_") || name.startsWith("astraea.")) {
+                continue;
+            }
+            try {
+                Class.forName(name, false, app);
+            } catch (Throwable t) {
+                // Not loadable by name from here: it loads when used.
+            }
+        }
+    }
+
+    private static void run(Class<?> main, String[] run) throws Throwable {
         Method m = main.getMethod("main", String[].class);
         if (!Modifier.isStatic(m.getModifiers())) {
             System.err.println("Error: main method is not static in class " + run[0]);

@@ -627,25 +627,41 @@ fn warming(mut args: RunArgs) -> Result<(RunArgs, Restore), Box<dyn std::error::
     words.extend(cmd.key_words());
     let path = warm::snapshot_path(&words, &kernel);
     let launcher = warm::launcher(std::path::Path::new(&cmd.head[0]))?;
-    args.args = cmd.with_launcher(&launcher);
-    if path.exists() {
-        match astraea_hypervisor::snapshot::Image::open(&path) {
+    match warm::phase(&path) {
+        warm::Phase::Restore(snap) => match astraea_hypervisor::snapshot::Image::open(&snap) {
             Ok(img) => {
-                tracing::info!(snapshot = %path.display(), "--warm: starting from the snapshot");
-                warm::touch(&path);
+                tracing::info!(snapshot = %snap.display(), "--warm: starting from the snapshot");
+                warm::touch(&snap);
+                args.args = cmd.with_launcher(&launcher, &[]);
                 return Ok((args, Some(Arc::new(img))));
             }
             Err(e) => {
-                tracing::warn!("--warm: {e}; taking a new one");
-                let _ = std::fs::remove_file(&path);
+                tracing::warn!("--warm: {e}; running as a first run again");
+                let _ = std::fs::remove_file(&snap);
+                args.args = cmd.with_launcher(&launcher, &[]);
             }
+        },
+        warm::Phase::Record(classes) => {
+            let dir = classes.parent().unwrap_or(std::path::Path::new("/tmp"));
+            std::fs::create_dir_all(dir).map_err(|e| warm::WarmError::Cache(dir.into(), e))?;
+            tracing::info!(classes = %classes.display(), "--warm: first run of this command; recording the classes it loads");
+            args.args = cmd.with_launcher(
+                &launcher,
+                &[format!("-XX:DumpLoadedClassList={}", classes.display())],
+            );
+        }
+        warm::Phase::Snapshot { classes, snapshot } => {
+            let dir = warm::cache_dir();
+            std::fs::create_dir_all(&dir).map_err(|e| warm::WarmError::Cache(dir.clone(), e))?;
+            warm::prune(1);
+            tracing::info!(snapshot = %snapshot.display(), "--warm: second run of this command; taking its snapshot with the classes the first loaded");
+            args.args = cmd.with_launcher(
+                &launcher,
+                &[format!("-Dastraea.warm.preload={}", classes.display())],
+            );
+            args.snapshot = Some(snapshot);
         }
     }
-    let dir = warm::cache_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| warm::WarmError::Cache(dir.clone(), e))?;
-    warm::prune(1);
-    tracing::info!(snapshot = %path.display(), "--warm: first run of this command; taking its snapshot");
-    args.snapshot = Some(path);
     Ok((args, None))
 }
 
