@@ -281,12 +281,13 @@ struct RunArgs {
     from: Option<PathBuf>,
     /// Start the JVM from a snapshot of one that has already started: the
     /// first run of a `java [options] -cp CLASSPATH MainClass [args]`
-    /// command snapshots its partition just before MainClass is loaded
-    /// (kept under ~/.cache/astraea/warm), and later runs of the same
-    /// command — the same JDK, options, class path, partition options,
-    /// directory and environment; any main class and arguments — start
-    /// from there. Needs the default files (no --mount) and, the first
-    /// time, the JDK's javac.
+    /// command records the classes its JVM loads, the second snapshots its
+    /// partition with them loaded, just before MainClass runs (kept under
+    /// ~/.cache/astraea/warm, the 8 most recently used), and later runs of
+    /// the same command — the same JDK, options, class path, partition
+    /// options, directory and environment; any main class and arguments —
+    /// start from there. Needs the default files (no --mount) and, the
+    /// first time, the JDK's javac.
     #[arg(long, conflicts_with_all = ["from", "snapshot", "mounts", "gateway", "ninep", "no_files"])]
     warm: bool,
     /// The program and its arguments: `java [JVM options] (-cp PATH Main |
