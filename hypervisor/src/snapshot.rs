@@ -294,15 +294,34 @@ fn resident(host: *const u8, gpa: u64, len: u64) -> Vec<(u64, u64)> {
         // Unknown: read it all.
         return vec![(gpa, gpa + len)];
     }
+    runs(vec.iter().map(|b| b & 1 != 0))
+        .into_iter()
+        .map(|(a, b)| (gpa + a as u64 * PAGE, gpa + b as u64 * PAGE))
+        .collect()
+}
+
+/// Writes the pages of `bytes` that are not all zeros at `at` onwards (runs
+/// of them in one write); returns the bytes written.
+fn write_nonzero(f: &File, bytes: &[u8], at: u64) -> std::io::Result<u64> {
+    let page = PAGE as usize;
+    let mut written = 0u64;
+    for (s, e) in runs(bytes.chunks_exact(page).map(|p| p.iter().any(|&b| b != 0))) {
+        f.write_all_at(&bytes[s * page..e * page], at + (s * page) as u64)?;
+        written += ((e - s) * page) as u64;
+    }
+    Ok(written)
+}
+
+/// The runs of `true` in `flags`, as index ranges `[start, end)`.
+fn runs(flags: impl Iterator<Item = bool>) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut run: Option<usize> = None;
-    // One past the end is "not resident", to close the last run.
-    let flags = vec.iter().map(|b| b & 1 != 0).chain(std::iter::once(false));
-    for (i, on) in flags.enumerate() {
+    // One past the end is `false`, to close the last run.
+    for (i, on) in flags.chain(std::iter::once(false)).enumerate() {
         match (run, on) {
             (None, true) => run = Some(i),
             (Some(s), false) => {
-                out.push((gpa + s as u64 * PAGE, gpa + i as u64 * PAGE));
+                out.push((s, i));
                 run = None;
             }
             _ => {}
@@ -311,25 +330,13 @@ fn resident(host: *const u8, gpa: u64, len: u64) -> Vec<(u64, u64)> {
     out
 }
 
-/// Writes the pages of `bytes` that are not all zeros at `at` onwards (runs
-/// of them in one write); returns the bytes written.
-fn write_nonzero(f: &File, bytes: &[u8], at: u64) -> std::io::Result<u64> {
-    let page = PAGE as usize;
-    let zero = |p: &[u8]| p.iter().all(|&b| b == 0);
-    let mut written = 0u64;
-    let mut run: Option<usize> = None;
-    let n = bytes.len() / page;
-    for i in 0..=n {
-        let nonzero = i < n && !zero(&bytes[i * page..(i + 1) * page]);
-        match (run, nonzero) {
-            (None, true) => run = Some(i),
-            (Some(s), false) => {
-                f.write_all_at(&bytes[s * page..i * page], at + (s * page) as u64)?;
-                written += ((i - s) * page) as u64;
-                run = None;
-            }
-            _ => {}
-        }
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn runs_of_pages() {
+        let f = |v: &[u8]| super::runs(v.iter().map(|&b| b != 0));
+        assert_eq!(f(&[]), vec![]);
+        assert_eq!(f(&[0, 1, 1, 0, 1]), vec![(1, 3), (4, 5)]);
+        assert_eq!(f(&[1, 1]), vec![(0, 2)]);
     }
-    Ok(written)
 }
