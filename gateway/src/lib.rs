@@ -50,10 +50,12 @@ use std::sync::Arc;
 
 pub use console::{Cancel, Console, MemConsole, StdioConsole};
 pub use error::{Errno, GatewayError};
-pub use net::{AllowAll, NetPolicy};
+pub use net::{AllowAll, NetPolicy, Published, SavedConv};
 pub use netpolicy::{AllowList, NetRule, NetRuleError};
 pub use ops::MIN_MSIZE;
-pub use saved::{RestoreReport, SaveError, SavedFid, SavedNode, SavedOpen, SavedSession};
+pub use saved::{
+    RestoreReport, SaveError, SavedFid, SavedNetConv, SavedNode, SavedOpen, SavedSession,
+};
 pub use session::{Reply, Session};
 pub use stream::{Stream, serve_stream};
 pub use vhost::{

@@ -90,6 +90,116 @@ pub trait NetPolicy: Send + Sync + fmt::Debug {
         let _ = addr;
         true
     }
+
+    /// The host port a TCP socket the partition binds to its port `port`
+    /// takes instead (`astraea run --publish`; 0: any free one), or `None`
+    /// to bind that port itself. The partition keeps seeing `port` as its
+    /// local port.
+    fn host_port(&self, port: u16) -> Option<u16> {
+        let _ = port;
+        None
+    }
+
+    /// A socket of the partition's port `port` (one [`host_port`]
+    /// maps) is bound on the host at `host`.
+    ///
+    /// [`host_port`]: NetPolicy::host_port
+    fn bound(&self, port: u16, host: SocketAddr) {
+        let _ = (port, host);
+    }
+
+    /// Where on the host a TCP connection the partition makes to `addr`
+    /// goes: a loopback address's published port is the partition's own
+    /// listener, wherever it is on the host.
+    fn dial(&self, addr: SocketAddr) -> SocketAddr {
+        addr
+    }
+}
+
+/// A [`NetPolicy`] with published ports: TCP port `guest` of the
+/// partition is host port `host` (0: any free port, said on stderr once
+/// bound), as a container's published port is.
+#[derive(Debug)]
+pub struct Published {
+    inner: Arc<dyn NetPolicy>,
+    ports: Vec<(u16, u16)>,
+    /// The host port each published port was last bound at.
+    at: Mutex<Vec<(u16, u16)>>,
+}
+
+impl Published {
+    /// `inner` decides what is allowed; `ports` are `(guest, host)` pairs.
+    pub fn new(inner: Arc<dyn NetPolicy>, ports: Vec<(u16, u16)>) -> Published {
+        Published {
+            inner,
+            ports,
+            at: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl NetPolicy for Published {
+    fn allow_connect(&self, addr: SocketAddr) -> bool {
+        self.inner.allow_connect(addr)
+    }
+
+    fn allow_announce(&self, addr: SocketAddr) -> bool {
+        self.inner.allow_announce(addr)
+    }
+
+    fn host_port(&self, port: u16) -> Option<u16> {
+        self.ports
+            .iter()
+            .find(|(g, _)| *g == port && port != 0)
+            .map(|(_, h)| *h)
+    }
+
+    fn bound(&self, port: u16, host: SocketAddr) {
+        let mut at = lock(&self.at);
+        at.retain(|(g, _)| *g != port);
+        at.push((port, host.port()));
+    }
+
+    fn dial(&self, mut addr: SocketAddr) -> SocketAddr {
+        if addr.ip().is_loopback() {
+            let at = lock(&self.at)
+                .iter()
+                .find(|(g, _)| *g == addr.port())
+                .map(|a| a.1);
+            if let Some(p) = at.or(self.host_port(addr.port()).filter(|&p| p != 0)) {
+                addr.set_port(p);
+            }
+        }
+        addr
+    }
+}
+
+/// The host address a TCP socket bound to the partition's `addr` binds
+/// (see [`NetPolicy::host_port`]).
+fn host_side(policy: &dyn NetPolicy, addr: SocketAddr) -> SocketAddr {
+    let mut host = addr;
+    if let Some(p) = policy.host_port(addr.port()) {
+        host.set_port(p);
+    }
+    host
+}
+
+/// What the partition sees as the local address of a TCP socket it asked
+/// to bind to `asked`, now bound on the host to `bound`: `bound` with the
+/// partition's port if that port is published elsewhere (said on stderr,
+/// for the user to reach it).
+fn guest_side(policy: &dyn NetPolicy, asked: SocketAddr, bound: SocketAddr) -> SocketAddr {
+    if policy.host_port(asked.port()).is_none() {
+        return bound;
+    }
+    policy.bound(asked.port(), bound);
+    eprintln!(
+        "astraea: the partition's TCP port {} is published at {bound}",
+        asked.port()
+    );
+    let mut shown = bound;
+    shown.set_port(asked.port());
+    shown
 }
 
 /// The default [`NetPolicy`]: everything is allowed.
@@ -100,6 +210,9 @@ impl NetPolicy for AllowAll {}
 
 /// Connections a gateway holds at once; more clone opens get `ENFILE`.
 const MAX_CONVS: usize = 4096;
+/// The host backlog of a socket `announce`d (listening at once), as
+/// `mio` gives it.
+const ANNOUNCE_BACKLOG: i32 = 1024;
 /// Longest ctl message accepted; real commands are far shorter.
 const MAX_CTL: usize = 256;
 /// The poll thread's own token (connection tokens start at 1).
@@ -407,6 +520,8 @@ struct State {
     abort: bool,
     /// UDP: reads and writes carry [`UDP_HEADER`] bytes of addresses.
     headers: bool,
+    /// The host listener's backlog (for a snapshot's restore).
+    backlog: i32,
     /// Requests waiting on this connection, oldest first.
     parked: Vec<Parked>,
     next_park: u64,
@@ -529,6 +644,7 @@ impl Conv {
                 keepalive: false,
                 abort: false,
                 headers: false,
+                backlog: 0,
                 parked: Vec::new(),
                 next_park: 0,
                 order: [
@@ -750,17 +866,19 @@ impl Conv {
         addr: SocketAddr,
         then: impl FnOnce(&SessionInner, ()) -> Result<Vec<u8>, Errno> + Send + 'static,
     ) -> Result<Wait, Errno> {
+        // The host address it goes to (a published port's, maybe).
+        let host = self.policy.dial(addr);
         {
             let mut st = self.lock();
             let mut s = match std::mem::replace(&mut st.sock, Sock::None) {
-                Sock::None if !st.reuseaddr => TcpStream::connect(addr)?,
+                Sock::None if !st.reuseaddr => TcpStream::connect(host)?,
                 // Options that must be on the socket before it dials.
                 Sock::None => {
-                    connect_bound(Self::tcp_socket(&st, addr)?, addr).map_err(|(_, e)| e)?
+                    connect_bound(Self::tcp_socket(&st, host)?, host).map_err(|(_, e)| e)?
                 }
                 // Dials from the bound address (its port is the one the
                 // program's `getsockname` already reported).
-                Sock::Bound(b) => match connect_bound(b, addr) {
+                Sock::Bound(b) => match connect_bound(b, host) {
                     Ok(s) => s,
                     Err((b, e)) => {
                         st.sock = Sock::Bound(b);
@@ -831,11 +949,12 @@ impl Conv {
         if !matches!(st.sock, Sock::None) {
             return Err(Errno(libc::EISCONN));
         }
-        let mut l = TcpListener::bind(addr)?;
-        st.local = Some(l.local_addr()?);
+        let mut l = TcpListener::bind(host_side(&*self.policy, addr))?;
+        st.local = Some(guest_side(&*self.policy, addr, l.local_addr()?));
         st.token = Some(self.reg.add(self, &mut l)?);
         st.sock = Sock::Listener(l);
         st.status = Status::Listen;
+        st.backlog = ANNOUNCE_BACKLOG;
         Ok(())
     }
 
@@ -847,8 +966,11 @@ impl Conv {
             return Err(Errno(libc::EINVAL));
         }
         let s = Self::tcp_socket(&st, addr)?;
-        s.bind(&addr.into())?;
-        st.local = s.local_addr()?.as_socket();
+        s.bind(&host_side(&*self.policy, addr).into())?;
+        st.local = s
+            .local_addr()?
+            .as_socket()
+            .map(|bound| guest_side(&*self.policy, addr, bound));
         st.sock = Sock::Bound(s);
         Ok(())
     }
@@ -898,6 +1020,7 @@ impl Conv {
             st.token = Some(self.reg.add(self, &mut l)?);
             st.sock = Sock::Listener(l);
             st.status = Status::Listen;
+            st.backlog = backlog;
             st.generation += 1;
             Ok(())
         })
@@ -914,7 +1037,7 @@ impl Conv {
                     return Some(Err(Errno(libc::EINVAL)));
                 };
                 match l.accept() {
-                    Ok((s, peer)) => return Some(Ok(Call(s, peer))),
+                    Ok((s, peer)) => return Some(Ok(Call(s, peer, st.local.map(|a| a.port())))),
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
                     // A call that was reset before it was accepted: wait for the next.
                     Err(e)
@@ -929,10 +1052,22 @@ impl Conv {
     }
 
     /// Makes a fresh connection carry an accepted call.
-    fn adopt(self: &Arc<Self>, mut s: TcpStream, peer: SocketAddr) -> Result<(), Errno> {
+    fn adopt(
+        self: &Arc<Self>,
+        mut s: TcpStream,
+        peer: SocketAddr,
+        port: Option<u16>,
+    ) -> Result<(), Errno> {
         let mut st = self.lock();
         st.token = Some(self.reg.add(self, &mut s)?);
-        st.local = s.local_addr().ok();
+        // The listener's port as the partition knows it (published
+        // elsewhere on the host, maybe).
+        st.local = s.local_addr().ok().map(|mut a| {
+            if let Some(p) = port {
+                a.set_port(p);
+            }
+            a
+        });
         st.remote = Some(peer);
         st.sock = Sock::Stream(s);
         st.status = Status::Established;
@@ -1518,7 +1653,8 @@ fn connect_bound(
 }
 
 /// An accepted call, not yet a connection.
-pub(crate) struct Call(TcpStream, SocketAddr);
+/// With the listener's port as the partition sees it.
+pub(crate) struct Call(TcpStream, SocketAddr, Option<u16>);
 
 struct Slot {
     conv: Arc<Conv>,
@@ -1735,7 +1871,7 @@ impl Net {
     /// A new connection carrying an accepted call.
     pub(crate) fn answer(&self, call: Call, owner: u64) -> Result<ConvRef, Errno> {
         let conv = self.clone_conv(Proto::Tcp, owner)?;
-        conv.conv.adopt(call.0, call.1)?;
+        conv.conv.adopt(call.0, call.1, call.2)?;
         Ok(conv)
     }
 
@@ -1824,6 +1960,230 @@ impl Net {
                 Ok(None)
             }
         }
+    }
+}
+
+/// A connection as a partition's snapshot keeps it (`saved`): only what
+/// can be made again on the host of a restored partition.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum SavedConv {
+    /// A TCP listener: listens again, at the same address (or where
+    /// `--publish` puts it), with the same options.
+    Listen {
+        /// Its address as the partition sees it.
+        local: SocketAddr,
+        /// The host listener's backlog.
+        backlog: i32,
+        /// `SO_REUSEADDR`, `SO_REUSEPORT`, `IPV6_V6ONLY`, `TCP_NODELAY`,
+        /// `SO_KEEPALIVE` as set through `ctl`.
+        options: [bool; 5],
+    },
+    /// A UDP socket: bound again at `local` (if that address is free) and
+    /// connected to `remote`.
+    Udp {
+        /// Where it was bound.
+        local: Option<SocketAddr>,
+        /// Where it was connected.
+        remote: Option<SocketAddr>,
+        /// Its reads and writes carry address headers.
+        headers: bool,
+    },
+    /// Anything else (a TCP connection, one being made, a socket only
+    /// bound): its host socket belongs to the partition that made it, so
+    /// the restored one finds it hung up (reads see end of file, writes
+    /// `EPIPE`).
+    Gone,
+}
+
+impl NetNode {
+    /// The node's path beneath `/net` (`""`, `tcp`, `tcp/clone`, `tcp/3/ctl`),
+    /// for a snapshot.
+    pub(crate) fn path(self) -> String {
+        let name = |p: Proto| String::from_utf8_lossy(p.name()).into_owned();
+        let file = |f: ConvFile| {
+            CONV_FILES
+                .iter()
+                .find(|(_, g)| *g == f)
+                .map_or_else(String::new, |(n, _)| {
+                    String::from_utf8_lossy(n).into_owned()
+                })
+        };
+        match self {
+            NetNode::Root => String::new(),
+            NetNode::Dir(p) => name(p),
+            NetNode::Clone(p) => format!("{}/clone", name(p)),
+            NetNode::Ifaces => "ifaces".into(),
+            NetNode::Conv(p, n) => format!("{}/{n}", name(p)),
+            NetNode::File(p, n, f) => format!("{}/{n}/{}", name(p), file(f)),
+        }
+    }
+}
+
+impl Conv {
+    /// What a snapshot keeps of it.
+    pub(crate) fn save(&self) -> SavedConv {
+        let st = self.lock();
+        match (&st.sock, st.status, st.local) {
+            (Sock::Listener(_), Status::Listen, Some(local)) => SavedConv::Listen {
+                local,
+                backlog: st.backlog,
+                options: [
+                    st.reuseaddr,
+                    st.reuseport,
+                    st.v6only,
+                    st.nodelay,
+                    st.keepalive,
+                ],
+            },
+            (Sock::Udp(u), _, _) => SavedConv::Udp {
+                local: st.local.or(u.local_addr().ok()),
+                remote: st.remote,
+                headers: st.headers,
+            },
+            _ => SavedConv::Gone,
+        }
+    }
+
+    /// Makes `saved` again on this fresh connection.
+    fn restore(self: &Arc<Self>, saved: &SavedConv) -> Result<(), String> {
+        match saved {
+            SavedConv::Gone => {
+                self.lock().status = Status::Hungup;
+                Ok(())
+            }
+            SavedConv::Listen {
+                local,
+                backlog,
+                options,
+            } => {
+                {
+                    let mut st = self.lock();
+                    [
+                        st.reuseaddr,
+                        st.reuseport,
+                        st.v6only,
+                        st.nodelay,
+                        st.keepalive,
+                    ] = *options;
+                }
+                let host = host_side(&*self.policy, *local);
+                let made = (|| {
+                    let s = Self::tcp_socket(&self.lock(), host)?;
+                    s.bind(&host.into())?;
+                    let bound = s.local_addr()?.as_socket().ok_or(Errno(libc::EINVAL))?;
+                    self.lock().sock = Sock::Bound(s);
+                    self.start_listening(*backlog)?;
+                    Ok::<_, Errno>(bound)
+                })();
+                match made {
+                    Ok(bound) => {
+                        self.lock().local = Some(guest_side(&*self.policy, *local, bound));
+                        Ok(())
+                    }
+                    Err(e) if e.0 == libc::EADDRINUSE && host == *local => Err(format!(
+                        "the snapshot's TCP listener on {local} cannot listen again: {} \
+                         (the partition snapshotted probably still listens there); give this \
+                         one a port of its own with --publish {}=PORT (0: any free port)",
+                        io::Error::from_raw_os_error(e.0),
+                        local.port()
+                    )),
+                    Err(e) => Err(format!(
+                        "the snapshot's TCP listener on {local} cannot listen again at {host}: {}",
+                        io::Error::from_raw_os_error(e.0)
+                    )),
+                }
+            }
+            SavedConv::Udp {
+                local,
+                remote,
+                headers,
+            } => {
+                if *headers {
+                    self.set_headers();
+                }
+                let made = local
+                    .map_or(Ok(()), |a| self.udp_announce(a))
+                    .and_then(|()| remote.map_or(Ok(()), |a| self.udp_connect(a)));
+                if let Err(e) = made {
+                    tracing::warn!(
+                        "a UDP socket of the snapshot (at {}) cannot be made again: {}; the program finds it closed",
+                        addr_text(*local).trim_end(),
+                        io::Error::from_raw_os_error(e.0)
+                    );
+                    self.with_state(|st| self.drop_sock(st, Status::Hungup));
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Net {
+    /// The connections session `owner` holds, as a snapshot keeps them.
+    pub(crate) fn save(&self, owner: u64) -> Vec<(String, usize, SavedConv)> {
+        let mut out = Vec::new();
+        for proto in [Proto::Tcp, Proto::Udp] {
+            let convs: Vec<Arc<Conv>> = lock(&self.tables[proto.index()])
+                .iter()
+                .flatten()
+                .filter(|s| s.owner == owner)
+                .map(|s| Arc::clone(&s.conv))
+                .collect();
+            for c in convs {
+                let name = String::from_utf8_lossy(proto.name()).into_owned();
+                out.push((name, c.n, c.save()));
+            }
+        }
+        out
+    }
+
+    /// Makes connection `n` of `proto` (`tcp`, `udp`) again for session
+    /// `owner`, as `saved`; the reference returned holds it until the fids
+    /// that name it have been restored.
+    pub(crate) fn restore(
+        &self,
+        proto: &str,
+        n: usize,
+        owner: u64,
+        saved: &SavedConv,
+    ) -> Result<ConvRef, String> {
+        let proto = [Proto::Tcp, Proto::Udp]
+            .into_iter()
+            .find(|p| p.name() == proto.as_bytes())
+            .ok_or_else(|| format!("no /net/{proto}"))?;
+        if n >= MAX_CONVS {
+            return Err(format!("connection number {n} is out of range"));
+        }
+        let reg = self.registrar().map_err(|e| e.to_string())?;
+        let table_ref = &self.tables[proto.index()];
+        let conv = Arc::new(Conv::new(n, proto, Arc::clone(&self.policy), reg));
+        {
+            let mut table = lock(table_ref);
+            if table.len() <= n {
+                table.resize_with(n + 1, || None);
+            }
+            if table[n].is_some() {
+                return Err(format!("connection {n} is there twice"));
+            }
+            table[n] = Some(Slot {
+                conv: Arc::clone(&conv),
+                owner,
+                opens: 1,
+            });
+        }
+        let held = ConvRef {
+            table: Arc::clone(table_ref),
+            conv,
+        };
+        held.conv.restore(saved)?;
+        Ok(held)
+    }
+
+    /// The node at `path` beneath `/net` ([`NetNode::path`]).
+    pub(crate) fn resolve(&self, path: &str) -> Result<NetNode, Errno> {
+        path.split('/')
+            .filter(|c| !c.is_empty())
+            .try_fold(NetNode::Root, |at, name| self.lookup(at, name.as_bytes()))
     }
 }
 

@@ -7,8 +7,11 @@
 //! its fid is left out, so the guest's next use of it fails (`EBADF`), and
 //! the restore reports it.
 //!
-//! `/net` connections cannot be carried over (their host sockets belong to
-//! the partition that made them): a session with one is not saved.
+//! `/net` connections are kept by what can be made again: a listener
+//! listens again (at its address, or where `--publish` puts it), a UDP
+//! socket is bound again; a TCP connection's host socket belongs to the
+//! partition that made it, so a restored partition finds it hung up (see
+//! [`SavedConv`]).
 
 use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd};
@@ -19,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::console::lock;
 use crate::namespace::Node;
+use crate::net::{NetNode, SavedConv};
 use crate::ops::Opened;
 use crate::session::{Fid, Session};
 use crate::sys;
@@ -53,6 +57,9 @@ pub enum SavedNode {
     /// `/env/NAME`, by name (the restored partition's environment may
     /// list it elsewhere, or not at all).
     EnvVar(Vec<u8>),
+    /// A `/net` file or directory, by its path beneath `/net`
+    /// (`tcp/3/ctl`).
+    Net(String),
 }
 
 /// How a saved fid was open.
@@ -81,14 +88,13 @@ pub enum SavedOpen {
     Cons,
     /// An `/env` file or an extended attribute's value: these bytes.
     Bytes(Vec<u8>),
+    /// A file of a `/net` connection (the fid's node says which).
+    Net,
 }
 
 /// Why a session cannot be saved now.
 #[derive(Debug, thiserror::Error)]
 pub enum SaveError {
-    /// A `/net` connection or listener is open.
-    #[error("fid {0} is a /net connection, which a snapshot cannot carry over")]
-    Net(u32),
     /// An extended attribute is being written.
     #[error("fid {0} is writing an extended attribute")]
     Xattr(u32),
@@ -107,6 +113,20 @@ pub struct SavedSession {
     pub msize: u32,
     /// Every fid.
     pub fids: Vec<SavedFid>,
+    /// Its `/net` connections.
+    #[serde(default)]
+    pub convs: Vec<SavedNetConv>,
+}
+
+/// One `/net` connection of a saved session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedNetConv {
+    /// `tcp` or `udp`.
+    pub proto: String,
+    /// Its number (the guest's fids name it).
+    pub n: usize,
+    /// What it was.
+    pub conv: SavedConv,
 }
 
 /// What a restore could not carry over, fid by fid (each already logged).
@@ -116,6 +136,10 @@ pub struct RestoreReport {
     pub restored: usize,
     /// Fids left out, with why.
     pub dropped: Vec<(u32, String)>,
+    /// Connections that could not be made again (a listener whose
+    /// address is taken): the partition would not serve what it served,
+    /// so it should not run.
+    pub failed: Vec<String>,
 }
 
 fn mtime_ns(st: &libc::stat) -> i64 {
@@ -148,7 +172,7 @@ impl Session {
                         .map(|(k, _)| k.clone())
                         .unwrap_or_default(),
                 ),
-                Node::Net(_) => return Err(SaveError::Net(n)),
+                Node::Net(node) => SavedNode::Net(node.path()),
             };
             let open = match lock(&f.open).as_deref() {
                 None => None,
@@ -179,15 +203,25 @@ impl Session {
                 Some(Opened::Listing(_)) => Some(SavedOpen::Listing),
                 Some(Opened::Cons) => Some(SavedOpen::Cons),
                 Some(Opened::Bytes(b)) => Some(SavedOpen::Bytes(b.to_vec())),
-                Some(Opened::Net { .. }) => return Err(SaveError::Net(n)),
+                Some(Opened::Net { .. }) => Some(SavedOpen::Net),
                 Some(Opened::XattrWrite { .. }) => return Err(SaveError::Xattr(n)),
             };
             out.push(SavedFid { fid: n, node, open });
         }
+        drop(fids);
         out.sort_by_key(|f| f.fid);
+        let convs = match inner.gw.ns.net() {
+            Ok(net) => net
+                .save(inner.id)
+                .into_iter()
+                .map(|(proto, n, conv)| SavedNetConv { proto, n, conv })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
         Ok(SavedSession {
             msize: inner.msize.load(Ordering::Acquire),
             fids: out,
+            convs,
         })
     }
 
@@ -201,6 +235,28 @@ impl Session {
         let inner = &self.inner;
         inner.msize.store(saved.msize, Ordering::Release);
         let mut report = RestoreReport::default();
+        // The connections first (the fids name them), each held until its
+        // fids hold it.
+        let mut held = Vec::new();
+        for c in &saved.convs {
+            let made = inner
+                .gw
+                .ns
+                .net()
+                .map_err(|_| "this gateway serves no /net".to_string())
+                .and_then(|net| net.restore(&c.proto, c.n, inner.id, &c.conv));
+            match made {
+                Ok(r) => held.push(r),
+                Err(why) => {
+                    tracing::debug!("/net/{}/{}: {why}", c.proto, c.n);
+                    report.failed.push(why);
+                }
+            }
+        }
+        if !report.failed.is_empty() {
+            // The partition is not to run: its fids do not matter.
+            return report;
+        }
         let mut fids = lock(&inner.fids);
         for s in &saved.fids {
             match self.restore_one(s, scratch) {
@@ -217,6 +273,8 @@ impl Session {
                 }
             }
         }
+        drop(fids);
+        drop(held);
         report
     }
 
@@ -232,6 +290,11 @@ impl Session {
             SavedNode::Host { export, .. } => return Err(format!("no export {export}")),
             SavedNode::Cons => Node::Cons,
             SavedNode::EnvDir => Node::EnvDir,
+            SavedNode::Net(path) => Node::Net(
+                ns.net()
+                    .and_then(|net| net.resolve(path))
+                    .map_err(|e| format!("/net/{path}: {e}"))?,
+            ),
             SavedNode::EnvVar(name) => match ns.env.iter().position(|(k, _)| k == name) {
                 Some(i) => Node::EnvVar(i),
                 None => {
@@ -309,6 +372,16 @@ impl Session {
             (Some(SavedOpen::Listing), _) => Some(Opened::Listing(Mutex::new(Vec::new()))),
             (Some(SavedOpen::Cons), _) => Some(Opened::Cons),
             (Some(SavedOpen::Bytes(b)), _) => Some(Opened::Bytes(Arc::from(b.as_slice()))),
+            (Some(SavedOpen::Net), Node::Net(NetNode::File(proto, n, file))) => {
+                let conv = ns
+                    .net()
+                    .and_then(|net| net.open(*proto, *n, self.inner.id))
+                    .map_err(|e| format!("/net connection {n}: {e}"))?;
+                Some(Opened::Net { conv, file: *file })
+            }
+            (Some(SavedOpen::Net), _) => {
+                return Err("an open /net file that names no connection's file".into());
+            }
         };
         let f = Fid::new(node);
         *lock(&f.open) = opened.map(Arc::new);

@@ -408,6 +408,15 @@ impl Session {
         true
     }
 
+    /// Answers every request in flight `EINTR` (one that has done nothing
+    /// yet, or waits for the network; one that already did its work
+    /// answers as usual): a snapshotting partition asks for it once all it
+    /// has in flight are reads and opens waiting for the network, which
+    /// its threads send again afterwards.
+    pub fn interrupt_waiting(&self) {
+        self.inner.cancel_all();
+    }
+
     /// Number of requests (including `Tflush`es) whose reply has not been
     /// handed to the transport yet.
     pub fn outstanding(&self) -> usize {

@@ -539,6 +539,9 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                         dropped = r.dropped.len(),
                         "9P fids set up again"
                     );
+                    if !r.failed.is_empty() {
+                        return Err(bad(r.failed.join("; ")));
+                    }
                 }
                 d.restore(saved)?;
             }
@@ -646,6 +649,11 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                         return Err(VmmError::GuestPanic(msg));
                     }
                     port::SNAPSHOT => snap.serve(&mem, value, ninep.as_ref(), session.as_deref()),
+                    port::SNAPSHOT_INTERRUPT => {
+                        if let Some(s) = session.as_deref() {
+                            s.interrupt_waiting();
+                        }
+                    }
                     port::CACHE_DUMP_BEGIN => live.begin(value),
                     port::CACHE_DUMP_END => live.end(value),
                     port::CACHE_DUMP if live.current.is_some() => {
@@ -821,7 +829,7 @@ impl SnapshotCtx<'_> {
             Err((
                 rec.status,
                 format!(
-                    "the partition could not stop for it ({}): a socket or terminal read waits at the gateway",
+                    "the partition could not stop for it ({}): a socket write or connect, or a terminal read, waits at the gateway",
                     std::io::Error::from_raw_os_error(rec.status as i32)
                 ),
             ))

@@ -39,9 +39,12 @@ pub enum Outcome {
 }
 
 /// How long the requests in flight may take to drain before the snapshot
-/// is refused (`EBUSY`): a request that waits for the network or the
-/// terminal never ends by itself.
+/// is refused (`EBUSY`): a request that waits for the terminal, or a
+/// write or connect that waits for the network, never ends by itself.
 const DRAIN_NS: u64 = 2_000_000_000;
+/// How long after asking the gateway to interrupt the waiting requests
+/// the snapshot asks again if some still wait.
+const REINTERRUPT_NS: u64 = 20_000_000;
 
 /// Snapshots asked for so far, and the number of the last one served: a
 /// request is served by the first snapshot that starts after it.
@@ -167,16 +170,31 @@ fn serve() {
 fn take() -> Result<Outcome, Errno> {
     crate::drivers::virtio9p::hold(true);
     let deadline = crate::time::monotonic_ns() + DRAIN_NS;
+    // When the gateway was last asked to interrupt waiting requests.
+    let mut interrupted: Option<u64> = None;
     let irq = loop {
         let irq = cpu::irq_save();
         if crate::drivers::virtio9p::quiescent() {
             break irq;
         }
         cpu::irq_restore(irq);
+        // What is left waits for the network (a listener's accept, a
+        // connection's posted read): the gateway answers those `EINTR`
+        // and their threads post them again once the snapshot is done
+        // (new requests are held until then). Again after a while: a
+        // request the gateway had not yet taken from the ring then was not
+        // interrupted.
+        let now = crate::time::monotonic_ns();
+        if interrupted.is_none_or(|t| now - t > REINTERRUPT_NS)
+            && crate::drivers::virtio9p::only_waits()
+        {
+            interrupted = Some(now);
+            cpu::outb(port::SNAPSHOT_INTERRUPT, 0);
+        }
         if crate::time::monotonic_ns() > deadline {
             crate::drivers::virtio9p::hold(false);
             log::warn!(
-                "a 9P request is still at the gateway (a socket or terminal read waits there): no snapshot"
+                "a 9P request is still at the gateway (a socket's write or connect, or a terminal read, waits there): no snapshot"
             );
             refuse(Errno::EBUSY);
             return Err(Errno::EBUSY);

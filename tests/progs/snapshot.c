@@ -4,7 +4,12 @@
  * partition restored from the snapshot ("restored").
  *
  *   snapshot DIR      files under DIR (DIR/ro must exist and hold 16 bytes)
- *   snapshot busy     a TCP listener and a connection are open: refused
+ *   snapshot busy     a connection's write waits at the gateway (its peer
+ *                     reads nothing): refused
+ *   snapshot net PORT a listener on 127.0.0.1:PORT and a connection to it
+ *                     across the snapshot: the connection goes on where the
+ *                     snapshot was taken and has ended in a restored
+ *                     partition; the listener takes new connections in both
  *   snapshot plain    just the snapshot, and its errno if refused
  *   snapshot wait DIR says "ready", then polls for DIR/go (astraea snapshot
  *                     is to snapshot it meanwhile, from outside)
@@ -59,6 +64,45 @@ static int64_t ns(clockid_t c) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+/* A TCP listener on 127.0.0.1:port (0: any port). */
+static int listen_on(int port) {
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons(port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int one = 1;
+    if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
+        bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 4)) {
+        perror("listen");
+        return -1;
+    }
+    return l;
+}
+
+/* A connection to listener l's address. */
+static int dial(int l) {
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    if (l < 0 || c < 0 || getsockname(l, (struct sockaddr *)&a, &len) ||
+        connect(c, (struct sockaddr *)&a, sizeof a)) {
+        perror("connect");
+        return -1;
+    }
+    return c;
+}
+
+/* Reads exactly n bytes; false on an error or an early end. */
+static int read_all(int fd, char *b, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, b + got, n - got);
+        if (r <= 0) return 0;
+        got += r;
+    }
+    return 1;
+}
+
 static void path(char *out, const char *dir, const char *name) {
     snprintf(out, 4096, "%s/%s", dir, name);
 }
@@ -70,20 +114,57 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "busy") == 0) {
-        int l = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        socklen_t len = sizeof a;
-        if (bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 4) ||
-            getsockname(l, (struct sockaddr *)&a, &len)) {
-            perror("listen");
-            return 1;
-        }
-        int c = socket(AF_INET, SOCK_STREAM, 0);
-        if (connect(c, (struct sockaddr *)&a, sizeof a)) {
-            perror("connect");
-            return 1;
+        int l = listen_on(0);
+        int c = dial(l);
+        if (l < 0 || c < 0) return 1;
+        /* Fill every buffer on the way, in writes small enough to be
+         * buffered in the partition: the last write from there waits at
+         * the gateway. */
+        static char junk[4096];
+        /* Full for 200 ms on end: the partition's writer waits at the
+         * gateway (the host's buffers are full too). */
+        for (int full = 0; full < 4;) {
+            if (send(c, junk, sizeof junk, MSG_DONTWAIT | MSG_NOSIGNAL) > 0) {
+                full = 0;
+            } else if (errno == EAGAIN) {
+                full++;
+                usleep(50000);
+            } else {
+                perror("send");
+                return 1;
+            }
         }
         printf("snapshot: %s\n", snapshot());
+        return 0;
+    }
+    if (argc > 2 && strcmp(argv[1], "net") == 0) {
+        int l = listen_on(atoi(argv[2]));
+        int c = dial(l);
+        int s = l < 0 ? -1 : accept(l, NULL, NULL);
+        char b[16] = {0};
+        if (c < 0 || s < 0 || send(c, "before", 6, 0) != 6 || !read_all(s, b, 6)) {
+            perror("net: setup");
+            return 1;
+        }
+        const char *said = snapshot();
+        printf("net: %s\n", said);
+        if (strcmp(said, "restored") == 0) {
+            /* Its host sockets stayed with the partition snapshotted. */
+            ssize_t n1 = read(s, b, sizeof b), n2 = read(c, b, sizeof b);
+            printf("net: old connection %s\n", n1 == 0 && n2 == 0 ? "ended" : "still open?");
+        } else {
+            memset(b, 0, sizeof b);
+            int ok = send(c, "after", 5, 0) == 5 && read_all(s, b, 5) && memcmp(b, "after", 5) == 0 &&
+                     send(s, "back", 4, 0) == 4 && read_all(c, b, 4) && memcmp(b, "back", 4) == 0;
+            printf("net: old connection %s\n", ok ? "carries bytes both ways" : "broken");
+        }
+        /* A new connection to the listener (in a partition restored with
+         * --publish, its loopback port is this partition's own). */
+        int c2 = dial(l);
+        int s2 = c2 < 0 ? -1 : accept(l, NULL, NULL);
+        memset(b, 0, sizeof b);
+        int ok = s2 >= 0 && send(c2, "new", 3, 0) == 3 && read_all(s2, b, 3) && memcmp(b, "new", 3) == 0;
+        printf("net: new connection %s\n", ok ? "works" : "failed");
         return 0;
     }
     if (argc > 2 && strcmp(argv[1], "wait") == 0) {
@@ -99,7 +180,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc < 2) {
-        fprintf(stderr, "usage: snapshot DIR | busy | plain | wait DIR\n");
+        fprintf(stderr, "usage: snapshot DIR | busy | net PORT | plain | wait DIR\n");
         return 2;
     }
     const char *dir = argv[1];

@@ -348,6 +348,21 @@ pub fn free_ports(n: u16) -> u16 {
     }
 }
 
+/// One HTTP GET of `path` from `127.0.0.1:port` over a fresh connection;
+/// the whole response.
+pub fn http_get(port: u16, path: &str) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)?;
+    Ok(out)
+}
+
 /// A number from the environment variable `name`, or `default`.
 pub fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)

@@ -849,20 +849,6 @@ mod tests {
         check(&IFACES, true);
     }
 
-    /// One GET over a fresh connection; the whole response.
-    fn http_get(port: u16, path: &str) -> std::io::Result<String> {
-        use std::io::Write;
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
-        s.set_read_timeout(Some(Duration::from_secs(30)))?;
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-        )?;
-        let mut out = String::new();
-        s.read_to_string(&mut out)?;
-        Ok(out)
-    }
-
     /// A JVM in a partition serves the host's HTTP clients (its server
     /// listens on the host's network as a host process's would) and
     /// another partition's.

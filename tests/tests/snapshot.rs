@@ -16,9 +16,14 @@
 //!   their own main class and arguments (`WarmGreet`, `WarmOther`), exit
 //!   statuses and exceptions pass through, other JVM options start over,
 //!   and commands it cannot take are refused clearly.
-//! * Refusals the program sees (no `--snapshot`, a socket waiting at the
-//!   gateway, files from a gateway process) and bad snapshot files (clear
-//!   errors, exit status 125).
+//! * Sockets: a listener and a connection across the snapshot (`snapshot.c
+//!   net`): the connection goes on in the partition snapshotted and has
+//!   ended in a restored one; the listener listens again, at its port or
+//!   (`--publish`) elsewhere while its port is taken; a cloned JVM server
+//!   (`CloneServe`) answers with the state it had.
+//! * Refusals the program sees (no `--snapshot`, a socket write waiting at
+//!   the gateway, files from a gateway process) and bad snapshot files
+//!   (clear errors, exit status 125).
 //!
 //! Without `/dev/kvm`, gcc or a JDK a test says so loudly and passes.
 
@@ -259,7 +264,7 @@ mod tests {
             "{r:?}"
         );
         assert!(r.stderr.contains("no --snapshot FILE"), "{r:?}");
-        // A connection's read waits at the gateway: no quiet moment.
+        // A connection's write waits at the gateway: no quiet moment.
         let snap = dir.join("busy.snap");
         let r = astraea(&[
             "run",
@@ -307,6 +312,182 @@ mod tests {
         );
         assert!(r.stderr.contains("another 9P server"), "{r:?}");
         assert!(!snap.exists(), "a refused snapshot left a file");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A free TCP port of the loopback (free when this returns).
+    fn free_port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    }
+
+    #[test]
+    fn a_listener_goes_on_in_restored_partitions_and_connections_end() {
+        let Some((dir, prog)) = c_setup("net") else {
+            return;
+        };
+        let prog = prog.to_str().unwrap();
+        let port = free_port().to_string();
+        let snap = dir.join("net.snap");
+        let snap_s = snap.to_str().unwrap();
+        // The reads and the listen waiting at the gateway are interrupted
+        // for the snapshot and posted again: the connection goes on.
+        let r = astraea(&["run", "--snapshot", snap_s, "--", prog, "net", &port]);
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (
+                0,
+                "net: taken\nnet: old connection carries bytes both ways\nnet: new connection works\n"
+            ),
+            "{r:?}"
+        );
+        let restored = "net: restored\nnet: old connection ended\nnet: new connection works\n";
+        // The port is free again: the restored listener takes it.
+        let r = astraea(&["run", "--from", snap_s]);
+        assert_eq!((r.code, r.stdout.as_str()), (0, restored), "{r:?}");
+        // Taken (as by the server snapshotted, still running): the restore
+        // says how to give the copy a port of its own, and does not run it.
+        let taken = std::net::TcpListener::bind(format!("127.0.0.1:{port}")).unwrap();
+        let r = astraea(&["run", "--from", snap_s]);
+        assert_eq!(r.code, 125, "{r:?}");
+        assert!(
+            r.stderr.contains(&format!("--publish {port}=PORT")) && r.stdout.is_empty(),
+            "{r:?}"
+        );
+        // Two copies at once, each published at a port of its own; each
+        // reaches its own listener through the loopback port it knows.
+        let publish = format!("{port}=0");
+        let copies: Vec<_> = (0..2)
+            .map(|_| {
+                spawn_piped(Command::new(astraea_tests::astraea()).args([
+                    "run",
+                    "--from",
+                    snap_s,
+                    "--publish",
+                    &publish,
+                ]))
+            })
+            .collect();
+        for c in copies {
+            let out = c.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                (
+                    out.status.code(),
+                    String::from_utf8_lossy(&out.stdout).as_ref()
+                ),
+                (Some(0), restored),
+                "{stderr}"
+            );
+            assert!(
+                stderr.contains(&format!("TCP port {port} is published at 127.0.0.1:")),
+                "{stderr}"
+            );
+        }
+        drop(taken);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The host port a restored copy's published port went to, from its
+    /// stderr line (`astraea: the partition's TCP port P is published at
+    /// ADDR`).
+    fn published_port(child: &mut std::process::Child, port: u16) -> u16 {
+        use std::io::BufRead;
+        let err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let want = format!("TCP port {port} is published at 127.0.0.1:");
+        let mut seen = Vec::new();
+        for line in err.lines() {
+            let line = line.unwrap();
+            if let Some(p) = line
+                .split_once(&want)
+                .and_then(|(_, p)| p.trim().parse().ok())
+            {
+                return p;
+            }
+            seen.push(line);
+        }
+        panic!("no published port; stderr: {seen:#?}");
+    }
+
+    /// The body of the answer to a GET of `/` at `port`.
+    fn served(port: u16) -> String {
+        let r = http_get(port, "/").unwrap_or_else(|e| format!("({e})"));
+        r.rsplit_once("\r\n\r\n")
+            .map_or(r.clone(), |(_, b)| b.to_string())
+    }
+
+    #[test]
+    fn a_warmed_up_jvm_server_is_cloned() {
+        if !kvm_available() {
+            return;
+        }
+        let dir = tmp_dir("clone");
+        if !javac(&dir, &["CloneServe.java"]) {
+            return;
+        }
+        let jdks = [
+            ("17", "/usr/lib/jvm/java-17-openjdk-amd64"),
+            ("25", "/usr/lib/jvm/temurin-25-jdk-amd64"),
+        ];
+        for (name, home) in jdks {
+            let java = Path::new(home).join("bin/java");
+            if !java.exists() {
+                eprintln!("\n*** SKIPPED: no JDK {name} at {home}; its case did not run. ***\n");
+                continue;
+            }
+            let port_file = dir.join(format!("port-{name}"));
+            let server = spawn_piped(
+                Command::new(astraea_tests::astraea())
+                    .args(["run", "--mem", "1G", "--"])
+                    .arg(&java)
+                    .arg("-cp")
+                    .arg(&dir)
+                    .arg("CloneServe")
+                    .arg(&port_file),
+            );
+            let port = wait_for_port(&port_file, TIMEOUT, "CloneServe");
+            // Warmed up: its handler has run (and been compiled) a while.
+            for i in 1..=300 {
+                assert_eq!(served(port), format!("served {i}\n"), "JDK {name}");
+            }
+            let snap = dir.join(format!("server-{name}.snap"));
+            let r = astraea(&[
+                "snapshot",
+                "--partition",
+                &server.id().to_string(),
+                snap.to_str().unwrap(),
+            ]);
+            assert_eq!(r.code, 0, "JDK {name}: {r:?}");
+            // The server goes on; each clone goes on from the snapshot, at
+            // a port of its own.
+            assert_eq!(served(port), "served 301\n", "JDK {name}");
+            let publish = format!("{port}=0");
+            let mut clones: Vec<_> = (0..2)
+                .map(|_| {
+                    spawn_piped(Command::new(astraea_tests::astraea()).args([
+                        "run",
+                        "--from",
+                        snap.to_str().unwrap(),
+                        "--publish",
+                        &publish,
+                    ]))
+                })
+                .collect();
+            for c in &mut clones {
+                let at = published_port(c, port);
+                assert_ne!(at, port);
+                assert_eq!(served(at), "served 301\n", "JDK {name}");
+                assert_eq!(served(at), "served 302\n", "JDK {name}");
+            }
+            assert_eq!(served(port), "served 302\n", "JDK {name}");
+            for mut c in clones.into_iter().chain([server]) {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -71,6 +71,11 @@ pub mod port {
     /// no 9P request in flight) and asks the VMM to write its snapshot; the
     /// VMM answers in the record's `status` before the guest goes on.
     pub const SNAPSHOT: u16 = 0x607;
+    /// `out` (any value) while a snapshot drains: every request left in
+    /// flight is a socket's posted read or `listen` open waiting for the
+    /// network; the VMM has the gateway answer them all `EINTR` (the
+    /// guest's socket threads post them again after the snapshot).
+    pub const SNAPSHOT_INTERRUPT: u16 = 0x608;
     /// The legacy 16550 UART (COM1), for anything that expects one.
     pub const COM1: u16 = 0x3f8;
 }

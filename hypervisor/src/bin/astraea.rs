@@ -227,6 +227,13 @@ struct RunArgs {
     /// allow=0.0.0.0/0:1024-65535). The gateway enforces it.
     #[arg(long = "net", value_name = "host|none|allow=RULE")]
     net: Vec<String>,
+    /// Publish the partition's TCP port GUEST at host port HOST
+    /// (repeatable; HOST 0: any free port, said on stderr once bound): the
+    /// program binds and sees GUEST, the host's clients connect to HOST, as
+    /// with a container's published port. A clone of a server (`--from` a
+    /// snapshot of it, while it still listens) needs one to listen at all.
+    #[arg(long, value_name = "GUEST=HOST", value_parser = parse_publish)]
+    publish: Vec<(u16, u16)>,
     /// The socket streaming layer: `on` (default) keeps a read posted per
     /// connection so arriving data is in the partition before the program
     /// asks; `off` posts a read only when the program waits for data.
@@ -597,6 +604,9 @@ fn restoring(args: RunArgs) -> Result<(RunArgs, Restore), VmmError> {
     old.log = args.log;
     old.timings = args.timings;
     old.snapshot = snapshot;
+    if !args.publish.is_empty() {
+        old.publish = args.publish;
+    }
     old.from = None;
     Ok((old, Some(Arc::new(img))))
 }
@@ -718,7 +728,12 @@ fn run_partition(
             }
         }
         None if args.no_files => NinePTarget::None,
-        None => NinePTarget::Gateway(gateway_config(&args.mounts, &args.net, perf.as_ref())?),
+        None => NinePTarget::Gateway(gateway_config(
+            &args.mounts,
+            &args.net,
+            &args.publish,
+            perf.as_ref(),
+        )?),
         Some(t) => match t.strip_prefix("tcp:") {
             Some(addr) if !addr.is_empty() => NinePTarget::Tcp(addr.to_string()),
             _ => {
@@ -873,8 +888,13 @@ fn check_java(args: &RunArgs) -> Result<(), jvm_opts::JvmOptionError> {
 fn gateway_config(
     mounts: &[String],
     net: &[String],
+    publish: &[(u16, u16)],
     perf: Option<&astraea_hypervisor::mounts::PrivatePerfData>,
 ) -> Result<astraea_gateway::GatewayConfig, VmmError> {
+    let mut policy = net_policy(net)?;
+    if !publish.is_empty() {
+        policy = Arc::new(astraea_gateway::Published::new(policy, publish.to_vec()));
+    }
     let mut exports: Vec<astraea_gateway::Export> =
         astraea_hypervisor::mounts::exports(mounts, true)?
             .into_iter()
@@ -885,9 +905,23 @@ fn gateway_config(
         exports,
         env: std::env::vars().collect(),
         net: true,
-        net_policy: net_policy(net)?,
+        net_policy: policy,
         ..Default::default()
     })
+}
+
+/// `--publish GUEST=HOST`.
+fn parse_publish(s: &str) -> Result<(u16, u16), String> {
+    let bad = || {
+        format!("{s:?}: expected GUEST=HOST, two TCP ports (HOST 0: any free port), e.g. 8080=9080")
+    };
+    let (g, h) = s.split_once('=').ok_or_else(bad)?;
+    let g: u16 = g.trim().parse().map_err(|_| bad())?;
+    let h: u16 = h.trim().parse().map_err(|_| bad())?;
+    if g == 0 {
+        return Err(format!("{s:?}: the partition's port must not be 0"));
+    }
+    Ok((g, h))
 }
 
 /// The gateway's `/net` policy from `--net` options: `host` (or nothing)

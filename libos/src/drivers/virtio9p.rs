@@ -64,6 +64,9 @@ struct Slot {
     /// Made by a thread whose requests wait indefinitely
     /// (`sched::Thread::posts`), noted once at submission.
     posted: AtomicBool,
+    /// A posted read or open (`listen`): it waits for the network, and
+    /// its thread posts it again if a snapshot has it answered `EINTR`.
+    waits: AtomicBool,
     wq: WaitQueue,
 }
 
@@ -109,6 +112,8 @@ pub struct Virtio9p {
     /// Requests in flight (a tick bounds how long a busy CPU leaves their
     /// completions unseen).
     in_flight: AtomicU32,
+    /// Of those, the posted reads and opens ([`Slot::waits`]).
+    waiting: AtomicU32,
     /// The used ring's index as last reaped (read without the lock).
     seen: core::sync::atomic::AtomicU16,
     /// The address of the used ring's index word.
@@ -221,6 +226,7 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
                 done: AtomicBool::new(false),
                 len: AtomicU32::new(0),
                 posted: AtomicBool::new(false),
+                waits: AtomicBool::new(false),
                 wq: WaitQueue::new(),
             })
             .collect(),
@@ -228,6 +234,7 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
         sleepers: AtomicU32::new(0),
         idle: AtomicBool::new(false),
         in_flight: AtomicU32::new(0),
+        waiting: AtomicU32::new(0),
         seen: core::sync::atomic::AtomicU16::new(0),
         used_idx: mm::phys_to_virt(used) + 2,
         used_flags: mm::phys_to_virt(used),
@@ -317,6 +324,16 @@ pub fn quiescent() -> bool {
     // the partition's life; the device writes it, so read it volatile.
     let used = unsafe { read_volatile(d.used_idx as *const u16) };
     used == q.avail_idx && !d.notify_due.load(Ordering::SeqCst)
+}
+
+/// Whether every request in flight is a posted read or open waiting for
+/// the network ([`Slot::waits`]), and there is at least one: a snapshot
+/// may have them interrupted (`port::SNAPSHOT_INTERRUPT`).
+pub fn only_waits() -> bool {
+    DEVICE.get().is_some_and(|d| {
+        let waiting = d.waiting.load(Ordering::SeqCst);
+        waiting > 0 && d.in_flight.load(Ordering::SeqCst) == waiting
+    })
 }
 
 /// After a restore: the device that served the ring before was polling
@@ -543,6 +560,9 @@ impl Virtio9p {
         let len = slot.len.load(Ordering::Acquire) as usize;
         slot.done.store(false, Ordering::Relaxed);
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if slot.waits.swap(false, Ordering::Relaxed) {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+        }
         {
             let mut q = self.queue.lock();
             let mut id = head;
@@ -642,9 +662,21 @@ impl Virtio9p {
                     unsafe { write_volatile(q.desc.add(usize::from(ids[i])), d) };
                 }
                 let h = ids[0];
-                self.slots[usize::from(h)]
-                    .posted
-                    .store(posted, Ordering::Relaxed);
+                let slot = &self.slots[usize::from(h)];
+                slot.posted.store(posted, Ordering::Relaxed);
+                let waits = posted && parts[0].1 > 4 && {
+                    // SAFETY: the first part is the request's readable
+                    // kernel bytes (`readable`), at least 5 long: size[4]
+                    // then the message type.
+                    let ty =
+                        unsafe { read_volatile((mm::phys_to_virt(parts[0].0) + 4) as *const u8) };
+                    ty == astraea_9p::MsgType::Tread as u8
+                        || ty == astraea_9p::MsgType::Tlopen as u8
+                };
+                slot.waits.store(waits, Ordering::Relaxed);
+                if waits {
+                    self.waiting.fetch_add(1, Ordering::Relaxed);
+                }
                 let n = self.slots.len();
                 // SAFETY: the available ring is ours; the device reads it
                 // only after the index update below.

@@ -1705,6 +1705,9 @@ fn take_read(sh: &Shared, buf: &[u8], r: Result<usize, Errno>, clean_end: &mut b
             Ok(n) => {
                 st.ring.push(&buf[..n]);
             }
+            // A posted read interrupted by a snapshot (`snapshot::take`):
+            // nothing came; the reader posts it again.
+            Err(Errno::EINTR) if !st.closing => {}
             Err(e) => {
                 st.eof = true;
                 // A hang-up of ours is no error of the connection's.

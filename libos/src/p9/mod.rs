@@ -336,8 +336,26 @@ impl Client {
         if buf.len() < self.msize as usize {
             buf.resize(self.msize as usize, 0);
         }
-        let n = self.dev.request(&req, buf).map_err(|_| Errno::EIO)?;
+        let n = loop {
+            let n = self.dev.request(&req, buf).map_err(|_| Errno::EIO)?;
+            if !Self::again(&buf[..n]) {
+                break n;
+            }
+        };
         Self::decode(&buf[..n], tag)
+    }
+
+    /// Whether `reply` is an `EINTR` that the calling thread should send
+    /// its request again for: a thread whose requests wait for the network
+    /// (`sched::Thread::posts`) gets one only when a snapshot interrupted
+    /// its waiting read or open (`snapshot::take`), which did nothing and
+    /// may simply be asked again (held until the snapshot is done).
+    fn again(reply: &[u8]) -> bool {
+        crate::sched::current().posts()
+            && matches!(
+                Self::decode(reply, Frame::new_checked(reply).map_or(0, |f| f.tag())),
+                Err(Errno::EINTR)
+            )
     }
 
     /// Sends `msgs` together (one notification, one wait for the slowest)
@@ -368,15 +386,14 @@ impl Client {
             self.dev.request_many(&bytes, &mut views)
         };
         lens.iter()
-            .zip(&bufs)
+            .zip(bufs.iter_mut())
             .zip(&tags)
             .enumerate()
-            .map(|(i, ((len, buf), t))| {
-                let r = len
-                    .as_ref()
-                    .map_err(|_| Errno::EIO)
-                    .and_then(|&n| Self::decode(&buf[..n], t.tag));
-                each(i, r)
+            .map(|(i, ((len, buf), t))| match len {
+                // Interrupted by a snapshot: again, alone (see `again`).
+                Ok(n) if Self::again(&buf[..*n]) => each(i, self.rpc_tag(t.tag, &msgs[i], buf)),
+                Ok(n) => each(i, Self::decode(&buf[..*n], t.tag)),
+                Err(_) => each(i, Err(Errno::EIO)),
             })
             .collect()
     }
@@ -733,11 +750,17 @@ impl Client {
         let req = read_request(tag, fid, offset, count)?;
         let mut hdr = [0u8; RREAD_HEADER_LEN];
         let data = (crate::mm::virt_to_phys(out.as_mut_ptr() as u64), count);
-        let n = self
-            .dev
-            .request_split(&req, &mut hdr, data)
-            .map_err(|_| Errno::EIO)?;
-        read_reply(&hdr, n, tag, count)
+        loop {
+            let n = self
+                .dev
+                .request_split(&req, &mut hdr, data)
+                .map_err(|_| Errno::EIO)?;
+            let r = read_reply(&hdr, n, tag, count);
+            // Interrupted by a snapshot: again (see `again`).
+            if r != Err(Errno::EINTR) || !crate::sched::current().posts() {
+                return r;
+            }
+        }
     }
 
     /// Starts a read of up to `want` bytes (at most `buf`'s length) at
