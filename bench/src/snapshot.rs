@@ -6,6 +6,9 @@
 //! - A server's time to first answer: from the command to the first HTTP
 //!   answer of `SnapServe` (`com.sun.net.httpserver` on a loopback port
 //!   it writes to a file), host JVM vs `--warm` partition.
+//! - A cloned server's first answer: `SnapServe` warmed up in a partition,
+//!   snapshotted from outside, then restored (`--from`, `--publish`): from
+//!   the command to the first answer.
 //! - Host memory (proportional set size, `/proc/PID/smaps_rollup`) of 1, 8
 //!   and 16 idle JVMs: host JVMs, partitions that boot, and partitions
 //!   restored from one snapshot (`--from`), which share its pages.
@@ -137,6 +140,7 @@ pub fn snapshot(runs: usize) {
             w,
             w / h
         );
+        clones(&dir, &cache, name, serve(9999), h, runs);
     }
 
     let (name, home) = &jdks[0];
@@ -179,6 +183,105 @@ pub fn snapshot(runs: usize) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A cloned server's first answer: `SnapServe` booted in a partition and
+/// warmed up (300 answers), snapshotted from outside (`astraea snapshot`),
+/// then `runs` copies started one after another (`--from`, its port
+/// published at a free one): from the command to the first answer, and
+/// to the line saying where it listens (the VMM's restore done). `host`:
+/// a host JVM's first answer, for the ratio.
+fn clones(
+    dir: &Path,
+    cache: &Path,
+    name: &str,
+    server: (PathBuf, Vec<String>),
+    host: f64,
+    runs: usize,
+) {
+    let (port_file, args) = server;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let Ok(mut original) = partition(dir, cache, &[], &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return;
+    };
+    let ok = answer(&port_file).is_some();
+    let port: u16 = std::fs::read_to_string(&port_file)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    for _ in 0..300 {
+        if !ok || get(port).is_none() {
+            break;
+        }
+    }
+    let snap = dir.join(format!("server-{name}.snap"));
+    let taken = ok
+        && Command::new(astraea())
+            .args(["snapshot", "--partition", &original.id().to_string()])
+            .arg(&snap)
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    let _ = original.kill();
+    let _ = original.wait();
+    if !taken {
+        eprintln!("\n*** the server's snapshot failed: no clone figures ***\n");
+        return;
+    }
+    let publish = format!("{port}=0");
+    let (mut first, mut listening) = (Vec::new(), Vec::new());
+    for _ in 0..runs.max(5) {
+        let t = Instant::now();
+        let Ok(mut c) = partition(
+            dir,
+            cache,
+            &["--from", &snap.to_string_lossy(), "--publish", &publish],
+            &[],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn() else {
+            continue;
+        };
+        let mut line = String::new();
+        let _ = c
+            .stderr
+            .take()
+            .map(|e| BufReader::new(e).read_line(&mut line));
+        listening.push(t.elapsed().as_secs_f64() * 1e3);
+        let at = line
+            .rsplit_once("127.0.0.1:")
+            .and_then(|(_, p)| p.trim().parse().ok());
+        if at.and_then(get).is_some() {
+            first.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let (f, l) = (stats(first).0, stats(listening).0);
+    println!(
+        "{:<30} {:>8.1} {:>10} {:>8} {:>10.1} {:>7.2}x   (restored, listening: {l:.1})",
+        format!("cloned server's 1st answer ({name})"),
+        host,
+        "",
+        "",
+        f,
+        f / host
+    );
+}
+
+/// GETs `/` at `127.0.0.1:port`; the answer's body.
+fn get(port: u16) -> Option<String> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut r = String::new();
+    s.read_to_string(&mut r).ok()?;
+    r.rsplit_once("\r\n\r\n").map(|(_, b)| b.to_string())
+}
+
 /// `astraea run --mem MEM OPTS -- PROGRAM` from `dir` (with the `--warm`
 /// cache in `cache`); with `--from`, no program.
 fn partition(dir: &Path, cache: &Path, opts: &[&str], program: &[&str]) -> Command {
@@ -217,12 +320,7 @@ fn answer(file: &Path) -> Option<()> {
         }
         std::thread::sleep(Duration::from_micros(200));
     };
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .ok()?;
-    let mut r = String::new();
-    s.read_to_string(&mut r).ok()?;
-    r.ends_with("hi").then_some(())
+    (get(port)? == "hi").then_some(())
 }
 
 /// Starts every command (stdout piped) and waits until each has printed a

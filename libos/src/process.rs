@@ -119,6 +119,24 @@ static VDSO: &[u8] = include_bytes!("../vdso/vdso.so");
 /// Where the vDSO finds its clock parameters, from the start of [vdso]
 /// (0x800 below the image, as its linker script says).
 const VVAR_OFFSET: u64 = 0x800;
+
+/// The clock parameters as the vDSO's page holds them.
+fn vvar() -> Vec<u8> {
+    crate::time::vdso_params()
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect()
+}
+
+/// Writes the clocks' parameters again into the program's vDSO page (a
+/// restored partition's clocks moved, `time::skip`). Nothing to do before a
+/// program has started.
+pub fn refresh_vdso_clock() {
+    let at = crate::arch::user::RESUME_AT + VVAR_OFFSET;
+    if let Err(e) = user::rewrite(at, &vvar()) {
+        log::debug!("no vDSO clock page to refresh: {}", e.name());
+    }
+}
 /// The direct entry's address, in the [vdso] page (see `arch::direct`).
 pub const DIRECT_ENTRY_OFFSET: u64 = 0xff8;
 
@@ -237,11 +255,7 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
         Some(alloc::sync::Arc::from("[vdso]")),
     )?;
     user::load(at, &crate::arch::user::RESUME_STUB)?;
-    let vvar: Vec<u8> = crate::time::vdso_params()
-        .iter()
-        .flat_map(|v| v.to_le_bytes())
-        .collect();
-    user::load(at + VVAR_OFFSET, &vvar)?;
+    user::load(at + VVAR_OFFSET, &vvar())?;
     user::load(at + 4096, VDSO)?;
     if crate::arch::direct::enabled() {
         // Where a program can find the direct entry (tests do; rewritten

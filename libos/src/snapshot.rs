@@ -273,6 +273,9 @@ fn after_restore() {
             "the TSC went back by {} ticks across the restore (a snapshot from before the host rebooted?): clocks and timers will be off",
             tsc - now
         );
+    } else {
+        crate::time::skip(now - tsc);
+        crate::process::refresh_vdso_clock();
     }
     crate::drivers::virtio9p::restored();
     // Completions the device added before the snapshot whose interrupt the

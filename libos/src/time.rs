@@ -71,6 +71,17 @@ pub fn realtime_ns() -> u64 {
     BOOT_UNIX_NS.load(Ordering::Relaxed) + monotonic_ns()
 }
 
+/// After a restore, `ticks` after the snapshot was taken: the clocks go
+/// on as after a suspend (Linux's `CLOCK_MONOTONIC` leaves out the time a
+/// machine was suspended): monotonic time continues from where the
+/// snapshot was taken, so timers armed then keep their remaining time
+/// (rather than all expiring at once), and the wall clock jumps to now.
+/// Refresh the vDSO's copy ([`vdso_params`]) before the program runs.
+pub fn skip(ticks: u64) {
+    TSC_AT_BOOT.fetch_add(ticks, Ordering::Relaxed);
+    BOOT_UNIX_NS.fetch_add(ticks_to_ns(ticks), Ordering::Relaxed);
+}
+
 /// What the vDSO needs to compute the clocks in the program: (TSC at boot,
 /// ns per tick * 2^32, Unix time at boot in ns).
 pub fn vdso_params() -> [u64; 3] {

@@ -481,6 +481,7 @@ mod tests {
                 assert_ne!(at, port);
                 assert_eq!(served(at), "served 301\n", "JDK {name}");
                 assert_eq!(served(at), "served 302\n", "JDK {name}");
+                eprintln!("JDK {name}: a clone of the server on port {port} answered on port {at}");
             }
             assert_eq!(served(port), "served 302\n", "JDK {name}");
             for mut c in clones.into_iter().chain([server]) {
