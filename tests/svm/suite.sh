@@ -56,6 +56,12 @@ printf '0123456789abcdef' > snapshot-data/ro
 case_ snapshot-taken "$astraea" run --snapshot "$PWD/svm.snap" -- ./snapshot-dynamic "$PWD/snapshot-data"
 case_ snapshot-restored "$astraea" run --from "$PWD/svm.snap"
 rm -f svm.snap
+# Sockets across a snapshot: the reads and the accept waiting at the
+# gateway are interrupted and posted again; the restored copy's listener
+# listens again, published at a port of its own, and its connection ended.
+case_ snapshot-net-taken "$astraea" run --snapshot "$PWD/net.snap" -- ./snapshot-dynamic net 47321
+case_ snapshot-net-restored "$astraea" run --from "$PWD/net.snap" --publish 47321=0
+rm -f net.snap
 for home in "$@"; do
     v=$(basename "$home")
     case_ "java-version-$v" "$astraea" run --mem 1G -- "$home/bin/java" -version

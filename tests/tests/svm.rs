@@ -3,7 +3,8 @@
 //! `tests/svm/suite.sh` runs there — on that ordinary, hardware-style KVM —
 //! the test kernel's scenarios, the register torture (static and dynamic),
 //! the file, memory and socket programs, a snapshot taken and restored
-//! there (its TSC carried over), a SIGTERM passed to the program, a
+//! there (its TSC carried over; one with sockets, restored with
+//! `--publish`), a SIGTERM passed to the program, a
 //! check that the program cannot touch the
 //! library OS's memory, and `java -version` plus a JIT-heavy program on
 //! both JDKs; then the same kernel image under QEMU (KVM, `microvm`) through
@@ -185,6 +186,28 @@ mod tests {
             (rc, out.as_str()),
             (42, expected("snapshot-restored").as_str()),
             "restore on SVM: {err}"
+        );
+        let (rc, out, err) = read(&dir, "snapshot-net-taken");
+        assert_eq!(
+            (rc, out.as_str()),
+            (
+                0,
+                "net: taken\nnet: old connection carries bytes both ways\nnet: new connection works\n"
+            ),
+            "a snapshot with sockets on SVM: {err}"
+        );
+        let (rc, out, err) = read(&dir, "snapshot-net-restored");
+        assert_eq!(
+            (rc, out.as_str()),
+            (
+                0,
+                "net: restored\nnet: old connection ended\nnet: new connection works\n"
+            ),
+            "a restore with sockets on SVM: {err}"
+        );
+        assert!(
+            err.contains("TCP port 47321 is published at 127.0.0.1:"),
+            "{err}"
         );
         let (rc, _, err) = read(&dir, "hostsig");
         assert!(
