@@ -1112,7 +1112,8 @@ impl Conv {
                     Sock::Bound(b) => Some(socket2::SockRef::from(b)),
                     Sock::Listener(l) => Some(socket2::SockRef::from(l)),
                     Sock::Stream(s) => Some(socket2::SockRef::from(s)),
-                    _ => None,
+                    Sock::Udp(u) => Some(socket2::SockRef::from(u)),
+                    Sock::None => None,
                 };
                 if let Some(sock) = sock {
                     let r = if port {
@@ -1290,8 +1291,17 @@ impl Conv {
     fn udp_announce(self: &Arc<Self>, addr: SocketAddr) -> Result<(), Errno> {
         self.with_state(|st| {
             if let Sock::Udp(u) = &st.sock
-                && u.local_addr().is_ok_and(|a| a.port() == 0)
+                && let Ok(at) = u.local_addr()
+                && at.port() == 0
             {
+                // An IPv6 socket (the client's, dual-stack) binds an IPv4
+                // address as its mapped IPv6 one.
+                let addr = match (at, addr) {
+                    (SocketAddr::V6(_), SocketAddr::V4(v4)) => {
+                        SocketAddr::new(v4.ip().to_ipv6_mapped().into(), v4.port())
+                    }
+                    _ => addr,
+                };
                 socket2::SockRef::from(u).bind(&addr.into())?;
                 st.local = u.local_addr().ok();
                 st.generation += 1;
@@ -1320,7 +1330,27 @@ impl Conv {
     }
 
     fn udp_bind(self: &Arc<Self>, st: &mut State, addr: SocketAddr) -> Result<(), Errno> {
-        let mut u = UdpSocket::bind(addr)?;
+        // The options that must be set before it binds (`v6only`,
+        // `reuseaddr`, `reuseport`), as for TCP.
+        let s = socket2::Socket::new(
+            socket2::Domain::for_address(addr),
+            socket2::Type::DGRAM,
+            Some(socket2::Protocol::UDP),
+        )?;
+        if st.reuseaddr {
+            s.set_reuse_address(true)?;
+        }
+        if st.reuseport {
+            s.set_reuse_port(true)?;
+        }
+        if addr.is_ipv6() {
+            // Set either way: the host's `bindv6only` default is not the
+            // partition's to inherit.
+            s.set_only_v6(st.v6only)?;
+        }
+        s.set_nonblocking(true)?;
+        s.bind(&addr.into())?;
+        let mut u = UdpSocket::from_std(s.into());
         st.local = u.local_addr().ok();
         st.token = Some(self.reg.add(self, &mut u)?);
         st.sock = Sock::Udp(u);
@@ -1913,15 +1943,18 @@ impl Net {
                     conv.hangup();
                     Ok(None)
                 }
+                // Before the socket is bound (a bound one takes the
+                // reuse options as they come).
+                Ctl::ReuseAddr(_) | Ctl::ReusePort(_) | Ctl::V6Only => {
+                    conv.set_option(&cmd);
+                    Ok(None)
+                }
                 Ctl::Nodelay
                 | Ctl::Keepalive
                 | Ctl::Linger { .. }
                 | Ctl::Shutdown(_)
                 | Ctl::Bind(_)
-                | Ctl::Listen(_)
-                | Ctl::ReuseAddr(_)
-                | Ctl::ReusePort(_)
-                | Ctl::V6Only => Err(einval()),
+                | Ctl::Listen(_) => Err(einval()),
             };
         }
         match cmd {
@@ -1987,6 +2020,9 @@ pub enum SavedConv {
         remote: Option<SocketAddr>,
         /// Its reads and writes carry address headers.
         headers: bool,
+        /// `SO_REUSEADDR`, `SO_REUSEPORT`, `IPV6_V6ONLY`.
+        #[serde(default)]
+        options: [bool; 3],
     },
     /// Anything else (a TCP connection, one being made, a socket only
     /// bound): its host socket belongs to the partition that made it, so
@@ -2039,6 +2075,7 @@ impl Conv {
                 local: st.local.or(u.local_addr().ok()),
                 remote: st.remote,
                 headers: st.headers,
+                options: [st.reuseaddr, st.reuseport, st.v6only],
             },
             _ => SavedConv::Gone,
         }
@@ -2097,9 +2134,14 @@ impl Conv {
                 local,
                 remote,
                 headers,
+                options,
             } => {
                 if *headers {
                     self.set_headers();
+                }
+                {
+                    let mut st = self.lock();
+                    [st.reuseaddr, st.reuseport, st.v6only] = *options;
                 }
                 let made = local
                     .map_or(Ok(()), |a| self.udp_announce(a))

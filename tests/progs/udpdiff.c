@@ -3,7 +3,10 @@
  *
  *   udpdiff run SEED NSEEDS COUNT   seeds SEED..SEED+NSEEDS-1, COUNT calls each
  *
- * A table of slots holds loopback IPv4 UDP sockets (blocking or not). The
+ * A table of slots holds loopback UDP sockets (blocking or not), of one
+ * family per sequence (by its seed): IPv4 (127.0.0.1), IPv6 (::1), or IPv6
+ * dual-stack sockets reaching each other through IPv4-mapped addresses
+ * (::ffff:127.0.0.1, as Java's sockets do). The
  * calls are socket/close/bind (port 0, another slot's port: the conflicts)/
  * connect (to another slot, to a port nothing listens on, AF_UNSPEC to
  * disconnect)/send, sendto and zero-length sends/recvfrom and recvmsg with
@@ -58,6 +61,22 @@ static struct slot {
 static unsigned short closed_port;
 static unsigned current_call;
 
+/* The sequence's family: IPv4, IPv6 (::1), or IPv6 sockets at IPv4-mapped
+ * addresses. */
+enum { V4, V6, MAPPED } fam;
+
+/* A socket address of the sequence's family. */
+typedef struct {
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in v4;
+        struct sockaddr_in6 v6;
+    };
+    socklen_t len;
+} addr_t;
+
+static int domain(void) { return fam == V4 ? AF_INET : AF_INET6; }
+
 static const char *res(long r, int e) {
     static char buf[48];
     if (r < 0)
@@ -67,11 +86,11 @@ static const char *res(long r, int e) {
 }
 
 static unsigned short local_port(int fd) {
-    struct sockaddr_in a;
-    socklen_t l = sizeof a;
-    if (getsockname(fd, (void *)&a, &l) != 0)
+    addr_t a;
+    socklen_t l = sizeof a.v6;
+    if (getsockname(fd, &a.sa, &l) != 0)
         return 0;
-    return ntohs(a.sin_port);
+    return ntohs(a.sa.sa_family == AF_INET6 ? a.v6.sin6_port : a.v4.sin_port);
 }
 
 /* Refreshes slot i's port (a send or connect may have bound it, a
@@ -108,19 +127,24 @@ static const char *portname(unsigned short port, int owner) {
     return "eph";
 }
 
-static const char *addrtext(const struct sockaddr_in *a, socklen_t l, int owner) {
-    static char buf[2][64];
+static const char *addrtext(const addr_t *a, socklen_t l, int owner) {
+    static char buf[2][160];
     static int which;
     char *b = buf[which ^= 1];
     if (l == 0)
         return "none";
-    if (a->sin_family != AF_INET) {
-        snprintf(b, 64, "family %d len %u", a->sin_family, l);
-        return b;
+    char ip[64];
+    if (a->sa.sa_family == AF_INET) {
+        inet_ntop(AF_INET, &a->v4.sin_addr, ip, sizeof ip);
+        snprintf(b, 160, "%s:%s len %u", ip, portname(ntohs(a->v4.sin_port), owner), l);
+    } else if (a->sa.sa_family == AF_INET6) {
+        inet_ntop(AF_INET6, &a->v6.sin6_addr, ip, sizeof ip);
+        snprintf(b, 160, "[%s]:%s flow %u scope %u len %u", ip,
+                 portname(ntohs(a->v6.sin6_port), owner), a->v6.sin6_flowinfo,
+                 a->v6.sin6_scope_id, l);
+    } else {
+        snprintf(b, 160, "family %d len %u", a->sa.sa_family, l);
     }
-    char ip[32];
-    inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
-    snprintf(b, 64, "%s:%s len %u", ip, portname(ntohs(a->sin_port), owner), l);
     return b;
 }
 
@@ -132,11 +156,27 @@ static int slot_any(void) {
     return n ? c[pick(n)] : -1;
 }
 
-static struct sockaddr_in lo(unsigned short port) {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+/* The loopback address of the sequence's family at `port`; the wildcard
+ * address with `any`. */
+static addr_t at(unsigned short port, int any) {
+    addr_t a;
+    memset(&a, 0, sizeof a);
+    if (fam == V4) {
+        a.v4.sin_family = AF_INET;
+        a.v4.sin_port = htons(port);
+        a.v4.sin_addr.s_addr = htonl(any ? INADDR_ANY : INADDR_LOOPBACK);
+        a.len = sizeof a.v4;
+    } else {
+        a.v6.sin6_family = AF_INET6;
+        a.v6.sin6_port = htons(port);
+        if (!any)
+            inet_pton(AF_INET6, fam == V6 ? "::1" : "::ffff:127.0.0.1", &a.v6.sin6_addr);
+        a.len = sizeof a.v6;
+    }
     return a;
 }
+
+static addr_t lo(unsigned short port) { return at(port, 0); }
 
 /* Waits (at most 5 s) for `events` on slot i; returns what poll saw. */
 static int wait_for(int i, short events) {
@@ -177,10 +217,15 @@ static void reset(void) {
         x ^= x >> 7;
         x ^= x << 17;
         closed_port = (unsigned short)(20000 + x % 10000);
-        int fd = socket(AF_INET, SOCK_DGRAM, 0);
-        struct sockaddr_in a = lo(closed_port);
-        int ok = bind(fd, (void *)&a, sizeof a) == 0;
-        close(fd);
+        /* Free in both families: one of each is bound on the wildcard. */
+        int fd4 = socket(AF_INET, SOCK_DGRAM, 0), fd6 = socket(AF_INET6, SOCK_DGRAM, 0);
+        int one = 1;
+        setsockopt(fd6, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons(closed_port)};
+        struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons(closed_port)};
+        int ok = bind(fd4, (void *)&a4, sizeof a4) == 0 && bind(fd6, (void *)&a6, sizeof a6) == 0;
+        close(fd4);
+        close(fd6);
         if (ok)
             break;
     }
@@ -196,7 +241,7 @@ static void op_socket(unsigned k) {
     if (i < 0)
         return;
     int nb = pick(2);
-    int fd = socket(AF_INET, SOCK_DGRAM | (nb ? SOCK_NONBLOCK : 0), 0);
+    int fd = socket(domain(), SOCK_DGRAM | (nb ? SOCK_NONBLOCK : 0), 0);
     printf("%u socket s%d%s = %s\n", k, i, nb ? " nonblock" : "", fd < 0 ? errname(errno) : "ok");
     if (fd >= 0)
         t[i] = (struct slot){.fd = fd, .nonblock = nb, .peer = -1};
@@ -219,10 +264,8 @@ static void op_bind(unsigned k) {
     if (j >= 0 && t[j].port)
         port = t[j].port;
     int any = pick(3) == 0;
-    struct sockaddr_in a = lo(port);
-    if (any)
-        a.sin_addr.s_addr = htonl(INADDR_ANY);
-    int r = bind(t[i].fd, (void *)&a, sizeof a);
+    addr_t a = at(port, any);
+    int r = bind(t[i].fd, &a.sa, a.len);
     int e = errno;
     printf("%u bind s%d %s:%s = %s\n", k, i, any ? "any" : "lo", portname(port, j), res(r, e));
     if (r == 0) {
@@ -236,7 +279,7 @@ static void op_connect(unsigned k) {
     if (i < 0)
         return;
     unsigned what = pick(4);
-    struct sockaddr_in a;
+    addr_t a;
     int target;
     const char *name;
     if (what == 0) {
@@ -260,7 +303,7 @@ static void op_connect(unsigned k) {
         target = j;
         name = portname(t[j].port, j);
     }
-    int r = connect(t[i].fd, (void *)&a, sizeof a);
+    int r = connect(t[i].fd, &a.sa, a.len);
     printf("%u connect s%d -> %s = %s\n", k, i, name, res(r, errno));
     if (r == 0) {
         t[i].peer = target;
@@ -300,10 +343,10 @@ static void op_send(unsigned k) {
         j = pick(4) == 0 ? CLOSED : slot_any();
         if (j == -1 || (j >= 0 && (!t[j].port || t[j].queued || t[j].shut_rd)))
             return;
-        struct sockaddr_in a = lo(j == CLOSED ? closed_port : t[j].port);
+        addr_t a = lo(j == CLOSED ? closed_port : t[j].port);
         to_peer = t[i].peer == j && j >= 0;
         how = "sendto";
-        r = sendto(t[i].fd, data, len, MSG_DONTWAIT, (void *)&a, sizeof a);
+        r = sendto(t[i].fd, data, len, MSG_DONTWAIT, &a.sa, a.len);
     }
     int e = errno;
     printf("%u %s s%d -> %s %u = %s\n", k, how, i,
@@ -342,10 +385,13 @@ static void op_recv(unsigned k) {
         return;
     char buf[64];
     unsigned size = 1 + pick(40);
-    struct sockaddr_in from;
+    addr_t from;
     memset(&from, 0, sizeof from);
     struct iovec v = {.iov_base = buf, .iov_len = size};
-    struct msghdr m = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &v, .msg_iovlen = 1};
+    /* Room for the name the family gives, or (one time in four) less:
+     * the name is cut short, its length the whole one. */
+    socklen_t room = pick(4) == 0 ? (socklen_t)(4 + pick(12)) : (socklen_t)sizeof from.v6;
+    struct msghdr m = {.msg_name = &from, .msg_namelen = room, .msg_iov = &v, .msg_iovlen = 1};
     long r = recvmsg(t[i].fd, &m, flags);
     int e = errno;
     printf("%u recv s%d %u%s = %s", k, i, size, fname[f], res(r, e));
@@ -377,14 +423,14 @@ static void op_names(unsigned k) {
     int i = slot_any();
     if (i < 0)
         return;
-    struct sockaddr_in a;
-    socklen_t l = sizeof a;
+    addr_t a;
+    socklen_t l = sizeof a.v6;
     memset(&a, 0, sizeof a);
-    int r = getsockname(t[i].fd, (void *)&a, &l);
+    int r = getsockname(t[i].fd, &a.sa, &l);
     printf("%u getsockname s%d = %s %s", k, i, res(r, errno), r == 0 ? addrtext(&a, l, i) : "");
-    l = sizeof a;
+    l = sizeof a.v6;
     memset(&a, 0, sizeof a);
-    r = getpeername(t[i].fd, (void *)&a, &l);
+    r = getpeername(t[i].fd, &a.sa, &l);
     printf("; getpeername = %s %s\n", res(r, errno),
            r == 0 ? addrtext(&a, l, t[i].peer >= 0 ? t[i].peer : -1) : "");
 }
@@ -455,8 +501,10 @@ int main(int argc, char **argv) {
         t[i] = (struct slot){.fd = -1, .peer = -1};
     for (unsigned s = 0; s < nseeds; s++) {
         rng = (seed + s) * 0x2545f4914f6cdd1dULL | 1;
+        fam = (seed + s) % 3;
         reset();
-        printf("# seed %llu\n", (unsigned long long)(seed + s));
+        printf("# seed %llu %s\n", (unsigned long long)(seed + s),
+               fam == V4 ? "ipv4" : fam == V6 ? "ipv6" : "mapped");
         for (unsigned i = 0; i < count; i++) {
             current_call = i;
             alarm(20);

@@ -6,6 +6,8 @@
 //! `SO_ERROR` and `poll` on the host and in a partition (through the
 //! gateway's `/net/udp`), and every line must be the same: what arrives,
 //! what is dropped, the port unreachable errors a connected socket gets.
+//! Each sequence is of one family (by its seed): IPv4, IPv6 at `::1`, or
+//! IPv6 dual-stack sockets at IPv4-mapped addresses, as Java's are.
 //!
 //! A failing sequence is reported with its seed and the first line that
 //! differs. `ASTRAEA_UDPDIFF_SEEDS` and `ASTRAEA_UDPDIFF_CALLS` size the long

@@ -138,6 +138,17 @@ pub fn announce_ctl(addr: SocketAddr) -> String {
     format!("announce {}!{}", unmap(addr.ip()), addr.port())
 }
 
+/// The `announce` ctl message for a UDP socket of `family` at `addr`: an
+/// IPv6 socket's IPv4-mapped address stays one, so that the gateway's host
+/// socket is an IPv6 socket too, as the program's is on Linux (it may be
+/// bound again, after a disconnect gave its port up, to an IPv6 address).
+pub fn announce_ctl_in(family: u16, addr: SocketAddr) -> String {
+    match (family, addr) {
+        (AF_INET6, SocketAddr::V6(v6)) => format!("announce {}!{}", v6.ip(), v6.port()),
+        _ => announce_ctl(addr),
+    }
+}
+
 /// The `bind` ctl message for `addr` (a TCP bind: bound, not listening).
 pub fn bind_ctl(addr: SocketAddr) -> String {
     format!("bind {}!{}", unmap(addr.ip()), addr.port())
@@ -261,6 +272,14 @@ mod tests {
         assert_eq!(connect_ctl(v4("1.2.3.4:0")), Err(Errno::ECONNREFUSED));
         assert_eq!(announce_ctl(v4("[::]:0")), "announce ::!0");
         assert_eq!(announce_ctl(v4("0.0.0.0:5")), "announce 0.0.0.0!5");
+        assert_eq!(
+            announce_ctl_in(AF_INET6, v4("[::ffff:127.0.0.1]:5")),
+            "announce ::ffff:127.0.0.1!5"
+        );
+        assert_eq!(
+            announce_ctl_in(AF_INET, v4("127.0.0.1:5")),
+            "announce 127.0.0.1!5"
+        );
         assert_eq!(parse_text(b"127.0.0.1!80\n"), Some(v4("127.0.0.1:80")));
         assert_eq!(
             parse_text(b"::ffff:127.0.0.1!1\n"),

@@ -7,6 +7,7 @@
 //! it).
 
 use alloc::collections::VecDeque;
+use alloc::format;
 use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -14,7 +15,9 @@ use core::net::{IpAddr, Ipv6Addr, SocketAddr};
 use core::sync::atomic::AtomicU32;
 
 use super::addr;
-use super::options::{Options, SO_ACCEPTCONN, SO_ERROR, SOCK_DGRAM, SOL_SOCKET};
+use super::options::{
+    IPPROTO_IPV6, IPV6_V6ONLY, Options, SO_ACCEPTCONN, SO_ERROR, SOCK_DGRAM, SOL_SOCKET,
+};
 use super::socket::{Conv, client};
 use crate::errno::Errno;
 use crate::fd::FileLike;
@@ -134,7 +137,7 @@ impl Dgram {
                         |l| SocketAddr::new(l.ip(), 0),
                     )
                 });
-                let r = conv.ctl(c, &addr::announce_ctl(at));
+                let r = conv.ctl(c, &addr::announce_ctl_in(self.family, at));
                 // A refused bind clears the address too (Linux's
                 // `__inet_bind`): the host socket says what it has.
                 let local = conv.address(c, "local");
@@ -147,12 +150,29 @@ impl Dgram {
                 None => Ok(conv),
             };
         }
+        // An IPv6-only socket has no IPv4 addresses (Linux's `inet6_bind`).
+        let v6only = self.v6only();
+        if v6only && at.is_some_and(super::socket::is_mapped) {
+            return Err(Errno::EINVAL);
+        }
         let c = client()?;
         let mut conv = Conv::clone_new(c, "udp")?;
         conv.ctl(c, "headers")?;
+        // The options the host socket needs before it binds.
+        if v6only {
+            conv.ctl(c, "v6only")?;
+        }
+        for (opt, ctl) in super::socket::REUSE_CTLS {
+            if self.int_opt(SOL_SOCKET, opt) != 0 {
+                conv.ctl(c, ctl)?;
+            }
+        }
         conv.ctl(
             c,
-            &addr::announce_ctl(at.unwrap_or_else(|| addr::unspecified(self.family))),
+            &addr::announce_ctl_in(
+                self.family,
+                at.unwrap_or_else(|| addr::unspecified(self.family)),
+            ),
         )?;
         conv.open_data(c)?;
         let local = conv.address(c, "local");
@@ -359,9 +379,42 @@ impl Dgram {
         self.sh.st.lock().remote.ok_or(Errno::ENOTCONN)
     }
 
+    /// An option's value as an integer (0 if unset).
+    fn int_opt(&self, level: u32, name: u32) -> i32 {
+        self.sh.st.lock().opts.int(level, name).unwrap_or(0)
+    }
+
+    /// `IPV6_V6ONLY` is set (an IPv6 socket only).
+    fn v6only(&self) -> bool {
+        self.family == addr::AF_INET6 && self.int_opt(IPPROTO_IPV6, IPV6_V6ONLY) != 0
+    }
+
     /// `setsockopt`.
     pub fn set_option(&self, level: u32, name: u32, value: &[u8]) -> Result<(), Errno> {
-        self.sh.st.lock().opts.set(level, name, value).map(|_| ())
+        let (int, conv) = {
+            let mut st = self.sh.st.lock();
+            // Fixed once the socket has a port (Linux's `do_ipv6_setsockopt`).
+            if level == IPPROTO_IPV6
+                && name == IPV6_V6ONLY
+                && self.family == addr::AF_INET6
+                && st.local.is_some_and(|l| l.port() != 0)
+            {
+                return Err(Errno::EINVAL);
+            }
+            (st.opts.set(level, name, value)?, st.conv.clone())
+        };
+        // The port-sharing options count in the host's conflict checks
+        // whenever they are set: a bound socket's too.
+        if let (Some(conv), Some(&(_, word))) = (
+            conv,
+            super::socket::REUSE_CTLS
+                .iter()
+                .find(|&&(opt, _)| level == SOL_SOCKET && name == opt),
+        ) {
+            let off = if int != 0 { "" } else { " off" };
+            conv.ctl(client()?, &format!("{word}{off}"))?;
+        }
+        Ok(())
     }
 
     /// `getsockopt`.

@@ -188,7 +188,7 @@ impl Drop for Conv {
 }
 
 /// An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
-fn is_mapped(a: SocketAddr) -> bool {
+pub(super) fn is_mapped(a: SocketAddr) -> bool {
     matches!(a.ip(), core::net::IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some())
 }
 
@@ -246,7 +246,8 @@ impl St {
 }
 
 /// The port-sharing options and their `ctl` words at the gateway.
-const REUSE_CTLS: [(u32, &str); 2] = [(SO_REUSEADDR, "reuseaddr"), (SO_REUSEPORT, "reuseport")];
+pub(super) const REUSE_CTLS: [(u32, &str); 2] =
+    [(SO_REUSEADDR, "reuseaddr"), (SO_REUSEPORT, "reuseport")];
 
 /// A call the acceptor took from the gateway, in arrival order: being set
 /// up (`call` None) or ready for `accept`.
