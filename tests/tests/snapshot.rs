@@ -387,6 +387,22 @@ mod tests {
                 "{stderr}"
             );
         }
+        // A partition that boots publishes the same way (no snapshot here:
+        // the program's read fails, the sockets work as before).
+        let r = astraea(&["run", "--publish", &publish, "--", prog, "net", &port]);
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (
+                0,
+                "net: EOPNOTSUPP\nnet: old connection carries bytes both ways\nnet: new connection works\n"
+            ),
+            "{r:?}"
+        );
+        assert!(
+            r.stderr
+                .contains(&format!("TCP port {port} is published at 127.0.0.1:")),
+            "{r:?}"
+        );
         drop(taken);
         std::fs::remove_dir_all(&dir).unwrap();
     }
