@@ -4,9 +4,9 @@
 //!   a file) on the host JVM, in a partition that boots, and with `astraea
 //!   run --warm` (from the snapshot its first run took).
 //! - A server's time to first answer: from the command to the first HTTP
-//!   answer of `SnapServe` (`com.sun.net.httpserver` on a loopback port
+//!   answer of `CloneServe` (tests/progs; `com.sun.net.httpserver` on a loopback port
 //!   it writes to a file), host JVM vs `--warm` partition.
-//! - A cloned server's first answer: `SnapServe` warmed up in a partition,
+//! - A cloned server's first answer: `CloneServe` warmed up in a partition,
 //!   snapshotted from outside, then restored (`--from`, `--publish`): from
 //!   the command to the first answer.
 //! - Host memory (proportional set size, `/proc/PID/smaps_rollup`) of 1, 8
@@ -45,7 +45,7 @@ pub fn snapshot(runs: usize) {
         .arg(&dir)
         .arg(root().join("jvm-port/java/Hello.java"))
         .arg(root().join("bench/java/SnapIdle.java"))
-        .arg(root().join("bench/java/SnapServe.java"))
+        .arg(root().join("tests/progs/CloneServe.java"))
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
@@ -96,7 +96,7 @@ pub fn snapshot(runs: usize) {
                     java.clone(),
                     "-cp".into(),
                     cp.clone(),
-                    "SnapServe".into(),
+                    "CloneServe".into(),
                     port.to_string_lossy().into_owned(),
                 ],
             )
@@ -183,7 +183,7 @@ pub fn snapshot(runs: usize) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A cloned server's first answer: `SnapServe` booted in a partition and
+/// A cloned server's first answer: `CloneServe` booted in a partition and
 /// warmed up (300 answers), snapshotted from outside (`astraea snapshot`),
 /// then `runs` copies started one after another (`--from`, its port
 /// published at a free one): from the command to the first answer, and
@@ -320,7 +320,7 @@ fn answer(file: &Path) -> Option<()> {
         }
         std::thread::sleep(Duration::from_micros(200));
     };
-    (get(port)? == "hi").then_some(())
+    get(port)?.starts_with("served ").then_some(())
 }
 
 /// Starts every command (stdout piped) and waits until each has printed a

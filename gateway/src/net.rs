@@ -978,19 +978,28 @@ impl Conv {
     /// A TCP socket for `addr`'s family with the options that must be set
     /// before it binds or dials (`reuseaddr`, `reuseport`, `v6only`).
     fn tcp_socket(st: &State, addr: SocketAddr) -> Result<socket2::Socket, Errno> {
-        let s = socket2::Socket::new(
-            socket2::Domain::for_address(addr),
-            socket2::Type::STREAM,
-            Some(socket2::Protocol::TCP),
-        )?;
+        Self::host_socket(st, addr, socket2::Type::STREAM, socket2::Protocol::TCP)
+    }
+
+    /// A host socket of `ty` for `addr`'s family with the options that must
+    /// be set before it binds or dials (`reuseaddr`, `reuseport`, and
+    /// `v6only`, set either way on an IPv6 one: the host's `bindv6only`
+    /// default is not the partition's to inherit).
+    fn host_socket(
+        st: &State,
+        addr: SocketAddr,
+        ty: socket2::Type,
+        proto: socket2::Protocol,
+    ) -> Result<socket2::Socket, Errno> {
+        let s = socket2::Socket::new(socket2::Domain::for_address(addr), ty, Some(proto))?;
         if st.reuseaddr {
             s.set_reuse_address(true)?;
         }
         if st.reuseport {
             s.set_reuse_port(true)?;
         }
-        if st.v6only && addr.is_ipv6() {
-            s.set_only_v6(true)?;
+        if addr.is_ipv6() {
+            s.set_only_v6(st.v6only)?;
         }
         Ok(s)
     }
@@ -1330,24 +1339,7 @@ impl Conv {
     }
 
     fn udp_bind(self: &Arc<Self>, st: &mut State, addr: SocketAddr) -> Result<(), Errno> {
-        // The options that must be set before it binds (`v6only`,
-        // `reuseaddr`, `reuseport`), as for TCP.
-        let s = socket2::Socket::new(
-            socket2::Domain::for_address(addr),
-            socket2::Type::DGRAM,
-            Some(socket2::Protocol::UDP),
-        )?;
-        if st.reuseaddr {
-            s.set_reuse_address(true)?;
-        }
-        if st.reuseport {
-            s.set_reuse_port(true)?;
-        }
-        if addr.is_ipv6() {
-            // Set either way: the host's `bindv6only` default is not the
-            // partition's to inherit.
-            s.set_only_v6(st.v6only)?;
-        }
+        let s = Self::host_socket(st, addr, socket2::Type::DGRAM, socket2::Protocol::UDP)?;
         s.set_nonblocking(true)?;
         s.bind(&addr.into())?;
         let mut u = UdpSocket::from_std(s.into());
