@@ -315,14 +315,18 @@ pub fn scratch_root(name: &str) -> PathBuf {
 }
 
 /// A differential program's output split by sequence: the lines after each
-/// `# seed N` line, by N (the random-sequence differs print one such line
-/// before each sequence).
+/// `# seed N` line (words may follow N), by N (the random-sequence differs
+/// print one such line before each sequence).
 pub fn by_seed(out: &str) -> std::collections::BTreeMap<u64, Vec<&str>> {
     let mut m: std::collections::BTreeMap<u64, Vec<&str>> = std::collections::BTreeMap::new();
     let mut cur = None;
     for l in out.lines() {
         if let Some(s) = l.strip_prefix("# seed ") {
-            let seed = s.parse().unwrap();
+            let seed = s
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("a bad sequence line: {l:?}"));
             m.insert(seed, Vec::new());
             cur = Some(seed);
         } else if let Some(seed) = cur {
