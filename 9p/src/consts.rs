@@ -37,6 +37,20 @@ pub const QID_LEN: usize = 13;
 /// the stream's bytes (Plan 9's `/net` ignores the offset).
 pub const NET_WATCH_OFFSET: u64 = u64::MAX;
 
+/// The top 32 bits of the qid paths of the Astraea gateway's `/net`
+/// connection files. Below them: the protocol in bit 31, the connection's
+/// number in bits 8–30, the file in bits 0–7. A client may take the
+/// number of the connection whose `ctl` an `open` made (of `clone`, of
+/// `listen`) from the qid it returned ([`net_conv_number`]) instead of
+/// reading `ctl`.
+pub const NET_CONV_QID: u64 = 0xFFFF_0401 << 32;
+
+/// The connection number a `/net` connection file's qid path names, if it
+/// is one ([`NET_CONV_QID`]).
+pub fn net_conv_number(path: u64) -> Option<u32> {
+    (path >> 32 == NET_CONV_QID >> 32).then_some(((path >> 8) & 0x7F_FFFF) as u32)
+}
+
 /// Type number 6, reserved by Linux for a "Tlerror" that does not exist on the
 /// wire: 9P2000.L defines no such request. Decoding type 6 yields
 /// [`Error::UnknownType`](crate::Error::UnknownType).

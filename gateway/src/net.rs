@@ -220,7 +220,8 @@ const WAKE: Token = Token(0);
 
 /// Qid paths of `/net` files: below the namespace's synthetic range marker.
 const QID_NET: u64 = (0xFFFF << 48) | (4 << 40);
-const QID_CONV: u64 = QID_NET | (1 << 32);
+const QID_CONV: u64 = astraea_9p::consts::NET_CONV_QID;
+const _: () = assert!(QID_CONV == QID_NET | (1 << 32));
 
 /// The size of the header a UDP connection in `headers` mode puts before
 /// every datagram it reads and expects before every one it writes, as
@@ -2293,6 +2294,20 @@ pub(crate) fn ifaces_text() -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connection_numbers_read_from_qids() {
+        use astraea_9p::consts::net_conv_number;
+        for (proto, n) in [(Proto::Tcp, 0), (Proto::Udp, 5), (Proto::Tcp, MAX_CONVS - 1)] {
+            for file in [ConvFile::Ctl, ConvFile::Data, ConvFile::Listen] {
+                let qid = NetNode::File(proto, n, file).qid();
+                assert_eq!(net_conv_number(qid.path), Some(n as u32));
+            }
+        }
+        assert_eq!(net_conv_number(NetNode::Clone(Proto::Tcp).qid().path), None);
+        assert_eq!(net_conv_number(NetNode::Root.qid().path), None);
+        assert_eq!(net_conv_number(0x1234), None);
+    }
 
     #[test]
     fn ctl_parsing() {

@@ -108,15 +108,32 @@ impl Conv {
     /// Opens the walked `ctl` (or `clone`, or `listen`) fid and learns the
     /// connection's number from it.
     fn from_ctl(c: &Client, ctl: Fid, proto: &'static str) -> Result<Conv, Errno> {
-        if let Err(e) = c.open(ctl, O_RDWR) {
-            c.clunk(ctl);
-            return Err(e);
+        match c.open(ctl, O_RDWR) {
+            Ok(qid) => Self::from_open_ctl(c, ctl, proto, qid.path),
+            Err(e) => {
+                c.clunk(ctl);
+                Err(e)
+            }
         }
-        Self::from_open_ctl(c, ctl, proto)
     }
 
-    /// Learns the connection's number from its open `ctl` fid.
-    fn from_open_ctl(c: &Client, ctl: Fid, proto: &'static str) -> Result<Conv, Errno> {
+    /// Learns the connection's number from its open `ctl` fid: from the
+    /// qid path its open returned, if it is the gateway's
+    /// (`astraea_9p::consts::net_conv_number`), else by reading `ctl`.
+    fn from_open_ctl(
+        c: &Client,
+        ctl: Fid,
+        proto: &'static str,
+        qid_path: u64,
+    ) -> Result<Conv, Errno> {
+        if let Some(n) = astraea_9p::consts::net_conv_number(qid_path) {
+            return Ok(Conv {
+                proto,
+                n,
+                ctl,
+                data: None,
+            });
+        }
         let mut b = [0u8; 16];
         let r = c.read(ctl, 0, &mut b).and_then(|n| {
             core::str::from_utf8(&b[..n])
@@ -1795,14 +1812,14 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, local: Option<SocketAddr>) {
         let taken = c
             .walk(c.root(), &["net", "tcp", &num, "listen"])
             .and_then(|fid| match c.open(fid, O_RDWR) {
-                Ok(_) => Ok(fid),
+                Ok(qid) => Ok((fid, qid.path)),
                 Err(e) => {
                     c.clunk(fid);
                     Err(e)
                 }
             });
-        let fid = match taken {
-            Ok(fid) => fid,
+        let (fid, qid_path) = match taken {
+            Ok(taken) => taken,
             Err(_) if sh.st.lock().closing => break,
             // The listener was hung up under us.
             Err(Errno::EINVAL) => break,
@@ -1825,12 +1842,12 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, local: Option<SocketAddr>) {
         let (sh2, conv2) = (sh.clone(), conv.clone());
         let spawned = crate::sched::spawn("accept", move || {
             crate::sched::current().set_posts();
-            let call = set_up_call(c, fid, local, &sh2);
+            let call = set_up_call(c, fid, qid_path, local, &sh2);
             queue_call(&sh2, &conv2, id, call);
         });
         if spawned.is_none() {
             // No thread to spare: set it up here.
-            let call = set_up_call(c, fid, local, &sh);
+            let call = set_up_call(c, fid, qid_path, local, &sh);
             queue_call(&sh, &conv, id, call);
         }
     }
@@ -1841,10 +1858,11 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, local: Option<SocketAddr>) {
 fn set_up_call(
     c: &'static Client,
     fid: Fid,
+    qid_path: u64,
     local: Option<SocketAddr>,
     sh: &Shared,
 ) -> Result<Accepted, Errno> {
-    let mut new = Conv::from_open_ctl(c, fid, "tcp")?;
+    let mut new = Conv::from_open_ctl(c, fid, "tcp", qid_path)?;
     // A call set up only in part is reset, not closed gracefully: the
     // program never accepted it (see `reset_unaccepted`).
     let reset = |new: &Conv, e: Errno| {
