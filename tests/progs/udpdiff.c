@@ -52,6 +52,8 @@ static struct slot {
     unsigned short port; /* local port, 0 if none yet */
     int peer;            /* connected to: a slot, CLOSED, DEAD, or -1 */
     int queued;          /* a datagram is on its way or waiting here */
+    int src;             /* the slot that sent it, */
+    unsigned short src_port; /* from this port */
     int shut_rd;
 } t[SLOTS];
 #define CLOSED (-2) /* connected to closed_port */
@@ -107,6 +109,12 @@ static void refresh(int i) {
                 t[k].peer = DEAD;
 }
 
+/* The port a received datagram was sent from and the slot that sent it
+ * (named after that slot even if the port has gone to another since: the
+ * host gives freed ports out again in an order of its own). */
+static unsigned short sender_port;
+static int sender = -1;
+
 static const char *portname(unsigned short port, int owner) {
     static char buf[2][16];
     static int which;
@@ -115,6 +123,10 @@ static const char *portname(unsigned short port, int owner) {
         return "0";
     if (port == closed_port)
         return "closed";
+    if (sender >= 0 && port == sender_port) {
+        snprintf(b, 16, "L%d", sender);
+        return b;
+    }
     if (owner >= 0 && t[owner].fd >= 0 && t[owner].port == port) {
         snprintf(b, 16, "L%d", owner);
         return b;
@@ -360,6 +372,8 @@ static void op_send(unsigned k) {
         printf("   s%d in %d\n", j, !!(ev & POLLIN));
         /* Not arrived (a partition's fault, printed): not waited for. */
         t[j].queued = !!(ev & POLLIN);
+        t[j].src = i;
+        t[j].src_port = t[i].port;
     } else if (to_peer || (j == CLOSED && t[i].peer == CLOSED)) {
         /* (to_peer: send() to a CLOSED or DEAD peer, or sendto the peer
          * slot, which is connected elsewhere.) */
@@ -397,8 +411,14 @@ static void op_recv(unsigned k) {
     printf("%u recv s%d %u%s = %s", k, i, size, fname[f], res(r, e));
     if (r >= 0) {
         long shown = r < (long)size ? r : (long)size;
-        printf(" '%.*s' from %s flags%s%s", (int)shown, buf,
-               addrtext(&from, m.msg_namelen, -1), m.msg_flags & MSG_TRUNC ? " TRUNC" : "",
+        if (t[i].queued) {
+            sender = t[i].src;
+            sender_port = t[i].src_port;
+        }
+        const char *src = addrtext(&from, m.msg_namelen, -1);
+        sender = -1;
+        printf(" '%.*s' from %s flags%s%s", (int)shown, buf, src,
+               m.msg_flags & MSG_TRUNC ? " TRUNC" : "",
                m.msg_flags & ~MSG_TRUNC ? " other" : "");
         if (!(flags & MSG_PEEK))
             t[i].queued = 0;
