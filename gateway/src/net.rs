@@ -2298,7 +2298,11 @@ mod tests {
     #[test]
     fn connection_numbers_read_from_qids() {
         use astraea_9p::consts::net_conv_number;
-        for (proto, n) in [(Proto::Tcp, 0), (Proto::Udp, 5), (Proto::Tcp, MAX_CONVS - 1)] {
+        for (proto, n) in [
+            (Proto::Tcp, 0),
+            (Proto::Udp, 5),
+            (Proto::Tcp, MAX_CONVS - 1),
+        ] {
             for file in [ConvFile::Ctl, ConvFile::Data, ConvFile::Listen] {
                 let qid = NetNode::File(proto, n, file).qid();
                 assert_eq!(net_conv_number(qid.path), Some(n as u32));

@@ -42,6 +42,9 @@ pub enum Outcome {
 /// is refused (`EBUSY`): a request that waits for the terminal, or a
 /// write or connect that waits for the network, never ends by itself.
 const DRAIN_NS: u64 = 2_000_000_000;
+/// At most this much of the program's code is brought into the file cache
+/// before a snapshot (`mm::vma::cache_code`).
+const CODE_BUDGET: u64 = 64 << 20;
 /// How long after asking the gateway to interrupt the waiting requests
 /// the snapshot asks again if some still wait.
 const REINTERRUPT_NS: u64 = 20_000_000;
@@ -168,6 +171,11 @@ fn serve() {
 /// Takes one snapshot: drains the 9P requests in flight, then saves the
 /// CPU state and asks the VMM to write memory, with interrupts off.
 fn take() -> Result<Outcome, Errno> {
+    let code = crate::mm::vma::cache_code(CODE_BUDGET);
+    log::debug!(
+        "snapshot: {} KiB of the program's code in the file cache",
+        code / 1024
+    );
     crate::drivers::virtio9p::hold(true);
     let deadline = crate::time::monotonic_ns() + DRAIN_NS;
     // When the gateway was last asked to interrupt waiting requests.

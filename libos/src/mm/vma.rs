@@ -1262,6 +1262,53 @@ pub fn area_of(va: u64) -> Option<(u64, u64, u32)> {
     sp.find(va).map(|(s, a)| (s, a.end, a.prot))
 }
 
+/// Brings every page of the program's executable file mappings (its
+/// libraries' code) into the file cache, at most `budget` bytes of them:
+/// before a snapshot, so that the partitions restored from it find the
+/// code the program has not run yet (its exit path, say) in memory instead
+/// of reading it over 9P from a VMM that has just started, which answers
+/// slowly at first. Returns the bytes it looked at.
+pub fn cache_code(budget: u64) -> u64 {
+    let (Some(c), Some(policy)) = (crate::p9::mounted(), crate::cache::current()) else {
+        return 0;
+    };
+    // Copied out: the space's lock is not held across 9P requests.
+    let code: alloc::vec::Vec<(u64, crate::p9::Fid, u64, u64)> = {
+        let sp = SPACE.lock();
+        sp.areas
+            .iter()
+            .filter(|(_, a)| a.prot & PROT_EXEC != 0)
+            .filter_map(|(&s, a)| match &a.backing {
+                Backing::File { file, offset } => match &**file {
+                    crate::fd::File::P9 {
+                        fid,
+                        cache: Some(key),
+                        ..
+                    } => Some((*key, *fid, *offset, a.end - s)),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    };
+    let mut seen = 0;
+    for (key, fid, offset, len) in code {
+        let mut at = offset;
+        while at < offset + len && seen < budget {
+            let r = policy.map_page(key, at, &mut |o, b| c.read(fid, o, b));
+            if let Ok(Some((pa, _))) = r {
+                policy.release_page(pa);
+            } else {
+                // Past the file's end, or no page to share: nothing more here.
+                break;
+            }
+            at += PAGE;
+            seen += PAGE;
+        }
+    }
+    seen
+}
+
 /// The text of `/proc/self/maps`: one line per area, Linux's format.
 pub fn proc_maps() -> String {
     let sp = SPACE.lock();
