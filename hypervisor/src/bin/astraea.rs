@@ -280,8 +280,8 @@ struct RunArgs {
     snapshot: Option<PathBuf>,
     /// Start from a snapshot (made with --snapshot) instead of booting:
     /// the partition is configured as the one it was taken of (its
-    /// options, mounts and program; --log, --timings, --strace,
-    /// --snapshot and --publish are this command's), its memory is mapped from FILE copy-on-write, and
+    /// options, mounts and program; --log, --timings, --strace and
+    /// --snapshot are this command's, and --publish if given), its memory is mapped from FILE copy-on-write, and
     /// its program goes on from where the snapshot was taken. Open files
     /// that changed on the host since are reported and not used.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["args", "mounts", "gateway", "ninep", "no_files"])]
