@@ -446,8 +446,13 @@ pub fn list() -> Vec<Listed> {
                     command: w.next().unwrap_or("").to_string(),
                 });
             }
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                // Nobody listens: its partition ended without cleaning up.
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ConnectionRefused
+                    && !Path::new(&format!("/proc/{id}")).exists() =>
+            {
+                // Nobody listens and its process is gone: its partition
+                // ended without cleaning up. (A live one may be between
+                // binding its socket and listening on it.)
                 let _ = std::fs::remove_file(&p);
             }
             Err(_) => {}

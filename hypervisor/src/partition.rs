@@ -570,6 +570,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
         pvm: pvm_native,
         mapped,
         jobs: snapshot_jobs,
+        waiting: std::cell::RefCell::new(Vec::new()),
     };
     let loaded = t0.elapsed();
     tracing::debug!(
@@ -690,6 +691,8 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                     serial.read(p, data);
                 } else if p == port::HOST_SIGNALS && data.len() == 4 {
                     data.copy_from_slice(&crate::host_signals::take().to_le_bytes());
+                } else if p == port::SNAPSHOT && data.len() == 4 {
+                    data.copy_from_slice(&snap.pending().to_le_bytes());
                 } else {
                     data.fill(0xff);
                 }
@@ -780,9 +783,22 @@ struct SnapshotCtx<'a> {
     mapped: Vec<(u64, u64)>,
     /// Snapshots asked for through the control socket (`astraea snapshot`).
     jobs: Option<std::sync::mpsc::Receiver<crate::control::SnapshotJob>>,
+    /// Jobs taken from `jobs` to count them, not yet served.
+    waiting: std::cell::RefCell<Vec<crate::control::SnapshotJob>>,
 }
 
 impl SnapshotCtx<'_> {
+    /// How many snapshots were asked for from outside and not yet taken
+    /// (the guest reads it: an interrupt sent before its APIC was up, at
+    /// boot or while it resumed, was lost).
+    fn pending(&self) -> u32 {
+        let mut waiting = self.waiting.borrow_mut();
+        if let Some(r) = &self.jobs {
+            waiting.extend(r.try_iter());
+        }
+        waiting.len() as u32
+    }
+
     /// The guest asked for a snapshot with its record at `gpa`: writes it
     /// (or says why not) and answers in the record's status.
     fn serve(
@@ -808,11 +824,8 @@ impl SnapshotCtx<'_> {
         }
         // Asked for from outside (the first such request), else by the
         // program; later requests the guest served with this one fail.
-        let mut asked = self
-            .jobs
-            .as_ref()
-            .map(|r| r.try_iter().collect::<Vec<_>>())
-            .unwrap_or_default();
+        self.pending();
+        let mut asked = std::mem::take(&mut *self.waiting.borrow_mut());
         let job = (!asked.is_empty()).then(|| asked.remove(0));
         for other in asked {
             other.answer(Err(

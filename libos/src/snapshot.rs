@@ -123,10 +123,25 @@ pub fn init() {
     }
 }
 
-/// The snapshot interrupt (`astraea snapshot`): wakes the snapshot thread.
+/// The VMM's interrupt came since the snapshot thread last asked it.
+static VMM_ASKED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// The snapshot interrupt (`astraea snapshot`): wakes the snapshot thread,
+/// which asks the VMM how many snapshots it wants (an interrupt may come
+/// twice for one, or be lost before the APIC was up).
 pub fn requested_by_vmm() {
-    ASKED.fetch_add(1, Ordering::SeqCst);
+    VMM_ASKED.store(true, Ordering::SeqCst);
     ASKED_Q.wake_one();
+}
+
+/// Snapshots asked for from outside and not yet taken, as the VMM counts
+/// (another VMM, QEMU say, reads all ones from a port it does not have:
+/// none).
+fn vmm_pending() -> u32 {
+    match cpu::inl(port::SNAPSHOT) {
+        u32::MAX => 0,
+        n => n,
+    }
 }
 
 /// Asks for a snapshot and waits for it (a read of
@@ -146,8 +161,21 @@ pub fn request() -> Result<Outcome, Errno> {
 /// before it started.
 fn serve() {
     loop {
-        ASKED_Q.wait_while(|| ASKED.load(Ordering::SeqCst) == SERVED.load(Ordering::SeqCst));
+        // Asked from outside before this thread could take an interrupt
+        // (at boot, or while a restored partition resumed)?
+        let mut outside = vmm_pending() > 0;
+        if !outside {
+            ASKED_Q.wait_while(|| {
+                ASKED.load(Ordering::SeqCst) == SERVED.load(Ordering::SeqCst)
+                    && !VMM_ASKED.load(Ordering::SeqCst)
+            });
+            outside = VMM_ASKED.swap(false, Ordering::SeqCst) && vmm_pending() > 0;
+        }
         let upto = ASKED.load(Ordering::SeqCst);
+        if !outside && upto == SERVED.load(Ordering::SeqCst) {
+            // A repeated interrupt for a snapshot already taken.
+            continue;
+        }
         let r = take();
         match r {
             Ok(Outcome::Taken) => log::info!("snapshot written"),

@@ -70,6 +70,10 @@ pub mod port {
     /// [`super::snapshot::Record`]: the guest is quiescent (interrupts off,
     /// no 9P request in flight) and asks the VMM to write its snapshot; the
     /// VMM answers in the record's `status` before the guest goes on.
+    /// `in` (32 bits): how many snapshots were asked for from outside
+    /// (`astraea snapshot`) and not yet taken — the guest asks whenever it
+    /// is ready for one, so that an interrupt sent before its APIC was up
+    /// is not lost, and to tell a repeated interrupt from a request.
     pub const SNAPSHOT: u16 = 0x607;
     /// `out` (any value) while a snapshot drains: every request left in
     /// flight is a socket's posted read or `listen` open waiting for the
