@@ -67,8 +67,10 @@ static atomic_int sr_state; /* 0 running, 1 suspended, 2 resume asked, 3 resumed
 static void sr_handler(int sig)
 {
     (void)sig;
-    if (sr_state == 2)
-        return; /* the resume signal itself */
+    /* The resume signal itself: in the suspend below, or (when the resume
+     * came before the handler looked) pending until the handler returned. */
+    if (sr_state >= 2)
+        return;
     sr_state = 1;
     sigset_t wait;
     sigfillset(&wait);
