@@ -56,6 +56,7 @@ impl Errno {
     pub const EPROTOTYPE: Errno = Errno(91);
     pub const ENOPROTOOPT: Errno = Errno(92);
     pub const EPROTONOSUPPORT: Errno = Errno(93);
+    pub const ESOCKTNOSUPPORT: Errno = Errno(94);
     pub const EADDRINUSE: Errno = Errno(98);
     pub const EADDRNOTAVAIL: Errno = Errno(99);
     pub const ENETUNREACH: Errno = Errno(101);
@@ -114,6 +115,7 @@ impl Errno {
             91 => "EPROTOTYPE",
             92 => "ENOPROTOOPT",
             93 => "EPROTONOSUPPORT",
+            94 => "ESOCKTNOSUPPORT",
             98 => "EADDRINUSE",
             99 => "EADDRNOTAVAIL",
             101 => "ENETUNREACH",

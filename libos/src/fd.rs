@@ -450,6 +450,9 @@ impl Object {
         if let Some(d) = self.like::<crate::net::Dgram>() {
             return Some(crate::net::AnySocket::Dgram(d));
         }
+        if let Some(u) = self.like::<crate::net::UnixMsg>() {
+            return Some(crate::net::AnySocket::UnixMsg(u));
+        }
         self.like::<crate::net::UnixSocket>()
             .map(crate::net::AnySocket::Unix)
     }

@@ -37,6 +37,8 @@ static const char *errname(int e)
     case EISCONN: return "EISCONN";
     case ENOTSOCK: return "ENOTSOCK";
     case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
+    case EMSGSIZE: return "EMSGSIZE";
+    case ESOCKTNOSUPPORT: return "ESOCKTNOSUPPORT";
     case EAFNOSUPPORT: return "EAFNOSUPPORT";
     }
     snprintf(buf, sizeof buf, "errno %d", e);

@@ -212,6 +212,15 @@ mod tests {
         }
     }
 
+    /// Unix datagram and seqpacket socket pairs: message boundaries,
+    /// truncation, the send buffer's charge, shutdown and the peer's close,
+    /// every result and errno the host's (tests/progs/unixmsg.c).
+    fn unixmsg(b: Build) {
+        if let Some((dir, _)) = same_as_host("unixmsg", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// sigsuspend, pause, sigtimedwait and HotSpot's suspend/resume
     /// handshake: every result the host's (tests/progs/sigwait.c).
     fn sigwait(b: Build) {
@@ -689,6 +698,7 @@ mod tests {
         races: races_glibc_dynamic, races_musl_static, races_musl_static_pie;
         holes: holes_glibc_dynamic, holes_musl_static, holes_musl_static_pie;
         unixsock: unixsock_glibc_dynamic, unixsock_musl_static, unixsock_musl_static_pie;
+        unixmsg: unixmsg_glibc_dynamic, unixmsg_musl_static, unixmsg_musl_static_pie;
         sigwait: sigwait_glibc_dynamic, sigwait_musl_static, sigwait_musl_static_pie;
         memfd: memfd_glibc_dynamic, memfd_musl_static, memfd_musl_static_pie;
         ids: ids_glibc_dynamic, ids_musl_static, ids_musl_static_pie;

@@ -10,6 +10,7 @@
 //! program waits for data (a blocking read, `poll` or `epoll` finding none).
 
 pub mod addr;
+pub mod charge;
 pub mod ifaces;
 pub mod options;
 
@@ -19,11 +20,15 @@ mod dgram;
 mod socket;
 #[cfg(target_os = "none")]
 mod unix;
+#[cfg(target_os = "none")]
+mod unixmsg;
 
 #[cfg(target_os = "none")]
 pub use dgram::Dgram;
 #[cfg(target_os = "none")]
 pub use unix::{Key as UnixKey, Name as UnixName, UnixSocket, pair as unix_pair};
+#[cfg(target_os = "none")]
+pub use unixmsg::{SOCK_SEQPACKET, UnixMsg, pair as unix_msg_pair};
 
 #[cfg(target_os = "none")]
 pub use options::{SOCK_DGRAM, SOCK_STREAM};
@@ -113,6 +118,8 @@ pub enum AnySocket<'a> {
     Dgram(&'a Dgram),
     /// A Unix stream socket (`socketpair`, or `socket(AF_UNIX)`).
     Unix(&'a UnixSocket),
+    /// One end of a Unix datagram or seqpacket pair (`socketpair`).
+    UnixMsg(&'a UnixMsg),
 }
 
 #[cfg(target_os = "none")]
@@ -132,8 +139,15 @@ mod any {
             match self {
                 AnySocket::Stream(s) => s.family,
                 AnySocket::Dgram(d) => d.family,
-                AnySocket::Unix(_) => super::addr::AF_UNIX,
+                AnySocket::Unix(_) | AnySocket::UnixMsg(_) => super::addr::AF_UNIX,
             }
+        }
+
+        /// Whether it is a stream (TCP or Unix): sent in pieces, and a
+        /// send to a broken one raises `SIGPIPE` (Linux's message sockets
+        /// raise nothing).
+        pub fn is_stream(&self) -> bool {
+            matches!(self, AnySocket::Stream(_) | AnySocket::Unix(_))
         }
 
         /// `bind` of an Internet socket to the program's `sockaddr` (a
@@ -143,7 +157,7 @@ mod any {
             match self {
                 AnySocket::Stream(s) => s.bind(decode(at, s.family)?),
                 AnySocket::Dgram(d) => d.bind(decode(at, d.family)?),
-                AnySocket::Unix(_) => Err(Errno::EINVAL),
+                AnySocket::Unix(_) | AnySocket::UnixMsg(_) => Err(Errno::EINVAL),
             }
         }
 
@@ -153,6 +167,10 @@ mod any {
                 AnySocket::Stream(s) => s.listen(backlog),
                 AnySocket::Unix(u) => u.listen(backlog),
                 AnySocket::Dgram(_) => Err(Errno::EOPNOTSUPP),
+                // Linux's `sock_no_listen` for datagrams; a connected
+                // seqpacket end cannot listen.
+                AnySocket::UnixMsg(u) if u.seqpacket() => Err(Errno::EINVAL),
+                AnySocket::UnixMsg(_) => Err(Errno::EOPNOTSUPP),
             }
         }
 
@@ -174,6 +192,8 @@ mod any {
                     Ok((Arc::new(new), peer.encode()))
                 }
                 AnySocket::Dgram(_) => Err(Errno::EOPNOTSUPP),
+                AnySocket::UnixMsg(u) if u.seqpacket() => Err(Errno::EINVAL),
+                AnySocket::UnixMsg(_) => Err(Errno::EOPNOTSUPP),
             }
         }
 
@@ -188,6 +208,7 @@ mod any {
                 AnySocket::Stream(s) => s.connect(decode(to, s.family)?),
                 AnySocket::Dgram(d) => d.connect(decode(to, d.family)?),
                 AnySocket::Unix(_) => Err(Errno::EINVAL),
+                AnySocket::UnixMsg(u) => u.connect(to),
             }
         }
 
@@ -204,6 +225,7 @@ mod any {
                 AnySocket::Dgram(d) => d.send_to(data, to),
                 AnySocket::Unix(_) if to.is_some() => Err(Errno::EISCONN),
                 AnySocket::Unix(u) => u.send(data, nonblock),
+                AnySocket::UnixMsg(u) => u.send(data, nonblock),
             }
         }
 
@@ -225,6 +247,7 @@ mod any {
                     let n = d.len();
                     (d, None, n)
                 }),
+                AnySocket::UnixMsg(u) => u.recv(max, nonblock, peek).map(|(d, n)| (d, None, n)),
             }
         }
 
@@ -234,6 +257,7 @@ mod any {
                 AnySocket::Stream(s) => s.shutdown(how),
                 AnySocket::Dgram(d) => d.shutdown(how),
                 AnySocket::Unix(u) => u.shutdown(how),
+                AnySocket::UnixMsg(u) => u.shutdown(how),
             }
         }
 
@@ -243,6 +267,7 @@ mod any {
                 AnySocket::Stream(s) => encode(s.local(), s.family),
                 AnySocket::Dgram(d) => encode(d.local(), d.family),
                 AnySocket::Unix(u) => u.local().encode(),
+                AnySocket::UnixMsg(u) => u.local(),
             }
         }
 
@@ -252,6 +277,7 @@ mod any {
                 AnySocket::Stream(s) => s.remote().map(|a| encode(a, s.family)),
                 AnySocket::Dgram(d) => d.remote().map(|a| encode(a, d.family)),
                 AnySocket::Unix(u) => u.peer().map(|n| n.encode()),
+                AnySocket::UnixMsg(u) => u.remote(),
             }
         }
 
@@ -261,6 +287,7 @@ mod any {
                 AnySocket::Stream(s) => s.set_option(level, name, value),
                 AnySocket::Dgram(d) => d.set_option(level, name, value),
                 AnySocket::Unix(u) => u.set_option(level, name, value),
+                AnySocket::UnixMsg(u) => u.set_option(level, name, value),
             }
         }
 
@@ -270,6 +297,7 @@ mod any {
                 AnySocket::Stream(s) => s.get_option(level, name),
                 AnySocket::Dgram(d) => d.get_option(level, name),
                 AnySocket::Unix(u) => u.get_option(level, name),
+                AnySocket::UnixMsg(u) => u.get_option(level, name),
             }
         }
     }

@@ -16,7 +16,7 @@ use crate::errno::Errno;
 use crate::fd::{self, O_NONBLOCK, Object};
 use crate::mm::user;
 use crate::net::addr::{AF_INET, AF_INET6, AF_UNIX};
-use crate::net::{AnySocket, Dgram, SOCK_DGRAM, SOCK_STREAM, Socket};
+use crate::net::{AnySocket, Dgram, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_STREAM, Socket};
 
 const SOCK_TYPE_MASK: u64 = 0xf;
 /// `SOCK_NONBLOCK`.
@@ -39,16 +39,14 @@ pub fn socket(a: &[u64; 6]) -> Result<u64, Errno> {
     };
     let cloexec = ty & SOCK_CLOEXEC != 0;
     if domain == u64::from(AF_UNIX) {
-        return match (ty & SOCK_TYPE_MASK, protocol) {
-            // Protocol 0 or PF_UNIX.
-            (t, 0 | 1) if t == u64::from(SOCK_STREAM) => fd::install_object(
+        return match unix_type(ty, protocol)? {
+            t if t == SOCK_STREAM => fd::install_object(
                 Object::Like(Arc::new(crate::net::UnixSocket::new(status))),
                 cloexec,
             ),
-            // Datagram and seqpacket Unix sockets are not served.
-            (1..=6, 0 | 1) => Err(Errno::EAFNOSUPPORT),
-            (1..=6, _) => Err(Errno::EPROTONOSUPPORT),
-            _ => Err(Errno::EINVAL),
+            // Datagram and seqpacket Unix sockets to bind or connect are
+            // not served (their pairs are).
+            _ => Err(Errno::EAFNOSUPPORT),
         };
     }
     let family = match domain {
@@ -71,29 +69,54 @@ pub fn socket(a: &[u64; 6]) -> Result<u64, Errno> {
     }
 }
 
-/// `socketpair(domain, type, protocol, sv)`.
+/// The type of a Unix socket asked for with `ty` (flags included) and
+/// `protocol`, in Linux's order of errors (`__sock_create`, `unix_create`):
+/// `SOCK_RAW` is a datagram socket.
+fn unix_type(ty: u64, protocol: u64) -> Result<u32, Errno> {
+    const SOCK_MAX: u64 = 11;
+    let t = ty & SOCK_TYPE_MASK;
+    if t >= SOCK_MAX {
+        return Err(Errno::EINVAL);
+    }
+    if protocol != 0 && protocol != 1 {
+        return Err(Errno::EPROTONOSUPPORT);
+    }
+    match t as u32 {
+        SOCK_STREAM => Ok(SOCK_STREAM),
+        // SOCK_RAW.
+        SOCK_DGRAM | 3 => Ok(SOCK_DGRAM),
+        SOCK_SEQPACKET => Ok(SOCK_SEQPACKET),
+        _ => Err(Errno::ESOCKTNOSUPPORT),
+    }
+}
+
+/// `socketpair(domain, type, protocol, sv)`: Unix stream, datagram and
+/// seqpacket pairs.
 pub fn socketpair(a: &[u64; 6]) -> Result<u64, Errno> {
     if a[0] != u64::from(AF_UNIX) {
         return Err(Errno::EAFNOSUPPORT);
     }
-    if a[1] & SOCK_TYPE_MASK == 0 {
+    if a[1] & !(SOCK_TYPE_MASK | SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
     }
+    let ty = unix_type(a[1], a[2])?;
     let flags = a[1] & (SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if a[1] & SOCK_TYPE_MASK != u64::from(SOCK_STREAM) {
-        // Datagram and seqpacket pairs: one way, a pipe (enough for a
-        // descriptor to dup2 over closed ones).
-        return super::pipe::pipe2(&[a[3], flags, 0, 0, 0, 0]);
-    }
     let status = if flags & SOCK_NONBLOCK != 0 {
         O_NONBLOCK
     } else {
         0
     };
-    let (x, y) = crate::net::unix_pair(status);
+    let (x, y): (Arc<dyn crate::fd::FileLike>, Arc<dyn crate::fd::FileLike>) = if ty == SOCK_STREAM
+    {
+        let (x, y) = crate::net::unix_pair(status);
+        (Arc::new(x), Arc::new(y))
+    } else {
+        let (x, y) = crate::net::unix_msg_pair(ty, status);
+        (Arc::new(x), Arc::new(y))
+    };
     fd::install_pair(
-        Object::Like(Arc::new(x)),
-        Object::Like(Arc::new(y)),
+        Object::Like(x),
+        Object::Like(y),
         flags & SOCK_CLOEXEC != 0,
         a[3],
     )

@@ -194,13 +194,16 @@ fn write_source(o: &Object, at: Option<u64>, src: Source<'_>) -> Result<u64, Err
 /// A write system call's result: `EPIPE` raises `SIGPIPE` (a write that
 /// got some bytes through before the pipe or connection broke returns
 /// their count and raises nothing, as Linux).
-fn raise(r: Result<u64, Errno>) -> Result<u64, Errno> {
-    r.map_err(|e| crate::signal::sigpipe(e, false))
+/// Message sockets (UDP, Unix datagram and seqpacket) raise nothing.
+fn raise(o: &Object, r: Result<u64, Errno>) -> Result<u64, Errno> {
+    let quiet = o.socket().is_some_and(|s| !s.is_stream());
+    r.map_err(|e| crate::signal::sigpipe(e, quiet))
 }
 
 /// `write(fd, buf, count)`.
 pub fn write(a: &[u64; 6]) -> Result<u64, Errno> {
-    raise(write_object(&fd::object(a[0])?, None, a[1], a[2]))
+    let o = fd::object(a[0])?;
+    raise(&o, write_object(&o, None, a[1], a[2]))
 }
 
 /// `pwrite64(fd, buf, count, offset)`.
@@ -208,7 +211,8 @@ pub fn pwrite64(a: &[u64; 6]) -> Result<u64, Errno> {
     if (a[3] as i64) < 0 {
         return Err(Errno::EINVAL);
     }
-    raise(write_object(&fd::object(a[0])?, Some(a[3]), a[1], a[2]))
+    let o = fd::object(a[0])?;
+    raise(&o, write_object(&o, Some(a[3]), a[1], a[2]))
 }
 
 /// Writes the program's `pieces` to a stream gathered into kernel copies,
@@ -299,7 +303,8 @@ fn writev_at(o: &Object, mut at: Option<u64>, iov: u64, count: u64) -> Result<u6
 
 /// `writev(fd, iov, iovcnt)`.
 pub fn writev(a: &[u64; 6]) -> Result<u64, Errno> {
-    raise(writev_at(&fd::object(a[0])?, None, a[1], a[2]))
+    let o = fd::object(a[0])?;
+    raise(&o, writev_at(&o, None, a[1], a[2]))
 }
 
 /// `pwritev(fd, iov, iovcnt, offset)`.
@@ -307,7 +312,8 @@ pub fn pwritev(a: &[u64; 6]) -> Result<u64, Errno> {
     if (a[3] as i64) < 0 {
         return Err(Errno::EINVAL);
     }
-    raise(writev_at(&fd::object(a[0])?, Some(a[3]), a[1], a[2]))
+    let o = fd::object(a[0])?;
+    raise(&o, writev_at(&o, Some(a[3]), a[1], a[2]))
 }
 
 /// `write` in a direct call (see `syscall::direct`): into a socket's send
