@@ -9,8 +9,8 @@
 //! the partition by that file's identity (its qid): `connect` finds the
 //! file, then the socket bound to it here. Sockets of host processes are
 //! not reachable (`ECONNREFUSED`), nor are a partition's from the host.
-//! Descriptor passing (`SCM_RIGHTS`) and datagram Unix sockets are not
-//! there.
+//! Descriptor passing (`SCM_RIGHTS`) is not there; datagram and seqpacket
+//! pairs are `unixmsg`'s.
 
 use alloc::collections::VecDeque;
 use alloc::sync::{Arc, Weak};

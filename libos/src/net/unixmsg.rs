@@ -148,7 +148,8 @@ impl UnixMsg {
 
     /// Sends `data` as one message, in Linux's order of checks
     /// (`unix_seqpacket_sendmsg`, `unix_dgram_sendmsg`,
-    /// `sock_alloc_send_pskb`).
+    /// `sock_alloc_send_pskb`, Linux 6.18: the size, then the buffer, then
+    /// the peer).
     pub fn send(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
         let (me, peer) = (self.side, self.peer());
         let p = &*self.pair;
@@ -160,9 +161,6 @@ impl UnixMsg {
                 && let Some(e) = ends[me].err.take()
             {
                 return Err(e);
-            }
-            if !self.seqpacket() && ends[me].disconnected {
-                return Err(Errno::ENOTCONN);
             }
             if data.len() > ends[me].sndbuf.saturating_sub(32) {
                 return Err(Errno::EMSGSIZE);
@@ -187,6 +185,9 @@ impl UnixMsg {
                     Ok(true) => return Err(Errno::EAGAIN),
                     Ok(false) => continue,
                 }
+            }
+            if ends[me].disconnected {
+                return Err(Errno::ENOTCONN);
             }
             if ends[peer].closed {
                 if self.seqpacket() {
@@ -361,12 +362,15 @@ impl UnixMsg {
 impl Drop for UnixMsg {
     /// The end closes: its queue goes (uncharging the peer), and a
     /// seqpacket peer sees both directions shut, with `ECONNRESET` if
-    /// messages were left unread (Linux's `unix_release_sock`).
+    /// bytes were left unread (Linux's `unix_release_sock`).
     fn drop(&mut self) {
         let (me, peer) = (self.side, self.peer());
         {
             let mut ends = self.pair.ends.lock();
-            let unread = !ends[me].queue.is_empty();
+            // Left unread: as measured on Linux 6.18, a single empty
+            // message does not count; bytes or two messages do.
+            let q = &ends[me].queue;
+            let unread = q.len() > 1 || q.iter().any(|(m, _)| !m.is_empty());
             let charged: usize = ends[me].queue.drain(..).map(|(_, c)| c).sum();
             ends[me].closed = true;
             let other = &mut ends[peer];
@@ -384,7 +388,11 @@ impl Drop for UnixMsg {
 }
 
 impl FileLike for UnixMsg {
+    /// A read of nothing returns at once (Linux's `sock_read_iter`).
     fn read(&self, max: usize, nonblock: bool) -> Result<Vec<u8>, Errno> {
+        if max == 0 {
+            return Ok(Vec::new());
+        }
         self.recv(max, nonblock, false).map(|(d, _)| d)
     }
 

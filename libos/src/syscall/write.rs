@@ -224,21 +224,29 @@ pub fn pwrite64(a: &[u64; 6]) -> Result<u64, Errno> {
 const PIPE_PAGE: usize = 4096;
 
 fn gather_write(o: &Object, at: Option<u64>, pieces: &[(u64, u64)]) -> Result<u64, Errno> {
-    const GATHER: usize = 1 << 20;
     if at.is_some() {
         return Err(Errno::ESPIPE);
     }
     let want: u64 = pieces.iter().map(|p| p.1).sum();
+    let message = o.socket().is_some_and(|s| !s.is_stream());
+    // An empty write to a message socket is an empty message (Linux's
+    // `sock_write_iter` sends it; the checks of a send apply).
+    if want == 0 && message {
+        return write_source(o, None, Source::Kernel(&[]));
+    }
+    // A message goes whole (past any send buffer: EMSGSIZE), a stream in
+    // copies of 1 MiB.
+    let gather: usize = if message { 16 << 20 } else { 1 << 20 };
     let mut total = 0u64;
-    let mut chunk = Vec::with_capacity((want as usize).min(GATHER));
+    let mut chunk = Vec::with_capacity((want as usize).min(gather));
     // The next byte to gather: piece `i`, `off` bytes into it.
     let (mut i, mut off) = (0usize, 0u64);
     let mut hole = None;
     while i < pieces.len() && hole.is_none() {
         chunk.clear();
-        while chunk.len() < GATHER && i < pieces.len() {
+        while chunk.len() < gather && i < pieces.len() {
             let (base, len) = pieces[i];
-            let take = (len - off).min((GATHER - chunk.len()) as u64);
+            let take = (len - off).min((gather - chunk.len()) as u64);
             if take > 0
                 && let Err((_, e)) = user::read_append(&mut chunk, base + off, take)
             {
