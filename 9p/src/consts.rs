@@ -367,6 +367,11 @@ pub const P9_LOCK_TYPE_UNLCK: u8 = 2;
 pub const P9_LOCK_FLAGS_BLOCK: u32 = 1;
 /// Lock flag: reclaim (reserved).
 pub const P9_LOCK_FLAGS_RECLAIM: u32 = 2;
+/// Lock flag (Astraea's): a whole-file `flock(2)` lock of the open file,
+/// apart from its byte-range locks; the range is ignored. Servers that do
+/// not know it take a byte-range lock of the whole file, as Linux's 9P
+/// client makes of `flock`.
+pub const P9_LOCK_FLAGS_FLOCK: u32 = 0x100;
 /// Rlock status: lock acquired.
 pub const P9_LOCK_SUCCESS: u8 = 0;
 /// Rlock status: would block; the Linux client retries.

@@ -1504,7 +1504,12 @@ impl SessionInner {
         let (start, len) = Self::lock_range(fl.start, fl.length)?;
         // Never block a worker: a blocking request that conflicts is
         // answered BLOCKED, and the client retries (as Linux does).
-        let status = match sys::ofd_setlk(file.as_fd(), ty as i16, start, len) {
+        let taken = if fl.flags & P9_LOCK_FLAGS_FLOCK != 0 {
+            sys::flock_nb(file.as_fd(), ty)
+        } else {
+            sys::ofd_setlk(file.as_fd(), ty as i16, start, len)
+        };
+        let status = match taken {
             Ok(()) => P9_LOCK_SUCCESS,
             Err(Errno(libc::EAGAIN | libc::EACCES)) => P9_LOCK_BLOCKED,
             Err(e) => return Err(e),

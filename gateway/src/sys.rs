@@ -372,6 +372,19 @@ pub(crate) fn ofd_setlk(fd: BorrowedFd<'_>, ty: i16, start: i64, len: i64) -> Re
     retry(|| unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_OFD_SETLK, &raw const fl) }).map(drop)
 }
 
+/// `flock(fd, op | LOCK_NB)`: a whole-file lock of the open file
+/// description, apart from its `fcntl` locks (`ty`: `F_RDLCK` shared,
+/// `F_WRLCK` exclusive, `F_UNLCK` release); never waits.
+pub(crate) fn flock_nb(fd: BorrowedFd<'_>, ty: i32) -> Result<(), Errno> {
+    let op = match ty {
+        libc::F_RDLCK => libc::LOCK_SH,
+        libc::F_WRLCK => libc::LOCK_EX,
+        _ => libc::LOCK_UN,
+    };
+    // SAFETY: `fd` is open; flock only changes the lock of its description.
+    retry(|| unsafe { libc::flock(fd.as_raw_fd(), op | libc::LOCK_NB) }).map(drop)
+}
+
 /// `fcntl(fd, F_OFD_GETLK, ...)`: the first lock that would conflict.
 pub(crate) fn ofd_getlk(
     fd: BorrowedFd<'_>,

@@ -625,6 +625,7 @@ pub fn close(fd: u64) -> Result<(), Errno> {
             .and_then(Option::take)
             .ok_or(Errno::EBADF)?
     };
+    crate::syscall::locks::closing(&old.object);
     drop(old);
     Ok(())
 }

@@ -221,6 +221,15 @@ mod tests {
         }
     }
 
+    /// File locks: POSIX record locks are the process's (closing any
+    /// descriptor drops them), OFD and `flock` locks the description's,
+    /// every result the host's (tests/progs/locks.c).
+    fn locks(b: Build) {
+        if let Some((dir, _)) = same_as_host("locks", b, &["{data}"]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// sigsuspend, pause, sigtimedwait and HotSpot's suspend/resume
     /// handshake: every result the host's (tests/progs/sigwait.c).
     fn sigwait(b: Build) {
@@ -699,6 +708,7 @@ mod tests {
         holes: holes_glibc_dynamic, holes_musl_static, holes_musl_static_pie;
         unixsock: unixsock_glibc_dynamic, unixsock_musl_static, unixsock_musl_static_pie;
         unixmsg: unixmsg_glibc_dynamic, unixmsg_musl_static, unixmsg_musl_static_pie;
+        locks: locks_glibc_dynamic, locks_musl_static, locks_musl_static_pie;
         sigwait: sigwait_glibc_dynamic, sigwait_musl_static, sigwait_musl_static_pie;
         memfd: memfd_glibc_dynamic, memfd_musl_static, memfd_musl_static_pie;
         ids: ids_glibc_dynamic, ids_musl_static, ids_musl_static_pie;

@@ -233,22 +233,18 @@ const NOTES: &[(&str, Status, &str)] = &[
          `/proc/self/maps`); other options, `PR_SET_SECCOMP` included, answer EINVAL",
     ),
     (
-        "flock",
-        Partial,
-        "every valid request succeeds: the locks are not shared with the host",
-    ),
-    (
         "socket",
         Partial,
         "TCP and UDP (`AF_INET`, dual-stack `AF_INET6`) through the gateway's `/net`, `AF_UNIX` \
          streams inside the partition (paths and abstract names; no descriptor passing); raw \
-         sockets EPROTONOSUPPORT, Unix datagram and seqpacket sockets and other families \
+         sockets EPROTONOSUPPORT, Unix datagram and seqpacket sockets to bind (their pairs are \
+         there: `socketpair`) and other families \
          EAFNOSUPPORT, and every Internet family EAFNOSUPPORT when the 9P server has no `/net`",
     ),
     (
         "socketpair",
         Partial,
-        "`AF_UNIX` only; `SOCK_STREAM` pairs are full duplex, other types one-way (a pipe)",
+        "`AF_UNIX` only: stream, datagram and seqpacket pairs (no descriptor passing)",
     ),
     (
         "bind",

@@ -1192,25 +1192,15 @@ impl Client {
 
     /// Takes or releases a POSIX record lock (`ty`: `P9_LOCK_TYPE_*`) on an
     /// open fid; returns the server's status (`P9_LOCK_SUCCESS`,
-    /// `P9_LOCK_BLOCKED`, …). `block` waits for a conflicting lock to go.
-    pub fn lock(
-        &self,
-        fid: Fid,
-        ty: u8,
-        start: u64,
-        length: u64,
-        block: bool,
-    ) -> Result<u8, Errno> {
+    /// `P9_LOCK_BLOCKED`, …). `flags`: `P9_LOCK_FLAGS_BLOCK` (wait for a
+    /// conflicting lock to go), `P9_LOCK_FLAGS_FLOCK` (a `flock` lock).
+    pub fn lock(&self, fid: Fid, ty: u8, start: u64, length: u64, flags: u32) -> Result<u8, Errno> {
         let mut buf = self.buffer();
         let t = TMessage::Lock {
             fid,
             lock: astraea_9p::Flock {
                 ty,
-                flags: if block {
-                    astraea_9p::consts::P9_LOCK_FLAGS_BLOCK
-                } else {
-                    0
-                },
+                flags,
                 start,
                 length,
                 proc_id: 1,

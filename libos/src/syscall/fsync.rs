@@ -1,13 +1,7 @@
-//! `fsync(2)`, `fdatasync(2)`, `sync(2)`, `syncfs(2)`, `flock(2)`,
-//! `fadvise64(2)`.
+//! `fsync(2)`, `fdatasync(2)`, `sync(2)`, `syncfs(2)`, `fadvise64(2)`.
 
 use crate::errno::Errno;
 use crate::fd::{self, File, Object};
-
-const LOCK_SH: u64 = 1;
-const LOCK_EX: u64 = 2;
-const LOCK_NB: u64 = 4;
-const LOCK_UN: u64 = 8;
 
 /// `fsync(fd)`: `Tfsync` for files of the namespace; everything else has
 /// nothing to flush.
@@ -34,17 +28,6 @@ pub fn fdatasync(a: &[u64; 6]) -> Result<u64, Errno> {
 /// the host flushes them on its own schedule.
 pub fn sync(_: &[u64; 6]) -> Result<u64, Errno> {
     Ok(0)
-}
-
-/// `flock(fd, operation)`: whole-file locks conflict only between open
-/// files, and one process holds every open file of the partition, so each
-/// valid request succeeds at once (locks are not shared with the host).
-pub fn flock(a: &[u64; 6]) -> Result<u64, Errno> {
-    fd::object(a[0])?;
-    match a[1] & !LOCK_NB {
-        LOCK_SH | LOCK_EX | LOCK_UN => Ok(0),
-        _ => Err(Errno::EINVAL),
-    }
 }
 
 /// `fadvise64(fd, offset, len, advice)`: advice is accepted and has no

@@ -31,6 +31,7 @@ mod inotify;
 mod ioctl;
 mod link;
 mod listen;
+pub(crate) mod locks;
 mod madvise;
 mod membarrier;
 mod memfd;
@@ -231,7 +232,7 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (57, "fork", unsupported::fork),
     (58, "vfork", unsupported::vfork),
     (59, "execve", unsupported::execve),
-    (73, "flock", fsync::flock),
+    (73, "flock", locks::flock),
     (74, "fsync", fsync::fsync),
     (75, "fdatasync", fsync::fdatasync),
     (76, "truncate", truncate::truncate),

@@ -608,7 +608,7 @@ fn ninep_steps() -> Result<(), String> {
         let b = c.walk_path("/hello.txt").map_err(e("walk lock b"))?;
         c.open(a, O_RDWR).map_err(e("open lock a"))?;
         c.open(b, O_RDWR).map_err(e("open lock b"))?;
-        let st = match c.lock(a, P9_LOCK_TYPE_WRLCK, 0, 10, false) {
+        let st = match c.lock(a, P9_LOCK_TYPE_WRLCK, 0, 10, 0) {
             Err(astraea_libos::errno::Errno::EOPNOTSUPP) => None,
             other => Some(other.map_err(e("lock"))?),
         };
@@ -617,9 +617,9 @@ fn ninep_steps() -> Result<(), String> {
                 .getlock(b, P9_LOCK_TYPE_WRLCK, 0, 10)
                 .map_err(e("getlock"))?;
             let other = c
-                .lock(b, P9_LOCK_TYPE_WRLCK, 5, 10, false)
+                .lock(b, P9_LOCK_TYPE_WRLCK, 5, 10, 0)
                 .map_err(e("lock b"))?;
-            c.lock(a, P9_LOCK_TYPE_UNLCK, 0, 10, false)
+            c.lock(a, P9_LOCK_TYPE_UNLCK, 0, 10, 0)
                 .map_err(e("unlock"))?;
             let (after, _, _) = c
                 .getlock(b, P9_LOCK_TYPE_WRLCK, 0, 10)
