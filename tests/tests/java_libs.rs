@@ -14,6 +14,11 @@
 //!   transaction is open and its changes are on disk, then the database is
 //!   reopened (in a partition, and on the host from a copy) and must hold
 //!   exactly the committed rows.
+//! * SQLite through sqlite-jdbc 3.54 (`SqliteDb`: the C library by JNI):
+//!   two connections to one file in one JVM, rollback journal and WAL,
+//!   a reader's shared lock against a commit, a busy writer, interleaved
+//!   transactions, integrity check — SQLite's own use of the process's
+//!   POSIX locks.
 //! * Jackson databind 2.21 (`JsonRoundTrip`): a 19 MB generated document,
 //!   objects → file → objects, tree and streaming parser, CRC32s.
 //! * `java.util.zip`/`java.util.jar` (`ZipJar`): multi-MB zip, jar, zip file
@@ -507,6 +512,22 @@ mod tests {
     #[test]
     fn h2_crash_jdk25() {
         h2_crash(JDK25);
+    }
+
+    // ---- SQLite ----
+
+    #[test]
+    fn sqlite_jdk17() {
+        host_vs_partition("sqlite", JDK17, "SqliteDb", Some("sqlite"), 1, &|d| {
+            vec![d.join("db").display().to_string()]
+        });
+    }
+
+    #[test]
+    fn sqlite_jdk25() {
+        host_vs_partition("sqlite", JDK25, "SqliteDb", Some("sqlite"), 1, &|d| {
+            vec![d.join("db").display().to_string()]
+        });
     }
 
     // ---- Jackson, zip/jar, parallel streams ----
