@@ -112,9 +112,10 @@ pub fn pair(ty: u32, flags: u32) -> (UnixMsg, UnixMsg) {
     (side(0), side(1))
 }
 
-/// Whether end `e` may send now (Linux's `unix_writable`).
+/// Whether end `e` is writable (Linux's `unix_writable`, whose count of
+/// the charge starts at 1: `sk_wmem_alloc`'s own reference).
 fn writable(e: &End) -> bool {
-    e.wmem * 4 <= e.sndbuf
+    (e.wmem + 1) * 4 <= e.sndbuf
 }
 
 impl UnixMsg {
