@@ -56,7 +56,7 @@ pub use ops::MIN_MSIZE;
 pub use saved::{
     RestoreReport, SaveError, SavedFid, SavedNetConv, SavedNode, SavedOpen, SavedSession,
 };
-pub use session::{Reply, Session};
+pub use session::{Reply, Session, serve_here};
 pub use stream::{Stream, serve_stream};
 pub use vhost::{
     KICK_POLL, MAX_TAG_LEN, PolledQueue, Request, VHOST_MOUNT_TAG, VHOST_QUEUE_SIZE, VhostError,

@@ -30,6 +30,8 @@ pub(crate) enum Opened {
     Host {
         file: File,
         dir: bool,
+        /// A regular file (its reads and writes never wait for anyone).
+        regular: bool,
         writable: bool,
         /// Serialises `lseek` + `getdents64` on directories.
         cursor: Mutex<()>,
@@ -537,6 +539,7 @@ impl SessionInner {
                 let opened = Opened::Host {
                     file: File::from(fd),
                     dir: st.st_mode & libc::S_IFMT == libc::S_IFDIR,
+                    regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
                     writable: flags & P9_DOTL_ACCMODE != P9_DOTL_RDONLY,
                     cursor: Mutex::new(()),
                 };
@@ -673,6 +676,7 @@ impl SessionInner {
             Opened::Host {
                 file: File::from(fd),
                 dir: false,
+                regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
                 writable: flags & P9_DOTL_ACCMODE != P9_DOTL_RDONLY,
                 cursor: Mutex::new(()),
             },

@@ -362,6 +362,7 @@ impl Session {
                 Some(Opened::Host {
                     file: File::from(fd),
                     dir: *dir,
+                    regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
                     writable: *writable,
                     cursor: Mutex::new(()),
                 })

@@ -247,6 +247,50 @@ impl SessionInner {
         }
     }
 
+    /// Whether a request is answered without waiting for anyone (so it
+    /// may run on the thread of the vCPU that sent it): metadata, locks
+    /// (which never wait here) and reads and writes of regular files;
+    /// never `Tfsync` (the disk may take long), nor the reads and writes
+    /// of the console, pipes and devices.
+    fn answers_at_once(&self, frame: &[u8], msg_type: u8) -> bool {
+        use MsgType as M;
+        let quick = [
+            M::Twalk,
+            M::Tgetattr,
+            M::Tclunk,
+            M::Tstatfs,
+            M::Tlock,
+            M::Tgetlock,
+            M::Treaddir,
+            M::Treadlink,
+            M::Tsetattr,
+            M::Tlopen,
+            M::Tlcreate,
+            M::Tmkdir,
+            M::Tsymlink,
+            M::Tmknod,
+            M::Trename,
+            M::Trenameat,
+            M::Tunlinkat,
+            M::Tlink,
+            M::Txattrwalk,
+        ];
+        if quick.iter().any(|m| m.as_u8() == msg_type) {
+            return true;
+        }
+        if msg_type != M::Tread.as_u8() && msg_type != M::Twrite.as_u8() {
+            return false;
+        }
+        let Some(&[a, b, c, d]) = frame.get(7..11) else {
+            return false;
+        };
+        let fid = lock(&self.fids)
+            .get(&u32::from_le_bytes([a, b, c, d]))
+            .cloned();
+        fid.and_then(|f| f.opened().ok())
+            .is_some_and(|o| matches!(&*o, Opened::Host { regular: true, .. }))
+    }
+
     fn is_net_io(&self, frame: &[u8], msg_type: u8) -> bool {
         const SMALL: usize = 16 * 1024;
         let small = if msg_type == MsgType::Twrite.as_u8() {
@@ -345,7 +389,9 @@ impl Session {
             inner.order_io(&frame, header.msg_type, &cancel);
         }
         let me = Arc::clone(inner);
-        let inline = inner.nonblocking && inner.is_net_io(&frame, header.msg_type);
+        let inline = inner.nonblocking
+            && (inner.is_net_io(&frame, header.msg_type)
+                || (SERVING_HERE.get() && inner.answers_at_once(&frame, header.msg_type)));
         let run = move || {
             let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 me.handle(&frame, tag, &cancel)
@@ -360,8 +406,10 @@ impl Session {
             }
         };
         if inline {
-            // A socket's read or write is one non-blocking call (or parks):
-            // done on the transport's thread, without waking a worker.
+            // A socket's read or write is one non-blocking call (or parks),
+            // and on a vCPU's thread (`serve_here`) so is every request
+            // that never waits: done on the transport's thread, without
+            // waking a worker.
             run();
         } else {
             inner.gw.pool.execute(run);
@@ -619,4 +667,21 @@ impl SessionInner {
         drop(tags);
         lock(&self.fids).clear();
     }
+}
+
+thread_local! {
+    /// The current thread is a vCPU's, serving its own notification.
+    static SERVING_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` (which submits requests to sessions) as a vCPU's thread
+/// serving the notification it took itself: requests that never wait are
+/// answered right here, before the guest runs again, rather than by a
+/// worker — no thread to wake, which under load costs far more than the
+/// request (a busy host took milliseconds to schedule one).
+pub fn serve_here<R>(f: impl FnOnce() -> R) -> R {
+    SERVING_HERE.set(true);
+    let r = f();
+    SERVING_HERE.set(false);
+    r
 }

@@ -625,9 +625,9 @@ fn report() {
         s.timer_interrupts,
         s.idle_ns / 1000
     );
-    let (requests, notes, quiet, irqs) = crate::drivers::virtio9p::stats();
+    let (requests, notes, quiet, irqs, here) = crate::drivers::virtio9p::stats();
     log::info!(
-        "9P: {requests} requests, {notes} notifications ({quiet} left out: the device was polling), {irqs} completion interrupts"
+        "9P: {requests} requests, {notes} notifications ({quiet} left out: the device was polling; {here} more served on the vCPU's thread: the host was slow), {irqs} completion interrupts"
     );
     if crate::arch::direct::enabled() {
         let (served, declined, warmed) = crate::arch::direct::stats();

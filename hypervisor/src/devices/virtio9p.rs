@@ -448,6 +448,15 @@ impl Virtio9p {
         let n = data.len().min(4);
         b[..n].copy_from_slice(&data[..n]);
         let v = u32::from_le_bytes(b);
+        if off == reg::QUEUE_NOTIFY_HERE {
+            if self.external.is_some() {
+                // The external server has no thread here: a plain kick.
+                let _ = self.notify.write(1);
+            } else {
+                astraea_gateway::serve_here(|| drain(&self.shared, &self.backend));
+            }
+            return;
+        }
         if off == reg::QUEUE_NOTIFY && self.external.is_some() {
             // Normally the ioeventfd catches this write; if it trapped, pass
             // the kick on to whoever serves the queue.
