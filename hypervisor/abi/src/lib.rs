@@ -284,6 +284,10 @@ pub mod virtio_mmio {
     pub const F_VERSION_1: u64 = 1 << 32;
     /// Feature (9P): the config space holds a mount tag.
     pub const F_9P_MOUNT_TAG: u64 = 1;
+    /// Feature (Astraea's, a device-specific bit the 9P spec leaves
+    /// unused): the device serves [`reg::QUEUE_NOTIFY_HERE`]. Other VMMs
+    /// (QEMU) do not offer it, and the driver then never writes there.
+    pub const F_9P_NOTIFY_HERE: u64 = 1 << 23;
     #[allow(missing_docs)]
     pub mod status {
         pub const ACKNOWLEDGE: u32 = 1;

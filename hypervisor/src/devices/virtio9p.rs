@@ -396,7 +396,7 @@ impl Virtio9p {
     fn features(&self) -> u64 {
         match &self.external {
             Some(p) => p.features(),
-            None => vm_abi::F_VERSION_1 | vm_abi::F_9P_MOUNT_TAG,
+            None => vm_abi::F_VERSION_1 | vm_abi::F_9P_MOUNT_TAG | vm_abi::F_9P_NOTIFY_HERE,
         }
     }
 

@@ -170,7 +170,8 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
     if features & vm_abi::F_VERSION_1 == 0 {
         return Err(DeviceError::Features);
     }
-    let accept = features & (vm_abi::F_VERSION_1 | vm_abi::F_9P_MOUNT_TAG);
+    let accept =
+        features & (vm_abi::F_VERSION_1 | vm_abi::F_9P_MOUNT_TAG | vm_abi::F_9P_NOTIFY_HERE);
     wr(base, reg::DRIVER_FEATURES_SEL, 1);
     wr(base, reg::DRIVER_FEATURES, (accept >> 32) as u32);
     wr(base, reg::DRIVER_FEATURES_SEL, 0);
@@ -179,6 +180,7 @@ pub fn probe(base: u64) -> Result<&'static Virtio9p, DeviceError> {
     if rd(base, reg::STATUS) & status::FEATURES_OK == 0 {
         return Err(DeviceError::Features);
     }
+    doorbell::offered(accept & vm_abi::F_9P_NOTIFY_HERE != 0);
     // Queue 0: descriptors, available ring, used ring, each page-aligned.
     wr(base, reg::QUEUE_SEL, 0);
     let max = rd(base, reg::QUEUE_NUM_MAX) as u16;
@@ -321,6 +323,13 @@ mod doorbell {
     static WAITS: AtomicU64 = AtomicU64::new(0);
     static HERE_UNTIL: AtomicU64 = AtomicU64::new(0);
     static WINDOW: AtomicU64 = AtomicU64::new(FIRST_WINDOW);
+    /// The device serves the second doorbell (Astraea's VMM; not QEMU).
+    static OFFERED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+    /// Whether the device offered the second doorbell.
+    pub fn offered(yes: bool) {
+        OFFERED.store(yes, Ordering::Relaxed);
+    }
 
     /// Whether a request of type `ty` is answered at once by any server
     /// (walks, attributes, clunks, locks, `statfs`, `readlink`).
@@ -342,7 +351,8 @@ mod doorbell {
 
     /// Whether notifications go the vCPU's way now.
     pub fn here() -> bool {
-        WAITS.load(Ordering::Relaxed) < HERE_UNTIL.load(Ordering::Relaxed)
+        OFFERED.load(Ordering::Relaxed)
+            && WAITS.load(Ordering::Relaxed) < HERE_UNTIL.load(Ordering::Relaxed)
     }
 
     /// A waiter of a quick request got its reply `ns` after notifying (the
