@@ -600,7 +600,13 @@ impl Virtio9p {
         request: (u64, u32),
         reply: (u64, u32),
     ) -> Result<usize, DeviceError> {
-        let head = self.submit(request, reply)?;
+        // Not looked into: the request need not be in guest RAM.
+        let parts = [(request.0, request.1, false), (reply.0, reply.1, true)];
+        let head = loop {
+            if let Some(h) = self.submit_parts(&parts, true, false)? {
+                break h;
+            }
+        };
         self.wait(head, reply.1 as usize)
     }
 
@@ -724,6 +730,18 @@ impl Virtio9p {
         parts: &[(u64, u32, bool)],
         block: bool,
     ) -> Result<Option<u16>, DeviceError> {
+        self.submit_parts(parts, block, true)
+    }
+
+    /// [`submit_chain_if`](Self::submit_chain_if); `ours`: the first part
+    /// is the library OS's own request bytes, whose message type it may
+    /// read (not a raw test request, which may lie outside guest RAM).
+    fn submit_parts(
+        &self,
+        parts: &[(u64, u32, bool)],
+        block: bool,
+        ours: bool,
+    ) -> Result<Option<u16>, DeviceError> {
         let posted = crate::sched::current().posts();
         let need = parts.len()
             + if posted {
@@ -758,7 +776,7 @@ impl Virtio9p {
                 let h = ids[0];
                 let slot = &self.slots[usize::from(h)];
                 slot.posted.store(posted, Ordering::Relaxed);
-                let ty = (parts[0].1 > 4).then(|| {
+                let ty = (ours && parts[0].1 > 4).then(|| {
                     // SAFETY: the first part is the request's readable
                     // kernel bytes (`readable`), at least 5 long: size[4]
                     // then the message type.
