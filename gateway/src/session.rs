@@ -281,14 +281,19 @@ impl SessionInner {
         if msg_type != M::Tread.as_u8() && msg_type != M::Twrite.as_u8() {
             return false;
         }
-        let Some(&[a, b, c, d]) = frame.get(7..11) else {
-            return false;
-        };
-        let fid = lock(&self.fids)
-            .get(&u32::from_le_bytes([a, b, c, d]))
-            .cloned();
-        fid.and_then(|f| f.opened().ok())
+        self.frame_fid(frame)
+            .and_then(|f| f.opened().ok())
             .is_some_and(|o| matches!(&*o, Opened::Host { regular: true, .. }))
+    }
+
+    /// The fid a `Tread` or `Twrite` frame names (its first field).
+    fn frame_fid(&self, frame: &[u8]) -> Option<Arc<Fid>> {
+        let &[a, b, c, d] = frame.get(7..11)? else {
+            return None;
+        };
+        lock(&self.fids)
+            .get(&u32::from_le_bytes([a, b, c, d]))
+            .cloned()
     }
 
     fn is_net_io(&self, frame: &[u8], msg_type: u8) -> bool {
@@ -306,13 +311,8 @@ impl SessionInner {
         if !small {
             return false;
         }
-        let Some(&[a, b, c, d]) = frame.get(7..11) else {
-            return false;
-        };
-        let fid = lock(&self.fids)
-            .get(&u32::from_le_bytes([a, b, c, d]))
-            .cloned();
-        fid.is_some_and(|f| matches!(f.node(), Node::Net(_)))
+        self.frame_fid(frame)
+            .is_some_and(|f| matches!(f.node(), Node::Net(_)))
     }
 }
 
