@@ -250,8 +250,9 @@ impl SessionInner {
     /// Whether a request is answered without waiting for anyone (so it
     /// may run on the thread of the vCPU that sent it): metadata, locks
     /// (which never wait here) and reads and writes of regular files;
-    /// never `Tfsync` (the disk may take long), nor the reads and writes
-    /// of the console, pipes and devices.
+    /// never `Tfsync` (the disk may take long), the reads and writes of
+    /// the console, pipes and devices, nor a `/net` file's requests
+    /// besides the socket reads and writes `is_net_io` takes.
     fn answers_at_once(&self, frame: &[u8], msg_type: u8) -> bool {
         use MsgType as M;
         let quick = [
@@ -276,7 +277,10 @@ impl SessionInner {
             M::Txattrwalk,
         ];
         if quick.iter().any(|m| m.as_u8() == msg_type) {
-            return true;
+            // Not a `/net` file: closing a host socket that lingers waits.
+            return !self
+                .frame_fid(frame)
+                .is_some_and(|f| matches!(f.node(), Node::Net(_)));
         }
         if msg_type != M::Tread.as_u8() && msg_type != M::Twrite.as_u8() {
             return false;
@@ -286,7 +290,8 @@ impl SessionInner {
             .is_some_and(|o| matches!(&*o, Opened::Host { regular: true, .. }))
     }
 
-    /// The fid a `Tread` or `Twrite` frame names (its first field).
+    /// The fid a request names first (`Tread`, `Twrite`, `Tclunk`, `Twalk`'s
+    /// source…): the field after the header.
     fn frame_fid(&self, frame: &[u8]) -> Option<Arc<Fid>> {
         let &[a, b, c, d] = frame.get(7..11)? else {
             return None;
