@@ -301,14 +301,15 @@ static HERE: AtomicU64 = AtomicU64::new(0);
 /// answer wakes the vCPU: three thread wake-ups per request, each a few
 /// microseconds on an idle host but up to milliseconds on a loaded one,
 /// where a `stat` then took 1–4 ms. `QUEUE_NOTIFY_HERE` exits to the VMM,
-/// whose vCPU thread answers at once what never waits (≈ 20 µs more than
-/// the usual way when idle, 10–30× less when loaded). So: the usual way
+/// whose vCPU thread answers at once what never waits (an exit per
+/// notification: ≈ 30 µs more per request than the usual way when idle,
+/// 6–30× less when loaded). So: the usual way
 /// while replies come quickly; after [`SLOW_STREAK`] replies in a row
 /// slower than [`SLOW_NS`], the vCPU's own thread for the next waits (256,
 /// doubled at each switch up to 8,192 while the host stays slow, back to
 /// 256 at the first quick reply), then the usual way again, to look.
 mod doorbell {
-    use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+    use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
     /// A reply this slow says the host is slow to schedule the device.
     pub const SLOW_NS: u64 = 250_000;
@@ -324,7 +325,7 @@ mod doorbell {
     static HERE_UNTIL: AtomicU64 = AtomicU64::new(0);
     static WINDOW: AtomicU64 = AtomicU64::new(FIRST_WINDOW);
     /// The device serves the second doorbell (Astraea's VMM; not QEMU).
-    static OFFERED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+    static OFFERED: AtomicBool = AtomicBool::new(false);
 
     /// Whether the device offered the second doorbell.
     pub fn offered(yes: bool) {

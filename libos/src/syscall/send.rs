@@ -21,18 +21,9 @@ fn send_bytes(fd: u64, data: &[u8], flags: u64, to: (u64, u64)) -> Result<u64, E
     }
     let o = super::socket::object(fd)?;
     let s = o.socket().ok_or(Errno::ENOTSOCK)?;
-    let dest = match (to, &s) {
-        ((0, _), _) => None,
-        // A seqpacket end ignores an address; a datagram end finds no one
-        // bound to it in the partition.
-        ((addr, len), crate::net::AnySocket::UnixMsg(u)) => {
-            crate::net::UnixName::parse(&super::socket::addr_bytes(addr, len)?)?;
-            match u.addressed_send() {
-                Some(e) => return Err(e),
-                None => None,
-            }
-        }
-        ((addr, len), s) => Some(super::socket::get_addr(s, addr, len)?),
+    let dest = match to {
+        (0, _) => None,
+        (addr, len) => super::socket::get_addr(&s, addr, len)?,
     };
     let nonblock = o.nonblocking() || flags & MSG_DONTWAIT != 0;
     s.send_to(data, dest, nonblock).map(|n| n as u64)

@@ -164,12 +164,22 @@ pub fn addr_bytes(addr: u64, len: u64) -> Result<alloc::vec::Vec<u8>, Errno> {
 }
 
 /// The program's `sockaddr` at `addr` (`len` bytes) for a send on socket
-/// `s` (a Unix stream takes none).
-pub fn get_addr(s: &AnySocket<'_>, addr: u64, len: u64) -> Result<core::net::SocketAddr, Errno> {
-    if let AnySocket::Unix(u) = s {
-        return Err(u.addressed_send());
+/// `s`: `None` where the socket ignores it (a seqpacket pair's end); a
+/// Unix stream takes none, a Unix datagram end finds no one bound to it in
+/// the partition (their errors).
+pub fn get_addr(
+    s: &AnySocket<'_>,
+    addr: u64,
+    len: u64,
+) -> Result<Option<core::net::SocketAddr>, Errno> {
+    match s {
+        AnySocket::Unix(u) => Err(u.addressed_send()),
+        AnySocket::UnixMsg(u) => {
+            crate::net::UnixName::parse(&addr_bytes(addr, len)?)?;
+            u.addressed_send().map_or(Ok(None), Err)
+        }
+        _ => crate::net::addr::decode(&addr_bytes(addr, len)?, s.family()).map(Some),
     }
-    crate::net::addr::decode(&addr_bytes(addr, len)?, s.family())
 }
 
 /// The fields of a program's `struct msghdr` that `sendmsg`/`recvmsg` use.

@@ -196,8 +196,11 @@ fn write_source(o: &Object, at: Option<u64>, src: Source<'_>) -> Result<u64, Err
 /// their count and raises nothing, as Linux).
 /// Message sockets (UDP, Unix datagram and seqpacket) raise nothing.
 fn raise(o: &Object, r: Result<u64, Errno>) -> Result<u64, Errno> {
-    let quiet = o.socket().is_some_and(|s| !s.is_stream());
-    r.map_err(|e| crate::signal::sigpipe(e, quiet))
+    r.map_err(|e| {
+        // Looked at only for EPIPE: every write comes through here.
+        let quiet = e != Errno::EPIPE || o.socket().is_some_and(|s| !s.is_stream());
+        crate::signal::sigpipe(e, quiet)
+    })
 }
 
 /// `write(fd, buf, count)`.
