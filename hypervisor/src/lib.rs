@@ -19,8 +19,10 @@ pub mod partition;
 pub mod sampler;
 mod serial;
 pub mod snapshot;
+mod teardown;
 mod vcpu;
 pub mod warm;
+pub mod working_set;
 
 pub use error::VmmError;
 pub use partition::{NinePTarget, Outcome, PartitionConfig, SyscallEntry, Timings, run};

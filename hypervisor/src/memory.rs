@@ -236,40 +236,21 @@ pub fn overlay_file_at(
 /// effort: a host that refuses (an old kernel, no memory) leaves the pages
 /// to be allocated on demand as before.
 pub fn prefault_in_background(mem: std::sync::Arc<GuestMemory>, bytes: u64) {
-    use vm_memory::{GuestAddress, GuestMemoryBackend as _, GuestMemoryRegion as _};
+    use vm_memory::{GuestMemoryBackend as _, GuestMemoryRegion as _};
     let Some(first) = mem.iter().next().map(|r| r.len()) else {
         return;
     };
     let len = bytes.min(first);
-    let Ok(base) = mem.get_host_address(GuestAddress(0)) else {
-        return;
-    };
-    let base = base as usize;
     let spawned = std::thread::Builder::new()
         .name("prefault".into())
         .spawn(move || {
-            // Held so that the mapping outlives the loop.
-            let _mem = mem;
             let t = std::time::Instant::now();
             let chunk = 2u64 << 20;
             let mut done = 0u64;
             while done < len {
                 let n = chunk.min(len - done);
-                // SAFETY: `[base+done, +n)` lies inside the first region of
-                // guest RAM, which `_mem` keeps mapped; populating only
-                // allocates pages, it never changes their contents.
-                let r = unsafe {
-                    libc::madvise(
-                        (base + done as usize) as *mut libc::c_void,
-                        n as usize,
-                        libc::MADV_POPULATE_WRITE,
-                    )
-                };
-                if r != 0 {
-                    tracing::debug!(
-                        error = %std::io::Error::last_os_error(),
-                        "prefault stopped"
-                    );
+                if let Err(e) = populate(&mem, done, n, true) {
+                    tracing::debug!(error = %e, "prefault stopped");
                     break;
                 }
                 done += n;
@@ -279,6 +260,36 @@ pub fn prefault_in_background(mem: std::sync::Arc<GuestMemory>, bytes: u64) {
     if let Err(e) = spawned {
         tracing::debug!(error = %e, "no prefault thread");
     }
+}
+
+/// Has the host map `[gpa, gpa+len)` of guest RAM into this process now
+/// (`MADV_POPULATE_WRITE` if `write`: allocated, or copied from the file a
+/// snapshot maps; else `MADV_POPULATE_READ`), so that the guest's first
+/// touch of those pages does not wait for a host page fault. The range must
+/// lie in one RAM region.
+pub fn populate(mem: &GuestMemory, gpa: u64, len: u64, write: bool) -> std::io::Result<()> {
+    use vm_memory::{GuestMemoryBackend as _, GuestMemoryRegion as _};
+    let region = mem
+        .find_region(GuestAddress(gpa))
+        .filter(|r| gpa + len <= r.start_addr().0 + r.len())
+        .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EFAULT))?;
+    let host = region
+        .get_host_address(vm_memory::MemoryRegionAddress(gpa - region.start_addr().0))
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EFAULT))?;
+    let advice = if write {
+        libc::MADV_POPULATE_WRITE
+    } else {
+        libc::MADV_POPULATE_READ
+    };
+    // SAFETY: `[host, host+len)` lies in the mapping of one RAM region,
+    // which `mem` keeps mapped for the call; populating only makes the
+    // host map pages, it never changes what the guest sees in them (a
+    // written page of a private file mapping is copied first).
+    let r = unsafe { libc::madvise(host.cast(), len as usize, advice) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

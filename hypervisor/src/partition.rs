@@ -297,6 +297,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     // RAM mapped from files rather than held in the memfd (a snapshot
     // reads these ranges whole).
     let mut mapped: Vec<(u64, u64)> = Vec::new();
+    let mut working_set = None;
     if let Some(img) = &cfg.restore {
         if img.meta.mem != cfg.mem {
             return Err(VmmError::Snapshot {
@@ -316,6 +317,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
             });
         }
         img.map_into(&mem)?;
+        working_set = Some(crate::working_set::WorkingSet::start(img, mem.clone()));
     } else if cfg.prefault > 0 {
         memory::prefault_in_background(mem.clone(), cfg.prefault.min(cfg.mem));
     }
@@ -622,6 +624,18 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                             return Err(w.exited(value));
                         }
                         timings.exited = t0.elapsed();
+                        if let Some(ws) = working_set.take() {
+                            ws.exited();
+                        }
+                        // What is left is the host's work: not the
+                        // command's (teardown.rs).
+                        {
+                            use std::os::fd::AsRawFd as _;
+                            crate::teardown::hand_off(&[vm.as_raw_fd(), vcpu.as_raw_fd()]);
+                            // Guest RAM stays mapped until this process
+                            // exits, and the helper after it.
+                            std::mem::forget(mem.clone());
+                        }
                         if let Some(mut w) = dump.take() {
                             use std::io::Write;
                             if let Err(e) = w.flush() {
@@ -899,7 +913,7 @@ impl SnapshotCtx<'_> {
             None => None,
         };
         let meta = crate::snapshot::Meta {
-            format: 1,
+            format: crate::snapshot::FORMAT,
             mem: self.cfg.mem,
             recipe: self.cfg.recipe.0.clone(),
             cwd: self.cfg.recipe.1.clone(),

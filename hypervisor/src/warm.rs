@@ -213,7 +213,12 @@ pub fn snapshot_path(words: &[String], kernel: &Path) -> PathBuf {
             .as_os_str()
             .as_encoded_bytes(),
     );
-    let mut env: Vec<_> = std::env::vars_os().collect();
+    // Not the shell's `_` (the path it ran: `strace`, `time` and scripts
+    // change it) nor the VMM's own sampler switch: neither reaches a JVM's
+    // behaviour, and keyed they would make every run a first run.
+    let mut env: Vec<_> = std::env::vars_os()
+        .filter(|(k, _)| k != "_" && k != crate::sampler::SAMPLE_ENV)
+        .collect();
     env.sort();
     for (k, v) in env {
         fnv(&mut h, k.as_encoded_bytes());
@@ -241,18 +246,23 @@ pub enum Phase {
     Restore(PathBuf),
 }
 
-/// Where `snapshot`'s command stands: the class list goes in the host's
-/// `/tmp` (which partitions see read-write at the same path; the cache
-/// directory is read-only to them).
-pub fn phase(snapshot: &Path) -> Phase {
+/// Where the first run of `snapshot`'s command records its classes: the
+/// host's `/tmp` (which partitions see read-write at the same path; the
+/// cache directory is read-only to them).
+pub fn classes_path(snapshot: &Path) -> PathBuf {
     let stem = snapshot
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned());
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
-    let classes = std::env::temp_dir()
+    std::env::temp_dir()
         .join(format!("astraea-warm-{uid}"))
-        .join(format!("{}.classes", stem.unwrap_or_default()));
+        .join(format!("{}.classes", stem.unwrap_or_default()))
+}
+
+/// Where `snapshot`'s command stands.
+pub fn phase(snapshot: &Path) -> Phase {
+    let classes = classes_path(snapshot);
     if snapshot.exists() {
         // The snapshot holds the classes now.
         let _ = std::fs::remove_file(&classes);
@@ -300,6 +310,7 @@ fn prune_in(dir: &Path, room: usize) {
     let excess = (snaps.len() + room).saturating_sub(KEEP);
     for (_, p) in snaps.into_iter().take(excess) {
         tracing::info!(snapshot = %p.display(), "--warm: removing the least recently used snapshot");
+        let _ = std::fs::remove_file(crate::working_set::path(&p));
         let _ = std::fs::remove_file(p);
     }
 }

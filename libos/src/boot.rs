@@ -599,7 +599,7 @@ pub fn exit(code: i32) -> ! {
 }
 
 /// Where the partition's time went, at `--log info`.
-fn report() {
+pub(crate) fn report() {
     use core::sync::atomic::Ordering::Relaxed;
     if let Some(p) = crate::profile::report() {
         console::write(console::Stream::Stderr, p.as_bytes());

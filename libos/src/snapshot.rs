@@ -179,7 +179,12 @@ fn serve() {
         let r = take();
         match r {
             Ok(Outcome::Taken) => log::info!("snapshot written"),
-            Ok(Outcome::Restored) => log::info!("restored from a snapshot"),
+            Ok(Outcome::Restored) => {
+                log::info!(
+                    "restored from a snapshot; before it the partition had done (the exit report counts on from there):"
+                );
+                crate::boot::report();
+            }
             // The VMM, or the program's read, says why.
             Err(e) => log::info!("snapshot refused: {} ({})", e.name(), e.0),
         }

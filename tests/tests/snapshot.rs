@@ -636,6 +636,16 @@ mod tests {
                 })
                 .unwrap_or(0)
         };
+        let records = || -> Vec<std::path::PathBuf> {
+            std::fs::read_dir(cache.join("astraea/warm"))
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| e.path())
+                        .filter(|p| p.to_string_lossy().ends_with(".snap.ws"))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
         for (name, home) in [
             ("17", "/usr/lib/jvm/java-17-openjdk-amd64"),
             ("25", "/usr/lib/jvm/temurin-25-jdk-amd64"),
@@ -646,6 +656,7 @@ mod tests {
                 continue;
             }
             let before = snaps();
+            let ws_before = records();
             const FIRST: &str = "first run of this command";
             const SECOND: &str = "taking its snapshot";
             const FROM: &str = "starting from the snapshot";
@@ -710,8 +721,50 @@ mod tests {
                     r.stderr.contains(err),
                     "JDK {name}: {err:?} not said: {r:?}"
                 );
+                // The first run does not ask for a snapshot (it used to,
+                // and said it could not have one).
+                assert!(
+                    !r.stderr.contains("no warm snapshot") && !r.stderr.contains("ERROR"),
+                    "JDK {name}: {r:?}"
+                );
             }
             assert_eq!(snaps(), before + 1, "JDK {name}");
+            // The first restore recorded the pages it touched beside the
+            // snapshot; later ones populate them ahead. A record that is
+            // not one is ignored and taken again; the shell's `_` and the
+            // sampler's switch do not make another snapshot.
+            let ws: Vec<_> = records()
+                .into_iter()
+                .filter(|w| !ws_before.contains(w))
+                .collect();
+            assert_eq!(ws.len(), 1, "JDK {name}: {ws:?}");
+            for w in &ws {
+                assert!(std::fs::read(w).unwrap().starts_with(b"ASTRAEA-WS-v1\n"));
+                std::fs::write(w, b"ASTRAEA-WS-v1\nnot a record").unwrap();
+            }
+            let r = {
+                let mut c = Command::new(astraea_tests::astraea());
+                c.args(["run", "--log", "info", "--warm", "--", &java, "-cp", cp])
+                    .args(["WarmGreet", "again"])
+                    .env("XDG_CACHE_HOME", &cache)
+                    .env("_", "/usr/bin/env")
+                    .env("ASTRAEA_SAMPLE", "/dev/null")
+                    .current_dir(&dir);
+                run_with_timeout(&mut c, TIMEOUT)
+            };
+            assert_eq!(
+                (r.code, r.stdout.as_str()),
+                (0, "greet: again\n"),
+                "JDK {name}: {r:?}"
+            );
+            assert!(r.stderr.contains(FROM), "JDK {name}: {r:?}");
+            for w in &ws {
+                assert!(
+                    std::fs::read(w).unwrap().len() > 40,
+                    "JDK {name}: {} not taken again",
+                    w.display()
+                );
+            }
         }
         // What --warm cannot start.
         let r = astraea(&["run", "--warm", "--", "/bin/true"]);

@@ -23,14 +23,17 @@ public final class Warm {
             preload(list);
         }
         String[] run = args;
-        String said;
-        try (FileInputStream in = new FileInputStream("/dev/astraea-snapshot")) {
-            said = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (java.io.IOException e) {
-            // No snapshot this time (the partition could not take one):
-            // the application runs all the same.
-            System.err.println("astraea: no warm snapshot: " + e.getMessage());
-            said = "";
+        String said = "";
+        // The first run only records the classes the JVM loads; the second
+        // asks for the snapshot.
+        if (!Boolean.getBoolean("astraea.warm.record")) {
+            try (FileInputStream in = new FileInputStream("/dev/astraea-snapshot")) {
+                said = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            } catch (java.io.IOException e) {
+                // No snapshot this time (the partition could not take one):
+                // the application runs all the same.
+                System.err.println("astraea: no warm snapshot: " + e.getMessage());
+            }
         }
         if (said.startsWith("restored\n")) {
             // The restoring command's arguments, NUL-separated: ours are

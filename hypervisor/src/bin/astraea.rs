@@ -639,27 +639,37 @@ fn warming(mut args: RunArgs) -> Result<(RunArgs, Restore), Box<dyn std::error::
     words.extend(cmd.key_words());
     let path = warm::snapshot_path(&words, &kernel);
     let launcher = warm::launcher(std::path::Path::new(&cmd.head[0]))?;
-    match warm::phase(&path) {
-        warm::Phase::Restore(snap) => match astraea_hypervisor::snapshot::Image::open(&snap) {
+    let mut phase = warm::phase(&path);
+    if let warm::Phase::Restore(snap) = &phase {
+        match astraea_hypervisor::snapshot::Image::open(snap) {
             Ok(img) => {
                 tracing::info!(snapshot = %snap.display(), "--warm: starting from the snapshot");
-                warm::touch(&snap);
+                warm::touch(snap);
                 args.args = cmd.with_launcher(&launcher, &[]);
                 return Ok((args, Some(Arc::new(img))));
             }
             Err(e) => {
                 tracing::warn!("--warm: {e}; running as a first run again");
-                let _ = std::fs::remove_file(&snap);
-                args.args = cmd.with_launcher(&launcher, &[]);
+                let _ = std::fs::remove_file(snap);
+                let _ = std::fs::remove_file(astraea_hypervisor::working_set::path(snap));
+                phase = warm::Phase::Record(warm::classes_path(&path));
             }
-        },
+        }
+    }
+    match phase {
+        // Restore went above.
+        warm::Phase::Restore(_) => {}
         warm::Phase::Record(classes) => {
             let dir = classes.parent().unwrap_or(std::path::Path::new("/tmp"));
             std::fs::create_dir_all(dir).map_err(|e| warm::WarmError::Cache(dir.into(), e))?;
             tracing::info!(classes = %classes.display(), "--warm: first run of this command; recording the classes it loads");
             args.args = cmd.with_launcher(
                 &launcher,
-                &[format!("-XX:DumpLoadedClassList={}", classes.display())],
+                &[
+                    format!("-XX:DumpLoadedClassList={}", classes.display()),
+                    // The launcher does not ask for a snapshot this time.
+                    "-Dastraea.warm.record=true".to_string(),
+                ],
             );
         }
         warm::Phase::Snapshot { classes, snapshot } => {
