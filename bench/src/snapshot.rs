@@ -1,8 +1,10 @@
 //! `astraea-bench snapshot [RUNS]`: starting JVMs from snapshots (issue 16).
 //!
-//! - Start-up, launch to exit (median of RUNS, interleaved): `Hello` (reads
-//!   a file) on the host JVM, in a partition that boots, and with `astraea
-//!   run --warm` (from the snapshot its first run took).
+//! - Start-up, launch to exit (median of RUNS, interleaved): a `Hello` that
+//!   only prints (`bench/java/plain`) and one that reads a file, on the
+//!   host JVM, in a partition that boots, and with `astraea run --warm`
+//!   (from the snapshot its second run took, with the working set its
+//!   third recorded).
 //! - A server's time to first answer: from the command to the first HTTP
 //!   answer of `CloneServe` (tests/progs; `com.sun.net.httpserver` on a loopback port
 //!   it writes to a file), host JVM vs `--warm` partition.
@@ -52,6 +54,19 @@ pub fn snapshot(runs: usize) {
         eprintln!("\n*** SKIPPED snapshot: javac failed ***\n");
         return;
     }
+    // The plain `java -cp . Hello`: a class path of its own, so its --warm
+    // snapshot is its own too.
+    let plain = dir.join("plain");
+    let ok = Command::new(jdks[0].1.join("bin/javac"))
+        .args(["--release", "17", "-d"])
+        .arg(&plain)
+        .arg(root().join("bench/java/plain/Hello.java"))
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("\n*** SKIPPED snapshot: javac failed ***\n");
+        return;
+    }
     std::fs::write(dir.join("greeting.txt"), "hello\n").expect("greeting");
     // The --warm snapshots of this run only.
     let cache = dir.join("cache");
@@ -63,30 +78,42 @@ pub fn snapshot(runs: usize) {
     for (name, home) in &jdks {
         let java = home.join("bin/java").to_string_lossy().into_owned();
         let cp = dir.to_string_lossy().into_owned();
-        let hello = [java.as_str(), "-cp", cp.as_str(), "Hello", "greeting.txt"];
-        // The first --warm run records the classes, the second takes the
-        // snapshot.
-        for _ in 0..2 {
-            let _ = partition(&dir, &cache, &["--warm"], &hello).output();
+        let plain_cp = plain.to_string_lossy().into_owned();
+        for (label, hello) in [
+            (
+                "Hello, println only",
+                [java.as_str(), "-cp", plain_cp.as_str(), "Hello", ""],
+            ),
+            (
+                "Hello, reads a file",
+                [java.as_str(), "-cp", cp.as_str(), "Hello", "greeting.txt"],
+            ),
+        ] {
+            let hello: Vec<&str> = hello.into_iter().filter(|a| !a.is_empty()).collect();
+            // The first --warm run records the classes, the second takes
+            // the snapshot, the third records the restore's working set.
+            for _ in 0..3 {
+                let _ = partition(&dir, &cache, &["--warm"], &hello).output();
+            }
+            let (mut h, mut b, mut w) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..runs {
+                h.push(time(
+                    Command::new(hello[0]).args(&hello[1..]).current_dir(&dir),
+                ));
+                b.push(time(&mut partition(&dir, &cache, &[], &hello)));
+                w.push(time(&mut partition(&dir, &cache, &["--warm"], &hello)));
+            }
+            let (h, b, w) = (stats(h).0, stats(b).0, stats(w).0);
+            println!(
+                "{:<30} {:>8.1} {:>10.1} {:>7.2}x {:>10.1} {:>7.2}x",
+                format!("{label} ({name})"),
+                h,
+                b,
+                b / h,
+                w,
+                w / h
+            );
         }
-        let (mut h, mut b, mut w) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..runs {
-            h.push(time(
-                Command::new(hello[0]).args(&hello[1..]).current_dir(&dir),
-            ));
-            b.push(time(&mut partition(&dir, &cache, &[], &hello)));
-            w.push(time(&mut partition(&dir, &cache, &["--warm"], &hello)));
-        }
-        let (h, b, w) = (stats(h).0, stats(b).0, stats(w).0);
-        println!(
-            "{:<30} {:>8.1} {:>10.1} {:>7.2}x {:>10.1} {:>7.2}x",
-            format!("Hello (JDK {name})"),
-            h,
-            b,
-            b / h,
-            w,
-            w / h
-        );
         let serve = |i: usize| {
             let port = dir.join(format!("port-{name}-{i}"));
             let _ = std::fs::remove_file(&port);

@@ -93,6 +93,12 @@ pub struct PartitionConfig {
     /// Listen on a control socket (see [`crate::control`]) for `astraea ps`
     /// and `astraea cache dump --partition` while the partition runs.
     pub control: bool,
+    /// The process exits once [`run`] returns: at a normal exit, the VM's
+    /// destruction and the unmapping of guest RAM are left to a helper
+    /// process that outlives this one (`teardown.rs`), off the command's
+    /// critical path. A process that runs partitions one after another
+    /// must say `false` (the memory would stay mapped until it exits).
+    pub exit_after: bool,
     /// Bytes of guest RAM (from its start) that a host thread allocates
     /// while the partition boots (`--prefault`); 0: none.
     pub prefault: u64,
@@ -629,7 +635,7 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
                         }
                         // What is left is the host's work: not the
                         // command's (teardown.rs).
-                        {
+                        if cfg.exit_after {
                             use std::os::fd::AsRawFd as _;
                             crate::teardown::hand_off(&[vm.as_raw_fd(), vcpu.as_raw_fd()]);
                             // Guest RAM stays mapped until this process

@@ -799,6 +799,8 @@ fn run_partition(
             _ => SyscallEntry::Auto,
         },
         control: true,
+        // `astraea run` exits when the partition has.
+        exit_after: true,
         prefault: prefault_bytes(args)?,
         snapshot: args
             .snapshot
