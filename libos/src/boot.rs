@@ -598,12 +598,19 @@ pub fn exit(code: i32) -> ! {
     }
 }
 
-/// Where the partition's time went, at `--log info`.
-pub(crate) fn report() {
-    use core::sync::atomic::Ordering::Relaxed;
+/// Where the partition's time went: the profile (`--profile`) and, at
+/// `--log info`, the counts.
+fn report() {
     if let Some(p) = crate::profile::report() {
         console::write(console::Stream::Stderr, p.as_bytes());
     }
+    report_counts();
+}
+
+/// The counts of system calls, faults, switches, 9P requests and the file
+/// cache since boot, at `--log info`.
+pub(crate) fn report_counts() {
+    use core::sync::atomic::Ordering::Relaxed;
     if !log::log_enabled!(log::Level::Info) {
         return;
     }

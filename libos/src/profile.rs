@@ -46,6 +46,19 @@ pub fn on() -> bool {
     ON.load(Ordering::Relaxed)
 }
 
+/// Forgets every sample and call so far: a partition restored from a
+/// snapshot reports what it did since.
+pub fn restart() {
+    KERNEL.store(0, Ordering::Relaxed);
+    IDLE.store(0, Ordering::Relaxed);
+    USER.lock().clear();
+    KERNEL_RIPS.lock().clear();
+    for i in 0..CALL_SLOTS {
+        CALL_COUNT[i].store(0, Ordering::Relaxed);
+        CALL_NS[i].store(0, Ordering::Relaxed);
+    }
+}
+
 /// Records one sample: the interrupted instruction, whether it was the
 /// program's, and whether the CPU was idle.
 pub fn sample(rip: u64, user: bool, idle: bool) {
@@ -68,6 +81,8 @@ pub fn report() -> Option<String> {
         return None;
     }
     let pages = core::mem::take(&mut *USER.lock());
+    let mut hot_pages: Vec<(u64, u32)> = pages.iter().map(|(&p, &n)| (p, n)).collect();
+    hot_pages.sort_by_key(|h| core::cmp::Reverse(h.1));
     let mut by_area: BTreeMap<String, u64> = BTreeMap::new();
     for (page, n) in pages {
         let name = crate::mm::vma::describe(page << 12);
@@ -91,6 +106,10 @@ pub fn report() -> Option<String> {
             *n as f64 * 100.0 / total as f64,
             n
         );
+    }
+    out += "  program hot pages:\n";
+    for (page, n) in hot_pages.iter().take(12) {
+        out += &alloc::format!("    {n:6}  {}\n", crate::mm::vma::locate(page << 12));
     }
     let mut hot: Vec<(u64, u32)> = core::mem::take(&mut *KERNEL_RIPS.lock())
         .into_iter()

@@ -183,7 +183,8 @@ fn serve() {
                 log::info!(
                     "restored from a snapshot; before it the partition had done (the exit report counts on from there):"
                 );
-                crate::boot::report();
+                crate::boot::report_counts();
+                crate::profile::restart();
             }
             // The VMM, or the program's read, says why.
             Err(e) => log::info!("snapshot refused: {} ({})", e.name(), e.0),

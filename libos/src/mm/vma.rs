@@ -1545,6 +1545,21 @@ pub fn describe(va: u64) -> String {
     }
 }
 
+/// Where `va` lies, for a profile: the area's name and, in a file's
+/// mapping, the offset in the file (what `addr2line` takes).
+pub fn locate(va: u64) -> String {
+    let sp = SPACE.lock();
+    match sp.find(va) {
+        Some((start, a)) => match (&a.name, &a.backing) {
+            (Some(n), Backing::File { offset, .. }) => {
+                alloc::format!("{n}+{:#x}", va - start + offset)
+            }
+            _ => alloc::format!("{va:#x}"),
+        },
+        None => alloc::format!("{va:#x}"),
+    }
+}
+
 /// `mincore`: whether each page of `[start, end)` (page-aligned) is in
 /// memory — present in the page tables, kept aside while `PROT_NONE`, or
 /// (for a file area) held by the file cache, as Linux's page cache would.
