@@ -79,8 +79,8 @@ fn missing(cpuid: &[(u32, u32, u32, u32)], has_cap: impl Fn(usize) -> bool) -> V
 }
 
 /// Checks `kvm` offers what a partition needs; the error names all that
-/// is missing.
-pub fn check(kvm: &Kvm) -> Result<(), VmmError> {
+/// is missing. Returns KVM's supported CPUID, which the vCPU set-up takes.
+pub fn check(kvm: &Kvm) -> Result<kvm_bindings::CpuId, VmmError> {
     let cpuid = kvm
         .get_supported_cpuid(kvm_bindings::KVM_MAX_CPUID_ENTRIES)
         .map_err(kvm_err("KVM_GET_SUPPORTED_CPUID"))?;
@@ -91,7 +91,7 @@ pub fn check(kvm: &Kvm) -> Result<(), VmmError> {
         .collect();
     let lacks = missing(&entries, |i| kvm.check_extension(CAPS[i].0));
     if lacks.is_empty() {
-        Ok(())
+        Ok(cpuid)
     } else {
         Err(VmmError::HostLacks(lacks.join(", ")))
     }
