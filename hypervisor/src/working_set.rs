@@ -245,7 +245,9 @@ fn record(mem: &GuestMemory, file: &Path, taken: u64, size: u64) {
     let runs = match scan(mem) {
         Ok(r) => r,
         Err(e) => {
-            tracing::debug!(error = %e, "working set: cannot read /proc/self/pagemap");
+            // A host without it (a kernel without CONFIG_PROC_PAGE_MONITOR,
+            // a chroot without /proc): restores go on as before.
+            tracing::debug!(error = %e, "working set: cannot read /proc/self/pagemap; later restores go on without it");
             return;
         }
     };
@@ -260,7 +262,15 @@ fn record(mem: &GuestMemory, file: &Path, taken: u64, size: u64) {
         }
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
-            tracing::debug!(error = %e, file = %file.display(), "working set not recorded");
+            // A snapshot in a directory this user cannot write is expected.
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+            ) {
+                tracing::debug!(error = %e, file = %file.display(), "working set not recorded");
+            } else {
+                tracing::warn!(error = %e, file = %file.display(), "working set not recorded");
+            }
         }
     }
 }

@@ -187,6 +187,21 @@ mod tests {
             (42, expected("snapshot-restored").as_str()),
             "restore on SVM: {err}"
         );
+        let (rc, out, err) = read(&dir, "snapshot-restored-again");
+        assert_eq!(
+            (rc, out.as_str()),
+            (42, expected("snapshot-restored").as_str()),
+            "a second restore on SVM, with the first's working set: {err}"
+        );
+        // Recorded, or the emulated machine cannot say which pages (its
+        // chroot's /proc has no pagemap) and the restores went on without.
+        let first_err =
+            std::fs::read_to_string(dir.join("snapshot-restored.err")).unwrap_or_default();
+        assert!(
+            dir.join("snapshot-ws.recorded").exists()
+                || first_err.contains("cannot read /proc/self/pagemap"),
+            "the first restore on SVM recorded no working set: {first_err}"
+        );
         let (rc, out, err) = read(&dir, "snapshot-net-taken");
         assert_eq!(
             (rc, out.as_str()),

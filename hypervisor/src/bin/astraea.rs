@@ -281,9 +281,12 @@ struct RunArgs {
     /// Start from a snapshot (made with --snapshot) instead of booting:
     /// the partition is configured as the one it was taken of (its
     /// options, mounts and program; --log, --timings, --strace and
-    /// --snapshot are this command's, and --publish if given), its memory is mapped from FILE copy-on-write, and
-    /// its program goes on from where the snapshot was taken. Open files
-    /// that changed on the host since are reported and not used.
+    /// --snapshot are this command's, and --publish if given), its memory
+    /// is mapped from FILE copy-on-write, and its program goes on from
+    /// where the snapshot was taken. Open files that changed on the host
+    /// since are reported and not used. The first restore records the
+    /// pages it wrote in FILE.ws (if it can write there); later restores
+    /// copy those ahead of the program.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["args", "mounts", "gateway", "ninep", "no_files"])]
     from: Option<PathBuf>,
     /// Start the JVM from a snapshot of one that has already started: the

@@ -19,6 +19,7 @@ const F_OFD_GETLK: u64 = 36;
 const F_OFD_SETLK: u64 = 37;
 const F_OFD_SETLKW: u64 = 38;
 const F_DUPFD_CLOEXEC: u64 = 1030;
+const F_SETPIPE_SZ: u64 = 1031;
 const F_GETPIPE_SZ: u64 = 1032;
 const FD_CLOEXEC: u64 = 1;
 
@@ -92,9 +93,19 @@ pub fn fcntl(a: &[u64; 6]) -> Result<u64, Errno> {
             .map(|()| 0),
         F_GET_SEALS => Ok(u64::from(o.regular().ok_or(Errno::EINVAL)?.seals())),
         F_GETPIPE_SZ => match o {
-            Object::PipeRead(_) | Object::PipeWrite(_) => Ok(crate::vfs::ring::PIPE_SIZE as u64),
+            Object::PipeRead(r) => r.size(),
+            Object::PipeWrite(w) => w.size(),
+            _ => None,
+        }
+        .map(|n| n as u64)
+        .ok_or(Errno::EBADF),
+        // The argument is an unsigned int to Linux.
+        F_SETPIPE_SZ => match o {
+            Object::PipeRead(r) => r.set_size(a[2] as u32),
+            Object::PipeWrite(w) => w.set_size(a[2] as u32),
             _ => Err(Errno::EBADF),
-        },
+        }
+        .map(|n| n as u64),
         _ => Err(Errno::EINVAL),
     }
 }

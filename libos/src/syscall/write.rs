@@ -293,6 +293,11 @@ fn writev_at(o: &Object, mut at: Option<u64>, iov: u64, count: u64) -> Result<u6
     if is_stream(o) {
         return gather_write(o, at, &pieces);
     }
+    // Nothing to write: what `write` of nothing says (Linux checks the
+    // file's mode, `EBADF` for a read end, before looking at the lengths).
+    if pieces.iter().all(|p| p.1 == 0) {
+        return write_object(o, at, pieces.first().map_or(0, |p| p.0), 0);
+    }
     let mut total = 0u64;
     for (base, len) in pieces {
         if len == 0 {

@@ -1,6 +1,8 @@
-//! Pipes: a 64 KiB ring between a read end and a write end. Readers wait
+//! Pipes: a ring of bytes between a read end and a write end. Readers wait
 //! for data or for the last writer to go; writers wait for room, and get
-//! `EPIPE` once no reader is left.
+//! `EPIPE` once no reader is left. An anonymous pipe counts its room as
+//! Linux does, in page buffers ([`Pages`]); a Unix stream socket's
+//! direction in bytes, as its socket buffer.
 
 use alloc::sync::Arc;
 use alloc::vec;
@@ -8,7 +10,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::AtomicU32;
 
 use super::poll_bits::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
-use super::ring::{PIPE_SIZE, Ring, WriteStep, write_step};
+use super::ring::{PAGE, PIPE_SIZE, Pages, Ring, WriteStep, write_step};
 use super::{Wakes, readiness_changed};
 use crate::errno::Errno;
 use crate::sched::WaitQueue;
@@ -34,6 +36,8 @@ struct State {
     /// wakes writers while the socket is writable (`unix_write_space`), not
     /// only when the pipe was full: an edge-triggered `EPOLLOUT` fires.
     sends: Option<alloc::collections::VecDeque<usize>>,
+    /// An anonymous pipe's page buffers (`None` for a socket's direction).
+    pages: Option<Pages>,
 }
 
 /// The shared part of a pipe.
@@ -85,6 +89,7 @@ fn build(flags: u32, cap: usize, socket: bool) -> (ReadEnd, WriteEnd) {
             wr_shut: false,
             reset: false,
             sends: socket.then(alloc::collections::VecDeque::new),
+            pages: (!socket).then(Pages::new),
         }),
         readable: WaitQueue::new(),
         writable: WaitQueue::new(),
@@ -101,6 +106,33 @@ fn build(flags: u32, cap: usize, socket: bool) -> (ReadEnd, WriteEnd) {
             flags: AtomicU32::new(flags | 1),
         },
     )
+}
+
+impl Pipe {
+    /// `F_GETPIPE_SZ`: the capacity in bytes (a socket's direction has none).
+    fn size(&self) -> Option<usize> {
+        self.state.lock().pages.as_ref().map(|pg| pg.slots * PAGE)
+    }
+
+    /// `F_SETPIPE_SZ`; returns the new size.
+    fn set_size(&self, arg: u32) -> Result<usize, Errno> {
+        // Checked and rounded as Linux's `pipe_set_size` (see `Pages`).
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        let Some(pg) = st.pages.as_mut() else {
+            return Err(Errno::EBADF);
+        };
+        let before = pg.slots;
+        let size = pg.resize(arg)?;
+        let grew = pg.slots > before;
+        st.ring.set_cap(size);
+        drop(guard);
+        if grew {
+            self.writable.wake_all();
+            readiness_changed();
+        }
+        Ok(size)
+    }
 }
 
 /// Takes `n` bytes read off the writes queued in `q`; whether a write was
@@ -145,10 +177,16 @@ impl ReadEnd {
                     return Ok(out);
                 }
                 if !st.ring.is_empty() {
-                    let was_full = st.ring.space() == 0;
+                    let was_full = match &st.pages {
+                        Some(pg) => pg.full(),
+                        None => st.ring.space() == 0,
+                    };
                     let mut out = vec![0u8; max.min(st.ring.len())];
                     let n = st.ring.pop(&mut out);
                     out.truncate(n);
+                    if let Some(pg) = st.pages.as_mut() {
+                        pg.consume(n);
+                    }
                     let left = !st.ring.is_empty();
                     let freed = st.sends.as_mut().is_some_and(|q| read_through(q, n));
                     // Linux's `unix_writable`: a quarter of the buffer or less in use.
@@ -196,6 +234,16 @@ impl ReadEnd {
     /// gone with bytes unread (a Unix connection nobody accepted).
     pub fn mark_reset(&self) {
         self.pipe.state.lock().reset = true;
+    }
+
+    /// `F_GETPIPE_SZ`.
+    pub fn size(&self) -> Option<usize> {
+        self.pipe.size()
+    }
+
+    /// `F_SETPIPE_SZ`.
+    pub fn set_size(&self, arg: u32) -> Result<usize, Errno> {
+        self.pipe.set_size(arg)
     }
 
     /// Bytes ready to read (`FIONREAD`).
@@ -247,6 +295,9 @@ impl WriteEnd {
     /// waits for room unless `nonblock`. Returns how much went in; `EPIPE`
     /// if no reader is left, `EAGAIN` if nothing could go in without waiting.
     pub fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        if self.pipe.state.lock().pages.is_some() {
+            return self.write_pages(data, nonblock);
+        }
         let p = &*self.pipe;
         let total = data.len();
         let mut done = 0;
@@ -312,6 +363,88 @@ impl WriteEnd {
         }
     }
 
+    /// An anonymous pipe's write, as Linux's `pipe_write`: nothing for an
+    /// empty write (readers or not); the odd part merged into the last
+    /// buffer if it fits; then a buffer per page while any is free.
+    fn write_pages(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        let p = &*self.pipe;
+        let total = data.len();
+        if total == 0 {
+            return Ok(0);
+        }
+        let mut done = 0;
+        let mut waited = false;
+        {
+            let mut guard = p.state.lock();
+            let st = &mut *guard;
+            if st.readers == 0 {
+                return Err(Errno::EPIPE);
+            }
+            if let Some(pg) = st.pages.as_mut() {
+                done = pg.merge(total);
+                st.ring.push(&data[..done]);
+            }
+        }
+        if done > 0 {
+            p.rd_wakes.input();
+            p.readable.wake_all();
+            readiness_changed();
+            if done == total {
+                return Ok(done);
+            }
+        }
+        loop {
+            let moved = {
+                let mut guard = p.state.lock();
+                let st = &mut *guard;
+                if st.readers == 0 {
+                    return if done > 0 {
+                        Ok(done)
+                    } else {
+                        Err(Errno::EPIPE)
+                    };
+                }
+                let mut moved = 0;
+                if let Some(pg) = st.pages.as_mut() {
+                    while let Some(n) = pg.take_buffer(total - done) {
+                        st.ring.push(&data[done..done + n]);
+                        done += n;
+                        moved += n;
+                    }
+                }
+                moved
+            };
+            if moved > 0 {
+                p.rd_wakes.input();
+                p.readable.wake_all();
+                readiness_changed();
+            }
+            if done == total {
+                if waited && !p.state.lock().pages.as_ref().is_some_and(Pages::full) {
+                    p.wr_wakes.output();
+                }
+                return Ok(done);
+            }
+            if nonblock {
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EAGAIN)
+                };
+            }
+            // A signal ends the wait: the bytes written so far are the
+            // result, or, with none, the call is interrupted.
+            let r = p.writable.wait_while_interruptible(|| {
+                let st = p.state.lock();
+                st.readers > 0 && st.pages.as_ref().is_some_and(Pages::full)
+            });
+            if let Err(e) = r {
+                return if done > 0 { Ok(done) } else { Err(e) };
+            }
+            waited = true;
+        }
+    }
+
     /// The writers' queue's wake-ups (epoll's edges).
     pub fn wakes(&self) -> [u64; 3] {
         self.pipe.wr_wakes.get()
@@ -345,6 +478,16 @@ impl WriteEnd {
         core::mem::take(&mut self.pipe.state.lock().reset)
     }
 
+    /// `F_GETPIPE_SZ`.
+    pub fn size(&self) -> Option<usize> {
+        self.pipe.size()
+    }
+
+    /// `F_SETPIPE_SZ`.
+    pub fn set_size(&self, arg: u32) -> Result<usize, Errno> {
+        self.pipe.set_size(arg)
+    }
+
     /// Bytes in the pipe (`FIONREAD` on the write end, as Linux's).
     pub fn buffered(&self) -> usize {
         self.pipe.state.lock().ring.len()
@@ -354,7 +497,11 @@ impl WriteEnd {
     pub fn poll(&self) -> u16 {
         let st = self.pipe.state.lock();
         let mut ev = 0;
-        if st.ring.space() > 0 {
+        let room = match &st.pages {
+            Some(pg) => !pg.full(),
+            None => st.ring.space() > 0,
+        };
+        if room {
             ev |= POLLOUT | POLLWRNORM;
         }
         if st.readers == 0 {

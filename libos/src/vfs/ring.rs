@@ -48,7 +48,13 @@ impl Ring {
 
     /// Room left for writes.
     pub fn space(&self) -> usize {
-        self.cap - self.len
+        self.cap.saturating_sub(self.len)
+    }
+
+    /// Holds up to `cap` bytes from now on (a pipe's `F_SETPIPE_SZ`; never
+    /// below what it holds). The storage grows to it as needed.
+    pub fn set_cap(&mut self, cap: usize) {
+        self.cap = cap.max(self.len);
     }
 
     /// Makes the storage hold at least `need` bytes (at most the
@@ -114,6 +120,119 @@ impl Ring {
             self.head = 0;
         }
         n
+    }
+}
+
+/// A page, the size of one of Linux's pipe buffers.
+pub const PAGE: usize = 4096;
+
+/// Linux's anonymous pipe is a ring of page buffers (`pipe_buffer`), and its
+/// room is counted in buffers: the part of a write that is not a whole
+/// number of pages merges into the last buffer if it fits there, every
+/// other part takes a buffer of its own, and the pipe is full when every
+/// buffer is taken, however few bytes they hold (`pipe_write`,
+/// `pipe_read`, `pipe_set_size` in fs/pipe.c). The bytes themselves are in
+/// a [`Ring`] beside it.
+#[derive(Debug)]
+pub struct Pages {
+    /// Bytes not yet read in each buffer, oldest first (none is empty: a
+    /// buffer read through is released).
+    unread: alloc::collections::VecDeque<usize>,
+    /// Bytes already read from the oldest buffer.
+    front_read: usize,
+    /// How many buffers the pipe may hold (`F_GETPIPE_SZ` / 4096).
+    pub slots: usize,
+}
+
+impl Default for Pages {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Pages {
+    /// An empty pipe of Linux's default size.
+    pub fn new() -> Pages {
+        Pages {
+            unread: alloc::collections::VecDeque::new(),
+            front_read: 0,
+            slots: PIPE_SIZE / PAGE,
+        }
+    }
+
+    /// Whether every buffer is taken (no `POLLOUT`; a write waits).
+    pub fn full(&self) -> bool {
+        self.unread.len() >= self.slots
+    }
+
+    /// The first step of a write of `total` bytes: its odd part (`total`
+    /// mod a page) goes into the last buffer if that has room for all of
+    /// it; returns how many bytes did (0 or the odd part).
+    pub fn merge(&mut self, total: usize) -> usize {
+        let chars = total % PAGE;
+        let Some(&last) = self.unread.back() else {
+            return 0;
+        };
+        let offset = if self.unread.len() == 1 {
+            self.front_read
+        } else {
+            0
+        };
+        if chars == 0 || offset + last + chars > PAGE {
+            return 0;
+        }
+        if let Some(l) = self.unread.back_mut() {
+            *l += chars;
+        }
+        chars
+    }
+
+    /// The next step: a buffer of its own for up to a page of the
+    /// `remaining` bytes, if one is free; returns how many it takes.
+    pub fn take_buffer(&mut self, remaining: usize) -> Option<usize> {
+        if remaining == 0 || self.full() {
+            return None;
+        }
+        let n = remaining.min(PAGE);
+        self.unread.push_back(n);
+        Some(n)
+    }
+
+    /// `n` bytes were read from the front: buffers read through are
+    /// released.
+    pub fn consume(&mut self, mut n: usize) {
+        while n > 0 {
+            let Some(front) = self.unread.front_mut() else {
+                break;
+            };
+            let m = n.min(*front);
+            *front -= m;
+            self.front_read += m;
+            n -= m;
+            if *front == 0 {
+                self.unread.pop_front();
+                self.front_read = 0;
+            }
+        }
+    }
+
+    /// `F_SETPIPE_SZ`: `arg` rounded up to a power of two of pages (a
+    /// page at least); `EINVAL` beyond 2 GiB, `EBUSY` if more buffers are
+    /// taken than it holds. Returns the new size in bytes. Larger than
+    /// `/proc/sys/fs/pipe-max-size` is not refused: the program is root.
+    pub fn resize(&mut self, arg: u32) -> Result<usize, Errno> {
+        let size = if arg > 1 << 31 {
+            return Err(Errno::EINVAL);
+        } else if (arg as usize) < PAGE {
+            PAGE
+        } else {
+            (arg as usize).next_power_of_two()
+        };
+        if self.unread.len() > size / PAGE {
+            return Err(Errno::EBUSY);
+        }
+        self.slots = size / PAGE;
+        Ok(size)
     }
 }
 
@@ -266,6 +385,67 @@ mod tests {
         assert_eq!(write_step(100, 100, 100), WriteStep::Copy(100));
         assert_eq!(write_step(10_000, 10_000, 50), WriteStep::Copy(50));
         assert_eq!(write_step(10_000, 10, 0), WriteStep::Wait);
+    }
+
+    /// Writes `total` bytes without waiting, as a non-blocking pipe write.
+    fn write(p: &mut Pages, total: usize) -> usize {
+        let mut done = p.merge(total);
+        while let Some(n) = p.take_buffer(total - done) {
+            done += n;
+        }
+        done
+    }
+
+    #[test]
+    fn pipe_room_is_counted_in_page_buffers() {
+        let mut p = Pages::new();
+        // 16 one-byte writes merge into one buffer...
+        for _ in 0..16 {
+            assert_eq!(write(&mut p, 1), 1);
+        }
+        // ...a whole page never merges: 15 more take the other buffers.
+        for _ in 0..15 {
+            assert_eq!(write(&mut p, PAGE), PAGE);
+        }
+        assert!(p.full());
+        assert_eq!(write(&mut p, 1), 0);
+        // Reading part of the first buffer frees none; through it, one.
+        p.consume(10);
+        assert!(p.full());
+        p.consume(6);
+        assert!(!p.full());
+        // 5000 = 904 + 4096: with one buffer free and the last one full,
+        // nothing merges and the first page goes in.
+        assert_eq!(write(&mut p, 5000), PAGE);
+    }
+
+    #[test]
+    fn a_pipe_writes_odd_part_merges_where_it_fits() {
+        let mut p = Pages::new();
+        assert_eq!(write(&mut p, 1), 1);
+        assert_eq!(write(&mut p, 5000), 5000);
+        // 1 + 904 in the first buffer, 4096 in the second.
+        assert_eq!(p.unread, [905, 4096]);
+        // The first buffer, partly read: its room ends at the page.
+        p.consume(900);
+        assert_eq!(p.merge(4000), 0);
+        p.consume(4101);
+        assert!(p.unread.is_empty());
+        assert_eq!(p.merge(1), 0);
+        assert_eq!(write(&mut p, 20 * PAGE), 16 * PAGE);
+    }
+
+    #[test]
+    fn pipe_size_rounds_to_pages_and_keeps_what_is_buffered() {
+        let mut p = Pages::new();
+        assert_eq!(p.resize(0), Ok(PAGE));
+        assert_eq!(p.resize(5000), Ok(2 * PAGE));
+        assert_eq!(write(&mut p, 3 * PAGE), 2 * PAGE);
+        assert_eq!(p.resize(PAGE as u32), Err(Errno::EBUSY));
+        assert_eq!(p.resize((1u32 << 31) + 1), Err(Errno::EINVAL));
+        assert_eq!(p.resize(1 << 31), Ok(1 << 31));
+        assert_eq!(p.resize(1 << 20), Ok(1 << 20));
+        assert_eq!(write(&mut p, 300 * PAGE), 254 * PAGE);
     }
 
     #[test]
