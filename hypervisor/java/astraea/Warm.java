@@ -21,6 +21,17 @@ public final class Warm {
         String list = System.getProperty("astraea.warm.preload");
         if (list != null) {
             preload(list);
+            // The main class of the run snapshotted, linked and its main
+            // method looked up (what a restore running it again would do
+            // first), without initialising it: no application code runs.
+            if (args.length > 0) {
+                try {
+                    Class.forName(args[0], false, ClassLoader.getSystemClassLoader())
+                            .getMethod("main", String[].class);
+                } catch (Throwable t) {
+                    // Not there, or no main: found out after the restore.
+                }
+            }
         }
         String[] run = args;
         // The application's main method is called by reflection: on JDK 18
