@@ -13,61 +13,17 @@
  * message's bytes follow from a counter, so what is read is checked by a
  * sum. Each line is "INDEX CALL ARGS = RESULT". */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <poll.h>
-#include <signal.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
-#include <unistd.h>
-
-#include "errname.h"
 
 #define SLOTS 6
+#include "differ.h"
 
-static uint64_t rng;
-static uint64_t next(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static unsigned pick(unsigned n) { return (unsigned)(next() % n); }
-
-static int fd[SLOTS];
-static unsigned current_call;
 static unsigned char buf[300000];
 static unsigned msgno;
-
-static const char *res(long r) {
-    static char b[4][32];
-    static int i;
-    i = (i + 1) % 4;
-    if (r < 0)
-        snprintf(b[i], sizeof b[i], "-1 %s", errname(errno));
-    else
-        snprintf(b[i], sizeof b[i], "%ld", r);
-    return b[i];
-}
-
-static int free_slot(void) {
-    for (int k = 0, s = (int)pick(SLOTS); k < SLOTS; k++, s = (s + 1) % SLOTS)
-        if (fd[s] == -1)
-            return s;
-    return -1;
-}
-
-static int used_slot(void) {
-    for (int k = 0, s = (int)pick(SLOTS); k < SLOTS; k++, s = (s + 1) % SLOTS)
-        if (fd[s] >= 0)
-            return s;
-    return -1;
-}
 
 static size_t size_pick(void) {
     static const size_t sizes[] = {0, 1, 7, 100, 191, 192, 700, 1000, 2000, 4000,
@@ -79,13 +35,6 @@ static void fill(size_t n) {
     msgno++;
     for (size_t i = 0; i < n; i++)
         buf[i] = (unsigned char)(msgno * 31 + i);
-}
-
-static unsigned long sum(const unsigned char *p, long n) {
-    unsigned long s = 0;
-    for (long i = 0; i < n; i++)
-        s = s * 131 + p[i];
-    return s;
 }
 
 static void call(unsigned idx) {
@@ -245,49 +194,6 @@ static void call(unsigned idx) {
     }
 }
 
-static void reset(void) {
-    for (int i = 0; i < SLOTS; i++) {
-        if (fd[i] >= 0)
-            close(fd[i]);
-        fd[i] = -1;
-    }
-}
+static void begin(void) { msgno = 0; }
 
-static void on_alarm(int sig) {
-    (void)sig;
-    char msg[96];
-    int n = snprintf(msg, sizeof msg, "msgdiff: call %u blocked for 20 s\n", current_call);
-    fflush(stdout);
-    write(2, msg, (size_t)n);
-    _exit(3);
-}
-
-int main(int argc, char **argv) {
-    if (argc != 5 || strcmp(argv[1], "run")) {
-        fprintf(stderr, "usage: msgdiff run SEED NSEEDS COUNT\n");
-        return 2;
-    }
-    signal(SIGALRM, on_alarm);
-    signal(SIGPIPE, SIG_IGN);
-    setvbuf(stdout, NULL, _IOFBF, 1 << 16);
-    uint64_t seed = strtoull(argv[2], NULL, 10);
-    unsigned nseeds = (unsigned)strtoul(argv[3], NULL, 10);
-    unsigned count = (unsigned)strtoul(argv[4], NULL, 10);
-    for (int i = 0; i < SLOTS; i++)
-        fd[i] = -1;
-    for (unsigned s = 0; s < nseeds; s++) {
-        rng = (seed + s) * 0x2545f4914f6cdd1dULL | 1;
-        msgno = 0;
-        reset();
-        printf("# seed %llu\n", (unsigned long long)(seed + s));
-        for (unsigned i = 0; i < count; i++) {
-            current_call = i;
-            alarm(20);
-            call(i);
-        }
-        alarm(0);
-    }
-    reset();
-    fflush(stdout);
-    return 0;
-}
+int main(int argc, char **argv) { return differ_main(argc, argv, "msgdiff", begin, call); }

@@ -12,60 +12,16 @@
  * write's bytes follow from a counter, so what is read is checked by a
  * sum. Each line is "INDEX CALL ARGS = RESULT". */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/uio.h>
-#include <unistd.h>
-
-#include "errname.h"
 
 #define SLOTS 6
+#include "differ.h"
 
-static uint64_t rng;
-static uint64_t next(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static unsigned pick(unsigned n) { return (unsigned)(next() % n); }
-
-static int fd[SLOTS];
-static unsigned current_call;
 static unsigned char buf[1100000];
 static unsigned long written;
-
-static const char *res(long r) {
-    static char b[4][32];
-    static int i;
-    i = (i + 1) % 4;
-    if (r < 0)
-        snprintf(b[i], sizeof b[i], "-1 %s", errname(errno));
-    else
-        snprintf(b[i], sizeof b[i], "%ld", r);
-    return b[i];
-}
-
-static int free_slot(void) {
-    for (int k = 0, s = (int)pick(SLOTS); k < SLOTS; k++, s = (s + 1) % SLOTS)
-        if (fd[s] == -1)
-            return s;
-    return -1;
-}
-
-static int used_slot(void) {
-    for (int k = 0, s = (int)pick(SLOTS); k < SLOTS; k++, s = (s + 1) % SLOTS)
-        if (fd[s] >= 0)
-            return s;
-    return -1;
-}
 
 static size_t size_pick(void) {
     static const size_t sizes[] = {0,    1,    7,     100,   904,   3000,  4095,  4096,
@@ -78,13 +34,6 @@ static size_t size_pick(void) {
 static void fill(size_t n) {
     for (size_t i = 0; i < n; i++)
         buf[i] = (unsigned char)((written + i) * 7 + 3);
-}
-
-static unsigned long sum(const unsigned char *p, long n) {
-    unsigned long s = 0;
-    for (long i = 0; i < n; i++)
-        s = s * 131 + p[i];
-    return s;
 }
 
 static void call(unsigned idx) {
@@ -216,49 +165,6 @@ static void call(unsigned idx) {
     }
 }
 
-static void reset(void) {
-    for (int i = 0; i < SLOTS; i++) {
-        if (fd[i] >= 0)
-            close(fd[i]);
-        fd[i] = -1;
-    }
-}
+static void begin(void) { written = 0; }
 
-static void on_alarm(int sig) {
-    (void)sig;
-    char msg[96];
-    int n = snprintf(msg, sizeof msg, "pipediff: call %u blocked for 20 s\n", current_call);
-    fflush(stdout);
-    write(2, msg, (size_t)n);
-    _exit(3);
-}
-
-int main(int argc, char **argv) {
-    if (argc != 5 || strcmp(argv[1], "run")) {
-        fprintf(stderr, "usage: pipediff run SEED NSEEDS COUNT\n");
-        return 2;
-    }
-    signal(SIGALRM, on_alarm);
-    signal(SIGPIPE, SIG_IGN);
-    setvbuf(stdout, NULL, _IOFBF, 1 << 16);
-    uint64_t seed = strtoull(argv[2], NULL, 10);
-    unsigned nseeds = (unsigned)strtoul(argv[3], NULL, 10);
-    unsigned count = (unsigned)strtoul(argv[4], NULL, 10);
-    for (int i = 0; i < SLOTS; i++)
-        fd[i] = -1;
-    for (unsigned s = 0; s < nseeds; s++) {
-        rng = (seed + s) * 0x2545f4914f6cdd1dULL | 1;
-        written = 0;
-        reset();
-        printf("# seed %llu\n", (unsigned long long)(seed + s));
-        for (unsigned i = 0; i < count; i++) {
-            current_call = i;
-            alarm(20);
-            call(i);
-        }
-        alarm(0);
-    }
-    reset();
-    fflush(stdout);
-    return 0;
-}
+int main(int argc, char **argv) { return differ_main(argc, argv, "pipediff", begin, call); }

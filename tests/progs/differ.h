@@ -1,0 +1,123 @@
+/* What the random differential exercisers share (the `*diff.c` programs,
+ * run by tests/src/lib.rs's `Differ`): the sequence generator, the result
+ * format, the table of descriptor slots, the watchdog on a call that
+ * blocks, and the command line
+ *
+ *   NAME run SEED NSEEDS COUNT   seeds SEED..SEED+NSEEDS-1, COUNT calls
+ *
+ * An exerciser defines SLOTS, then includes this, and gives
+ * `differ_main` its `call(index)` and `begin()` (per seed, after the
+ * slots were closed). Every line it prints must be the same on the host
+ * and in a partition. */
+#ifndef ASTRAEA_DIFFER_H
+#define ASTRAEA_DIFFER_H
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "errname.h"
+
+static uint64_t rng;
+static uint64_t next(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static unsigned pick(unsigned n) { return (unsigned)(next() % n); }
+
+/* A call's result: the value, or -1 and the errno's name. */
+static const char *res(long r) {
+    static char b[4][48];
+    static int i;
+    i = (i + 1) % 4;
+    if (r < 0)
+        snprintf(b[i], sizeof b[i], "-1 %s", errname(errno));
+    else
+        snprintf(b[i], sizeof b[i], "%ld", r);
+    return b[i];
+}
+
+/* Descriptors by slot: -1 free. */
+static int fd[SLOTS];
+
+static int free_slot(void) {
+    for (int k = 0, s = (int)pick(SLOTS); k < SLOTS; k++, s = (s + 1) % SLOTS)
+        if (fd[s] == -1)
+            return s;
+    return -1;
+}
+
+static int used_slot(void) {
+    for (int k = 0, s = (int)pick(SLOTS); k < SLOTS; k++, s = (s + 1) % SLOTS)
+        if (fd[s] >= 0)
+            return s;
+    return -1;
+}
+
+static void close_slots(void) {
+    for (int i = 0; i < SLOTS; i++) {
+        if (fd[i] >= 0)
+            close(fd[i]);
+        fd[i] = -1;
+    }
+}
+
+/* A byte-string checksum: what was read, compared by value. */
+static unsigned long sum(const unsigned char *p, long n) {
+    unsigned long s = 0;
+    for (long i = 0; i < n; i++)
+        s = s * 131 + p[i];
+    return s;
+}
+
+static const char *differ_name;
+static unsigned current_call;
+
+static void on_alarm(int sig) {
+    (void)sig;
+    char msg[96];
+    int n = snprintf(msg, sizeof msg, "%s: call %u blocked for 20 s\n", differ_name, current_call);
+    fflush(stdout);
+    write(2, msg, (size_t)n);
+    _exit(3);
+}
+
+static int differ_main(int argc, char **argv, const char *name, void (*begin)(void),
+                       void (*call)(unsigned)) {
+    differ_name = name;
+    if (argc != 5 || strcmp(argv[1], "run")) {
+        fprintf(stderr, "usage: %s run SEED NSEEDS COUNT\n", name);
+        return 2;
+    }
+    signal(SIGALRM, on_alarm);
+    signal(SIGPIPE, SIG_IGN);
+    setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+    uint64_t seed = strtoull(argv[2], NULL, 10);
+    unsigned nseeds = (unsigned)strtoul(argv[3], NULL, 10);
+    unsigned count = (unsigned)strtoul(argv[4], NULL, 10);
+    for (int i = 0; i < SLOTS; i++)
+        fd[i] = -1;
+    for (unsigned s = 0; s < nseeds; s++) {
+        rng = (seed + s) * 0x2545f4914f6cdd1dULL | 1;
+        close_slots();
+        begin();
+        printf("# seed %llu\n", (unsigned long long)(seed + s));
+        for (unsigned i = 0; i < count; i++) {
+            current_call = i;
+            alarm(20);
+            call(i);
+        }
+        alarm(0);
+    }
+    close_slots();
+    fflush(stdout);
+    return 0;
+}
+
+#endif
