@@ -144,10 +144,23 @@ impl UnixSocket {
     }
 
     fn conn(&self) -> Option<Arc<Conn>> {
-        match &*self.state.lock() {
+        let c = match &*self.state.lock() {
             State::Connected(c) => Some(c.clone()),
             _ => None,
-        }
+        }?;
+        // The send buffer the charge of what this end sends is held to:
+        // set before or after the connection was made.
+        c.to_peer.set_sndbuf(self.sndbuf());
+        Some(c)
+    }
+
+    /// `SO_SNDBUF` as Linux keeps it (doubled; Linux's default without).
+    fn sndbuf(&self) -> usize {
+        use super::options::{SO_SNDBUF, SOL_SOCKET};
+        self.opts
+            .lock()
+            .int(SOL_SOCKET, SO_SNDBUF)
+            .map_or(UNIX_BUF, |v| v.max(0) as usize)
     }
 
     /// `bind` to `name` (`None`: an automatic abstract name), looked up
@@ -609,7 +622,9 @@ impl Conn {
         // hang-up; writable while there is room.
         let r = self.rd.poll();
         let wr = self.wr.lock().clone();
-        let w = wr.as_ref().map_or(0, |w| w.poll());
+        // Writable by what this end's queued skbs charge it, shut down for
+        // sending or not (`unix_writable`).
+        let w = self.to_peer.poll();
         let rcv_shut = self.shut_rd.load(Ordering::SeqCst) || r & POLLHUP != 0;
         // Shut for sending by us, by the peer's close or its SHUT_RD.
         let snd_shut = wr.is_none() || w & POLLERR != 0 || self.to_peer.reader_shut();
@@ -623,7 +638,7 @@ impl Conn {
         if rcv_shut && snd_shut {
             ev |= POLLHUP;
         }
-        if wr.is_none() || w & POLLOUT != 0 {
+        if w & POLLOUT != 0 {
             ev |= POLLOUT | POLLWRNORM | POLLWRBAND;
         }
         if self.to_peer.reset_pending() {
@@ -642,6 +657,11 @@ impl Conn {
 
 impl FileLike for UnixSocket {
     fn read(&self, max: usize, nonblock: bool) -> Result<Vec<u8>, Errno> {
+        // A `read` of nothing is 0 whatever is queued (Linux's
+        // `sock_read_iter`); `recv` of nothing looks at the queue.
+        if max == 0 {
+            return Ok(Vec::new());
+        }
         self.recv(max, nonblock, false, false)
     }
 
@@ -660,6 +680,7 @@ impl FileLike for UnixSocket {
             State::Connected(c) => {
                 let c = c.clone();
                 drop(st);
+                c.to_peer.set_sndbuf(self.sndbuf());
                 c.poll()
             }
             // Linux's unix_poll: a listener is readable with connections
@@ -691,13 +712,15 @@ impl FileLike for UnixSocket {
     }
 
     fn ioctl(&self, request: u64, arg: u64) -> Result<u64, Errno> {
-        let inq = match &*self.state.lock() {
-            State::Connected(c) => c.rd.available(),
+        // SIOCOUTQ: what this end's queued skbs charge it (Linux's
+        // `unix_outq_len`), not bytes.
+        let (inq, outq) = match &*self.state.lock() {
+            State::Connected(c) => (c.rd.available(), c.to_peer.charged()),
             // Linux's unix_ioctl refuses SIOCINQ on a listener.
             State::Listening(_) if request == 0x541b => return Err(Errno::EINVAL),
-            _ => 0,
+            _ => (0, 0),
         };
-        super::ioctl(AF_UNIX, request, arg, inq, 0)
+        super::ioctl(AF_UNIX, request, arg, inq, outq)
     }
 
     fn mode(&self) -> u32 {

@@ -237,6 +237,12 @@ fn gather_write(o: &Object, at: Option<u64>, pieces: &[(u64, u64)]) -> Result<u6
     if want == 0 && message {
         return write_source(o, None, Source::Kernel(&[]));
     }
+    // Nor to a Unix stream socket: `EPIPE` once it is shut down for
+    // sending (by itself, or by the peer's close or `SHUT_RD`), 0 otherwise
+    // (`unix_stream_sendmsg` checks before it looks at the length).
+    if want == 0 && matches!(o.socket(), Some(crate::net::AnySocket::Unix(_))) {
+        return write_source(o, None, Source::Kernel(&[]));
+    }
     // A message goes whole (past any send buffer: EMSGSIZE), a stream in
     // copies of 1 MiB.
     let gather: usize = if message { 16 << 20 } else { 1 << 20 };
@@ -290,13 +296,17 @@ fn gather_write(o: &Object, at: Option<u64>, pieces: &[(u64, u64)]) -> Result<u6
 
 fn writev_at(o: &Object, mut at: Option<u64>, iov: u64, count: u64) -> Result<u64, Errno> {
     let pieces = super::read::iovecs(iov, count)?;
+    // Nothing to write: Linux's `vfs_writev` checks the file's mode
+    // (`EBADF` for a read end, as `write` of nothing does), then returns 0
+    // without calling the file — no empty message, no `EPIPE`.
+    if pieces.iter().all(|p| p.1 == 0) {
+        if is_stream(o) {
+            return Ok(0);
+        }
+        return write_object(o, at, pieces.first().map_or(0, |p| p.0), 0);
+    }
     if is_stream(o) {
         return gather_write(o, at, &pieces);
-    }
-    // Nothing to write: what `write` of nothing says (Linux checks the
-    // file's mode, `EBADF` for a read end, before looking at the lengths).
-    if pieces.iter().all(|p| p.1 == 0) {
-        return write_object(o, at, pieces.first().map_or(0, |p| p.0), 0);
     }
     let mut total = 0u64;
     for (base, len) in pieces {

@@ -31,13 +31,52 @@ struct State {
     /// with data pending): the writer's end gets `ECONNRESET` once, as
     /// Linux's `unix_release_sock` sets its peer's `sk_err`.
     reset: bool,
-    /// A Unix socket's direction: the size of each write not yet read
-    /// through, as Linux queues one buffer per write. Reading one through
-    /// wakes writers while the socket is writable (`unix_write_space`), not
-    /// only when the pipe was full: an edge-triggered `EPOLLOUT` fires.
-    sends: Option<alloc::collections::VecDeque<usize>>,
+    /// A Unix stream socket's direction (`None` for a pipe).
+    skbs: Option<Skbs>,
     /// An anonymous pipe's page buffers (`None` for a socket's direction).
     pages: Option<Pages>,
+}
+
+/// A Unix stream socket's direction as Linux keeps it: the skbs a write
+/// makes (`net::charge::stream_skb`), each charged its truesize against the
+/// sender's send buffer until it is read through. A write goes on while
+/// the charge is below the buffer; the sender is writable (`POLLOUT`)
+/// while the charge, counted from 1, is at most a quarter of it
+/// (`unix_writable`), and reading an skb through then wakes it
+/// (`unix_write_space`): an edge-triggered `EPOLLOUT` fires.
+#[derive(Debug)]
+struct Skbs {
+    /// Bytes not yet read and truesize of each skb, oldest first.
+    queue: alloc::collections::VecDeque<(usize, usize)>,
+    /// What the queued skbs charge the sender (`sk_wmem_alloc`).
+    wmem: usize,
+    /// The sender's send buffer (`SO_SNDBUF`, doubled as Linux keeps it).
+    sndbuf: usize,
+}
+
+impl Skbs {
+    fn writable(&self) -> bool {
+        (self.wmem + 1) * 4 <= self.sndbuf
+    }
+
+    /// `n` bytes were read from the front; whether an skb was read through.
+    fn consume(&mut self, mut n: usize) -> bool {
+        let mut freed = false;
+        while n > 0 {
+            let Some((left, truesize)) = self.queue.front_mut() else {
+                break;
+            };
+            let m = n.min(*left);
+            *left -= m;
+            n -= m;
+            if *left == 0 {
+                self.wmem -= *truesize;
+                self.queue.pop_front();
+                freed = true;
+            }
+        }
+        freed
+    }
 }
 
 /// The shared part of a pipe.
@@ -67,6 +106,13 @@ pub struct WriteEnd {
     pub flags: AtomicU32,
 }
 
+/// The bytes a socket's direction may hold with a send buffer of
+/// `sndbuf`: its skbs' charge, which bounds their bytes, passes the buffer
+/// by one skb at most (36,544 bytes).
+fn socket_ring_cap(sndbuf: usize) -> usize {
+    sndbuf + (64 << 10)
+}
+
 /// A new pipe; both ends get the status flags `flags` (`O_NONBLOCK`).
 pub fn new(flags: u32) -> (ReadEnd, WriteEnd) {
     build(flags, PIPE_SIZE, false)
@@ -82,13 +128,17 @@ pub fn socket_direction(cap: usize) -> (ReadEnd, WriteEnd) {
 fn build(flags: u32, cap: usize, socket: bool) -> (ReadEnd, WriteEnd) {
     let pipe = Arc::new(Pipe {
         state: IrqLock::new(State {
-            ring: Ring::new(cap),
+            ring: Ring::new(if socket { socket_ring_cap(cap) } else { cap }),
             readers: 1,
             writers: 1,
             rd_shut: false,
             wr_shut: false,
             reset: false,
-            sends: socket.then(alloc::collections::VecDeque::new),
+            skbs: socket.then(|| Skbs {
+                queue: alloc::collections::VecDeque::new(),
+                wmem: 0,
+                sndbuf: cap,
+            }),
             pages: (!socket).then(Pages::new),
         }),
         readable: WaitQueue::new(),
@@ -135,22 +185,6 @@ impl Pipe {
     }
 }
 
-/// Takes `n` bytes read off the writes queued in `q`; whether a write was
-/// read through.
-fn read_through(q: &mut alloc::collections::VecDeque<usize>, mut n: usize) -> bool {
-    let mut freed = false;
-    while let Some(f) = q.front_mut() {
-        if *f > n {
-            *f -= n;
-            break;
-        }
-        n -= *f;
-        q.pop_front();
-        freed = true;
-    }
-    freed
-}
-
 impl ReadEnd {
     /// Reads up to `max` bytes: waits for data unless `nonblock`; an empty
     /// vector means end of file (no writer left).
@@ -188,9 +222,8 @@ impl ReadEnd {
                         pg.consume(n);
                     }
                     let left = !st.ring.is_empty();
-                    let freed = st.sends.as_mut().is_some_and(|q| read_through(q, n));
-                    // Linux's `unix_writable`: a quarter of the buffer or less in use.
-                    let writable = st.ring.len() * 4 <= st.ring.len() + st.ring.space();
+                    let freed = st.skbs.as_mut().is_some_and(|q| q.consume(n));
+                    let writable = st.skbs.as_ref().is_some_and(Skbs::writable);
                     drop(st);
                     if was_full || (freed && writable) {
                         p.wr_wakes.output();
@@ -278,6 +311,15 @@ impl Drop for ReadEnd {
             if st.readers == 0 && !st.ring.is_empty() {
                 st.reset = true;
             }
+            // A socket's receive queue goes with its last reader (Linux's
+            // `unix_release_sock` purges it): the sender's charge is freed.
+            if st.readers == 0
+                && let Some(q) = st.skbs.as_mut()
+            {
+                q.queue.clear();
+                q.wmem = 0;
+                st.ring.clear();
+            }
             (st.readers == 0) != (st.writers == 0)
         };
         if hangup {
@@ -298,6 +340,9 @@ impl WriteEnd {
         if self.pipe.state.lock().pages.is_some() {
             return self.write_pages(data, nonblock);
         }
+        if self.pipe.state.lock().skbs.is_some() {
+            return self.write_skbs(data, nonblock);
+        }
         let p = &*self.pipe;
         let total = data.len();
         let mut done = 0;
@@ -317,11 +362,6 @@ impl WriteEnd {
                 if let WriteStep::Copy(n) = step {
                     let pushed = st.ring.push(&data[done..(done + n).min(total)]);
                     done += pushed;
-                    if let Some(q) = st.sends.as_mut()
-                        && pushed > 0
-                    {
-                        q.push_back(pushed);
-                    }
                 }
                 step
             };
@@ -445,6 +485,111 @@ impl WriteEnd {
         }
     }
 
+    /// A Unix stream socket's write, as Linux's `unix_stream_sendmsg`:
+    /// `EPIPE` once shut down for sending, then skb by skb while the
+    /// sender's charge is below its send buffer (`EAGAIN` or a wait
+    /// otherwise).
+    fn write_skbs(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        let p = &*self.pipe;
+        let total = data.len();
+        let mut done = 0;
+        let mut waited = false;
+        loop {
+            let moved = {
+                let mut guard = p.state.lock();
+                let st = &mut *guard;
+                // Shut down for sending: by this end, or by the peer's close
+                // or `SHUT_RD` — before the buffer is looked at, and for a
+                // write of nothing too.
+                if st.wr_shut || st.readers == 0 || st.rd_shut {
+                    return if done > 0 {
+                        Ok(done)
+                    } else {
+                        Err(Errno::EPIPE)
+                    };
+                }
+                let mut moved = 0;
+                if let Some(q) = st.skbs.as_mut() {
+                    while done < total && q.wmem < q.sndbuf {
+                        let (n, truesize) = crate::net::charge::stream_skb(total - done, q.sndbuf);
+                        // Never drop bytes: the ring holds what the charge
+                        // admits (`socket_ring_cap`), so this only guards.
+                        if st.ring.space() < n {
+                            break;
+                        }
+                        st.ring.push(&data[done..done + n]);
+                        q.queue.push_back((n, truesize));
+                        q.wmem += truesize;
+                        done += n;
+                        moved += n;
+                    }
+                }
+                moved
+            };
+            if moved > 0 {
+                p.rd_wakes.input();
+                p.readable.wake_all();
+                readiness_changed();
+            }
+            if done == total {
+                if waited && p.state.lock().skbs.as_ref().is_some_and(Skbs::writable) {
+                    p.wr_wakes.output();
+                }
+                return Ok(done);
+            }
+            if nonblock {
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EAGAIN)
+                };
+            }
+            // A signal ends the wait: the bytes written so far are the
+            // result, or, with none, the call is interrupted.
+            let r = p.writable.wait_while_interruptible(|| {
+                let st = p.state.lock();
+                st.readers > 0
+                    && !st.rd_shut
+                    && !st.wr_shut
+                    && st.skbs.as_ref().is_some_and(|q| q.wmem >= q.sndbuf)
+            });
+            if let Err(e) = r {
+                return if done > 0 { Ok(done) } else { Err(e) };
+            }
+            waited = true;
+        }
+    }
+
+    /// A socket's send buffer (`SO_SNDBUF` as Linux keeps it, doubled):
+    /// a larger one wakes writers waiting for room.
+    pub fn set_sndbuf(&self, sndbuf: usize) {
+        let grew = {
+            let mut st = self.pipe.state.lock();
+            match st.skbs.as_mut() {
+                Some(q) if q.sndbuf != sndbuf => {
+                    let grew = sndbuf > q.sndbuf;
+                    q.sndbuf = sndbuf;
+                    // Room for every byte the charge admits (see `build`).
+                    let cap = socket_ring_cap(sndbuf);
+                    if cap > st.ring.len() + st.ring.space() {
+                        st.ring.set_cap(cap);
+                    }
+                    grew
+                }
+                _ => false,
+            }
+        };
+        if grew {
+            self.pipe.writable.wake_all();
+            readiness_changed();
+        }
+    }
+
+    /// What a socket's queued skbs charge its sender (`SIOCOUTQ`).
+    pub fn charged(&self) -> usize {
+        self.pipe.state.lock().skbs.as_ref().map_or(0, |q| q.wmem)
+    }
+
     /// The writers' queue's wake-ups (epoll's edges).
     pub fn wakes(&self) -> [u64; 3] {
         self.pipe.wr_wakes.get()
@@ -497,9 +642,10 @@ impl WriteEnd {
     pub fn poll(&self) -> u16 {
         let st = self.pipe.state.lock();
         let mut ev = 0;
-        let room = match &st.pages {
-            Some(pg) => !pg.full(),
-            None => st.ring.space() > 0,
+        let room = match (&st.pages, &st.skbs) {
+            (Some(pg), _) => !pg.full(),
+            (None, Some(q)) => q.writable(),
+            (None, None) => st.ring.space() > 0,
         };
         if room {
             ev |= POLLOUT | POLLWRNORM;
