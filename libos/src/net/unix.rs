@@ -144,14 +144,10 @@ impl UnixSocket {
     }
 
     fn conn(&self) -> Option<Arc<Conn>> {
-        let c = match &*self.state.lock() {
+        match &*self.state.lock() {
             State::Connected(c) => Some(c.clone()),
             _ => None,
-        }?;
-        // The send buffer the charge of what this end sends is held to:
-        // set before or after the connection was made.
-        c.to_peer.set_sndbuf(self.sndbuf());
-        Some(c)
+        }
     }
 
     /// `SO_SNDBUF` as Linux keeps it (doubled; Linux's default without).
@@ -393,7 +389,12 @@ impl UnixSocket {
 
     /// Sends `data`; `ENOTCONN` when not connected, `EPIPE` once shut down.
     pub fn send(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
-        self.conn().ok_or(Errno::ENOTCONN)?.send(data, nonblock)
+        let c = self.conn().ok_or(Errno::ENOTCONN)?;
+        // The send buffer the charge of what this end sends is held to
+        // (set before or after the connection was made): looked at where
+        // the charge is, a send, `poll` and `SIOCOUTQ`, not on every call.
+        c.to_peer.set_sndbuf(self.sndbuf());
+        c.send(data, nonblock)
     }
 
     /// `poll` events of a socket's own shutdown when it has no peer: both
@@ -714,11 +715,16 @@ impl FileLike for UnixSocket {
     fn ioctl(&self, request: u64, arg: u64) -> Result<u64, Errno> {
         // SIOCOUTQ: what this end's queued skbs charge it (Linux's
         // `unix_outq_len`), not bytes.
-        let (inq, outq) = match &*self.state.lock() {
-            State::Connected(c) => (c.rd.available(), c.to_peer.charged()),
+        if matches!(&*self.state.lock(), State::Listening(_)) && request == 0x541b {
             // Linux's unix_ioctl refuses SIOCINQ on a listener.
-            State::Listening(_) if request == 0x541b => return Err(Errno::EINVAL),
-            _ => (0, 0),
+            return Err(Errno::EINVAL);
+        }
+        let (inq, outq) = match self.conn() {
+            Some(c) => {
+                c.to_peer.set_sndbuf(self.sndbuf());
+                (c.rd.available(), c.to_peer.charged())
+            }
+            None => (0, 0),
         };
         super::ioctl(AF_UNIX, request, arg, inq, outq)
     }
