@@ -125,6 +125,18 @@ pub trait FileLike: Send + Sync + 'static {
         let _ = (data, nonblock);
         Err(Errno::EINVAL)
     }
+    /// Writes a write's bytes as they are taken (see
+    /// [`Gather`](crate::vfs::gather::Gather)): a stream that sizes its
+    /// buffers from the whole write (a Unix stream socket). `None` (the
+    /// default): the write goes to [`write`](Self::write) in kernel copies.
+    fn write_from(
+        &self,
+        src: &mut crate::vfs::gather::Gather<'_>,
+        nonblock: bool,
+    ) -> Option<Result<usize, Errno>> {
+        let _ = (src, nonblock);
+        None
+    }
     /// The `poll` events it reports now.
     fn poll(&self) -> u16;
     /// Its wait queues' wake-ups (see [`Object::wakes`]).

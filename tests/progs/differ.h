@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "errname.h"
@@ -74,6 +75,35 @@ static unsigned long sum(const unsigned char *p, long n) {
     for (long i = 0; i < n; i++)
         s = s * 131 + p[i];
     return s;
+}
+
+/* A copy of `src`'s first `h` bytes right before a page the program may
+ * not read: a write from it meets a hole after `h` bytes (Linux keeps the
+ * buffers it copied before the hole, or fails with EFAULT). */
+__attribute__((unused)) static unsigned char *holed(const unsigned char *src, size_t h) {
+    enum { REGION = 3 << 20 };
+    static unsigned char *region;
+    if (!region) {
+        region = mmap(NULL, REGION + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                      -1, 0);
+        if (region == MAP_FAILED || mprotect(region + REGION, 4096, PROT_NONE)) {
+            perror("holed: mmap");
+            exit(2);
+        }
+    }
+    if (h > REGION)
+        h = REGION;
+    unsigned char *p = region + REGION - h;
+    memcpy(p, src, h);
+    return p;
+}
+
+/* Where a write of `n` bytes meets a hole: at the start, around a page or
+ * an skb, or anywhere. */
+__attribute__((unused)) static size_t hole_pick(size_t n) {
+    static const size_t at[] = {0, 1, 4095, 4096, 4097, 8192, 36544, 36545, 65536};
+    size_t h = pick(3) == 0 ? (size_t)(next() % (n + 1)) : at[pick(sizeof at / sizeof *at)];
+    return h < n ? h : n / 2;
 }
 
 static const char *differ_name;

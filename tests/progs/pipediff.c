@@ -20,13 +20,13 @@
 #define SLOTS 6
 #include "differ.h"
 
-static unsigned char buf[1100000];
+static unsigned char buf[2200000];
 static unsigned long written;
 
 static size_t size_pick(void) {
     static const size_t sizes[] = {0,    1,    7,     100,   904,   3000,  4095,  4096,
                                    4097, 5000, 8192,  10000, 32768, 65535, 65536, 65537,
-                                   70000, 200000, 1048576};
+                                   70000, 200000, 1048576, 1048577, 1100000, 2100000};
     return sizes[pick(sizeof sizes / sizeof *sizes)];
 }
 
@@ -38,7 +38,7 @@ static void fill(size_t n) {
 
 static void call(unsigned idx) {
     int s = used_slot();
-    unsigned op = pick(14);
+    unsigned op = pick(15);
     if (s < 0 || op == 0) {
         int a = free_slot();
         if (a < 0)
@@ -104,7 +104,7 @@ static void call(unsigned idx) {
     }
     case 5:
     case 6: {
-        static const size_t rooms[] = {0, 1, 3, 100, 4095, 4096, 5000, 65536, 1100000};
+        static const size_t rooms[] = {0, 1, 3, 100, 4095, 4096, 5000, 65536, 1100000, 2200000};
         size_t room = rooms[pick(sizeof rooms / sizeof *rooms)];
         memset(buf, 0, room);
         long r = read(f, buf, room);
@@ -125,7 +125,7 @@ static void call(unsigned idx) {
         break;
     }
     case 10: {
-        static const int sizes[] = {0, 1, 4096, 5000, 8192, 16384, 65536, 131072, 1048576};
+        static const int sizes[] = {0, 1, 4096, 5000, 8192, 16384, 65536, 131072, 1048576, 4194304};
         int v = sizes[pick(sizeof sizes / sizeof *sizes)];
         long r = fcntl(f, F_SETPIPE_SZ, v);
         const char *rr = res(r);
@@ -160,6 +160,29 @@ static void call(unsigned idx) {
         if (w > 0)
             written += (unsigned long)w;
         printf("%u read+write S%d = %s sum %lx, %s\n", idx, s, rr, got, res(w));
+        break;
+    }
+    case 14: {
+        /* A write that meets a hole in the program's memory. */
+        size_t n = 1 + size_pick();
+        size_t h = hole_pick(n);
+        fill(n);
+        unsigned char *p = holed(buf, h);
+        long r;
+        int how = pick(2);
+        if (how == 0)
+            r = write(f, p, n);
+        else {
+            /* The first piece readable, an empty one at NULL (never
+             * looked at), the hole in the third. */
+            size_t a = h / 2;
+            struct iovec v[3] = {{buf, a}, {NULL, 0}, {p + a, n - a}};
+            r = writev(f, v, 3);
+        }
+        if (r > 0)
+            written += (unsigned long)r;
+        printf("%u %s S%d %zu hole %zu = %s\n", idx, how == 0 ? "write" : "writev", s, n, h,
+               res(r));
         break;
     }
     }

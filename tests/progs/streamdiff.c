@@ -18,13 +18,13 @@
 #define SLOTS 6
 #include "differ.h"
 
-static unsigned char buf[1100000];
+static unsigned char buf[2200000];
 static unsigned long written;
 
 static size_t size_pick(void) {
     static const size_t sizes[] = {0,     1,     100,   1000,  3776,  3777,  4096,
                                    5000,  16384, 36544, 36545, 65536, 106000, 200000,
-                                   300000, 1048576};
+                                   300000, 1048576, 1048577, 2100000};
     return sizes[pick(sizeof sizes / sizeof *sizes)];
 }
 
@@ -35,7 +35,7 @@ static void fill(size_t n) {
 
 static void call(unsigned idx) {
     int s = used_slot();
-    unsigned op = pick(15);
+    unsigned op = pick(16);
     if (s < 0 || op == 0) {
         int a = free_slot();
         if (a < 0)
@@ -163,6 +163,29 @@ static void call(unsigned idx) {
         socklen_t l = sizeof e;
         long r = getsockopt(f, SOL_SOCKET, SO_ERROR, &e, &l);
         printf("%u so_error S%d = %s %s\n", idx, s, res(r), e ? errname(e) : "0");
+        break;
+    }
+    case 15: {
+        /* A write that meets a hole in the program's memory. */
+        size_t n = 1 + size_pick();
+        size_t h = hole_pick(n);
+        fill(n);
+        unsigned char *p = holed(buf, h);
+        long r;
+        int how = pick(2);
+        if (how == 0)
+            r = write(f, p, n);
+        else {
+            /* The first piece readable, an empty one at NULL (never
+             * looked at), the hole in the third. */
+            size_t a = h / 2;
+            struct iovec v[3] = {{buf, a}, {NULL, 0}, {p + a, n - a}};
+            r = writev(f, v, 3);
+        }
+        if (r > 0)
+            written += (unsigned long)r;
+        printf("%u %s S%d %zu hole %zu = %s\n", idx, how == 0 ? "write" : "writev", s, n, h,
+               res(r));
         break;
     }
     }

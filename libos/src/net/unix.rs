@@ -23,6 +23,7 @@ use crate::errno::Errno;
 use crate::fd::FileLike;
 use crate::sched::WaitQueue;
 use crate::sync::IrqLock;
+use crate::vfs::gather::Gather;
 use crate::vfs::pipe::{self, ReadEnd, WriteEnd};
 use crate::vfs::poll_bits::{
     POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDHUP, POLLRDNORM, POLLWRBAND, POLLWRNORM,
@@ -389,12 +390,17 @@ impl UnixSocket {
 
     /// Sends `data`; `ENOTCONN` when not connected, `EPIPE` once shut down.
     pub fn send(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        self.send_from(&mut Gather::kernel(data), nonblock)
+    }
+
+    /// Sends `src` skb by skb (see [`Gather`]).
+    pub fn send_from(&self, src: &mut Gather<'_>, nonblock: bool) -> Result<usize, Errno> {
         let c = self.conn().ok_or(Errno::ENOTCONN)?;
         // The send buffer the charge of what this end sends is held to
         // (set before or after the connection was made): looked at where
         // the charge is, a send, `poll` and `SIOCOUTQ`, not on every call.
         c.to_peer.set_sndbuf(self.sndbuf());
-        c.send(data, nonblock)
+        c.send(src, nonblock)
     }
 
     /// `poll` events of a socket's own shutdown when it has no peer: both
@@ -594,9 +600,9 @@ impl Conn {
     }
 
     /// Sends `data`; `EPIPE` once this end or the peer is shut down.
-    pub fn send(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+    pub fn send(&self, src: &mut Gather<'_>, nonblock: bool) -> Result<usize, Errno> {
         let wr = self.wr.lock().clone().ok_or(Errno::EPIPE)?;
-        wr.write(data, nonblock)
+        wr.write_from(src, nonblock)
     }
 
     /// `SO_ERROR`: the pending reset, taken.
@@ -669,6 +675,10 @@ impl FileLike for UnixSocket {
     /// No `SIGPIPE` here: the system call raises it (see `Socket`'s).
     fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
         self.send(data, nonblock)
+    }
+
+    fn write_from(&self, src: &mut Gather<'_>, nonblock: bool) -> Option<Result<usize, Errno>> {
+        Some(self.send_from(src, nonblock))
     }
 
     fn wake_keys(&self) -> (u16, u16) {

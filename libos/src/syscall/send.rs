@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 use crate::errno::Errno;
 use crate::mm::user;
 use crate::signal::sigpipe;
+use crate::vfs::gather::Gather;
 
 const MSG_OOB: u64 = 1;
 const MSG_DONTWAIT: u64 = 0x40;
@@ -35,6 +36,18 @@ fn send_bytes(fd: u64, data: &[u8], flags: u64, to: (u64, u64)) -> Result<u64, E
 /// stream goes on piece by piece while each is taken whole, a datagram is
 /// one message.
 fn send_user(fd: u64, pieces: &[(u64, u64)], flags: u64, to: (u64, u64)) -> Result<u64, Errno> {
+    // A Unix stream takes the bytes skb by skb, as Linux's does.
+    if flags & MSG_OOB == 0
+        && to.0 == 0
+        && let Ok(o) = super::socket::object(fd)
+        && let Some(crate::net::AnySocket::Unix(u)) = o.socket()
+    {
+        let nonblock = o.nonblocking() || flags & MSG_DONTWAIT != 0;
+        let r = u.send_from(&mut Gather::user(pieces, user::read_append), nonblock);
+        return r
+            .map(|n| n as u64)
+            .map_err(|e| sigpipe(e, flags & MSG_NOSIGNAL != 0));
+    }
     let want: u64 = pieces.iter().map(|p| p.1).sum();
     let mut total = 0u64;
     let mut data = Vec::with_capacity(want.min(MAX_SEND) as usize);

@@ -5,6 +5,7 @@ use crate::console::{self, Stream};
 use crate::errno::Errno;
 use crate::fd::{self, File, O_ACCMODE, O_APPEND, Object};
 use crate::mm::user;
+use crate::vfs::gather::Gather;
 use alloc::vec::Vec;
 
 /// What a write takes its bytes from: the kernel's own (a gathered
@@ -218,29 +219,31 @@ pub fn pwrite64(a: &[u64; 6]) -> Result<u64, Errno> {
     raise(&o, write_object(&o, Some(a[3]), a[1], a[2]))
 }
 
-/// Writes the program's `pieces` to a stream gathered into kernel copies,
-/// as Linux does: a pipe write of at most `PIPE_BUF` bytes stays atomic
-/// across them, a socket sends one message to the gateway. Gathered 1 MiB
-/// at a time; a hole in the program's memory ends the write (see below
-/// for what goes before it).
-/// A pipe's buffers hold a page each; a write fills them one at a time.
-const PIPE_PAGE: usize = 4096;
-
+/// Writes the program's `pieces` to a stream: a pipe or a Unix stream
+/// socket takes them a buffer at a time, as Linux's do (see `Gather`);
+/// another socket gets kernel copies of up to 1 MiB, each one message to
+/// the gateway (a hole in the program's memory ends the write with
+/// nothing of the copy it was in).
 fn gather_write(o: &Object, at: Option<u64>, pieces: &[(u64, u64)]) -> Result<u64, Errno> {
     if at.is_some() {
         return Err(Errno::ESPIPE);
+    }
+    // A pipe or a Unix stream takes the write as Linux's do, a buffer at
+    // a time from the program's memory.
+    let mut src = Gather::user(pieces, user::read_append);
+    let taken = match o {
+        Object::PipeWrite(p) => Some(p.write_from(&mut src, o.nonblocking())),
+        Object::Like(l) => l.write_from(&mut src, o.nonblocking()),
+        _ => None,
+    };
+    if let Some(r) = taken {
+        return r.map(|n| n as u64);
     }
     let want: u64 = pieces.iter().map(|p| p.1).sum();
     let message = o.socket().is_some_and(|s| !s.is_stream());
     // An empty write to a message socket is an empty message (Linux's
     // `sock_write_iter` sends it; the checks of a send apply).
     if want == 0 && message {
-        return write_source(o, None, Source::Kernel(&[]));
-    }
-    // Nor to a Unix stream socket: `EPIPE` once it is shut down for
-    // sending (by itself, or by the peer's close or `SHUT_RD`), 0 otherwise
-    // (`unix_stream_sendmsg` checks before it looks at the length).
-    if want == 0 && matches!(o.socket(), Some(crate::net::AnySocket::Unix(_))) {
         return write_source(o, None, Source::Kernel(&[]));
     }
     // A message goes whole (past any send buffer: EMSGSIZE), a stream in
@@ -259,14 +262,8 @@ fn gather_write(o: &Object, at: Option<u64>, pieces: &[(u64, u64)]) -> Result<u6
             if take > 0
                 && let Err((_, e)) = user::read_append(&mut chunk, base + off, take)
             {
-                // What Linux keeps of a write that meets a hole: a pipe the
-                // whole pages (buffers) before it, a socket nothing of the
-                // message it was copying.
-                let keep = match o {
-                    Object::PipeWrite(_) => chunk.len() - chunk.len() % PIPE_PAGE,
-                    _ => 0,
-                };
-                chunk.truncate(keep);
+                // A socket keeps nothing of the message it was copying.
+                chunk.clear();
                 hole = Some(e);
                 break;
             }

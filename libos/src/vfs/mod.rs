@@ -5,6 +5,7 @@
 //! generated text and [`ring`] holds the pipe and eventfd state machines
 //! (pure, tested on the host). The rest touches the scheduler.
 
+pub mod gather;
 pub mod proc;
 pub mod ring;
 pub mod route;

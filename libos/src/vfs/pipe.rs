@@ -9,8 +9,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::AtomicU32;
 
+use super::gather::Gather;
 use super::poll_bits::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
-use super::ring::{PAGE, PIPE_SIZE, Pages, Ring, WriteStep, write_step};
+use super::ring::{PAGE, PIPE_SIZE, Pages, Ring};
 use super::{Wakes, readiness_changed};
 use crate::errno::Errno;
 use crate::sched::WaitQueue;
@@ -332,88 +333,37 @@ impl Drop for ReadEnd {
 }
 
 impl WriteEnd {
-    /// Writes `data` (kernel bytes: the caller copied the program's; a whole
-    /// write of at most `PIPE_BUF` bytes at once):
-    /// waits for room unless `nonblock`. Returns how much went in; `EPIPE`
-    /// if no reader is left, `EAGAIN` if nothing could go in without waiting.
+    /// Writes `data` (kernel bytes): waits for room unless `nonblock`.
+    /// Returns how much went in; `EPIPE` if no reader is left, `EAGAIN` if
+    /// nothing could go in without waiting.
     pub fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        self.write_from(&mut Gather::kernel(data), nonblock)
+    }
+
+    /// Writes `src` a buffer at a time, as Linux does (see [`Gather`]): a
+    /// hole in the program's memory ends the write with the buffers before
+    /// it, `EFAULT` if none.
+    pub fn write_from(&self, src: &mut Gather<'_>, nonblock: bool) -> Result<usize, Errno> {
         if self.pipe.state.lock().pages.is_some() {
-            return self.write_pages(data, nonblock);
-        }
-        if self.pipe.state.lock().skbs.is_some() {
-            return self.write_skbs(data, nonblock);
-        }
-        let p = &*self.pipe;
-        let total = data.len();
-        let mut done = 0;
-        // Linux wakes the next writer only after having waited itself.
-        let mut waited = false;
-        loop {
-            let step = {
-                let mut st = p.state.lock();
-                if st.readers == 0 || st.wr_shut || st.rd_shut {
-                    return if done > 0 {
-                        Ok(done)
-                    } else {
-                        Err(Errno::EPIPE)
-                    };
-                }
-                let step = write_step(total, total - done, st.ring.space());
-                if let WriteStep::Copy(n) = step {
-                    let pushed = st.ring.push(&data[done..(done + n).min(total)]);
-                    done += pushed;
-                }
-                step
-            };
-            match step {
-                WriteStep::Copy(_) => {
-                    p.rd_wakes.input();
-                    p.readable.wake_all();
-                    readiness_changed();
-                    if done == total {
-                        if waited && p.state.lock().ring.space() > 0 {
-                            p.wr_wakes.output();
-                        }
-                        return Ok(done);
-                    }
-                }
-                WriteStep::Wait if nonblock => {
-                    return if done > 0 {
-                        Ok(done)
-                    } else {
-                        Err(Errno::EAGAIN)
-                    };
-                }
-                WriteStep::Wait => {
-                    // A signal ends the wait: the bytes written so far are
-                    // the result, or, with none, the call is interrupted
-                    // (restarted under SA_RESTART), as on Linux.
-                    let r = p.writable.wait_while_interruptible(|| {
-                        let st = p.state.lock();
-                        st.readers > 0
-                            && !st.wr_shut
-                            && write_step(total, total - done, st.ring.space()) == WriteStep::Wait
-                    });
-                    if let Err(e) = r {
-                        return if done > 0 { Ok(done) } else { Err(e) };
-                    }
-                    waited = true;
-                }
-            }
+            self.write_pages(src, nonblock)
+        } else {
+            self.write_skbs(src, nonblock)
         }
     }
 
     /// An anonymous pipe's write, as Linux's `pipe_write`: nothing for an
     /// empty write (readers or not); the odd part merged into the last
-    /// buffer if it fits; then a buffer per page while any is free.
-    fn write_pages(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+    /// buffer if it fits; then a buffer per page while any is free, each
+    /// copied whole before it is added (a page that meets a hole is not).
+    fn write_pages(&self, src: &mut Gather<'_>, nonblock: bool) -> Result<usize, Errno> {
         let p = &*self.pipe;
-        let total = data.len();
+        let total = src.len();
         if total == 0 {
             return Ok(0);
         }
         let mut done = 0;
         let mut waited = false;
+        let avail = src.stage(0);
         {
             let mut guard = p.state.lock();
             let st = &mut *guard;
@@ -421,8 +371,12 @@ impl WriteEnd {
                 return Err(Errno::EPIPE);
             }
             if let Some(pg) = st.pages.as_mut() {
+                let chars = pg.mergeable(total);
+                if chars > avail {
+                    return src.stopped(0);
+                }
                 done = pg.merge(total);
-                st.ring.push(&data[..done]);
+                st.ring.push(src.bytes(0, done));
             }
         }
         if done > 0 {
@@ -434,7 +388,8 @@ impl WriteEnd {
             }
         }
         loop {
-            let moved = {
+            let avail = src.stage(done);
+            let (moved, full, hole) = {
                 let mut guard = p.state.lock();
                 let st = &mut *guard;
                 if st.readers == 0 {
@@ -444,26 +399,41 @@ impl WriteEnd {
                         Err(Errno::EPIPE)
                     };
                 }
-                let mut moved = 0;
+                let (mut moved, mut hole) = (0, false);
+                let mut full = true;
                 if let Some(pg) = st.pages.as_mut() {
-                    while let Some(n) = pg.take_buffer(total - done) {
-                        st.ring.push(&data[done..done + n]);
+                    while done < total && !pg.full() {
+                        let n = (total - done).min(PAGE);
+                        if done + n > avail {
+                            // A hole, or the end of what is staged.
+                            hole = src.fault().is_some();
+                            break;
+                        }
+                        pg.take_buffer(n);
+                        st.ring.push(src.bytes(done, n));
                         done += n;
                         moved += n;
                     }
+                    full = pg.full();
                 }
-                moved
+                (moved, full, hole)
             };
             if moved > 0 {
                 p.rd_wakes.input();
                 p.readable.wake_all();
                 readiness_changed();
             }
+            if hole {
+                return src.stopped(done);
+            }
             if done == total {
                 if waited && !p.state.lock().pages.as_ref().is_some_and(Pages::full) {
                     p.wr_wakes.output();
                 }
                 return Ok(done);
+            }
+            if !full {
+                continue;
             }
             if nonblock {
                 return if done > 0 {
@@ -488,14 +458,16 @@ impl WriteEnd {
     /// A Unix stream socket's write, as Linux's `unix_stream_sendmsg`:
     /// `EPIPE` once shut down for sending, then skb by skb while the
     /// sender's charge is below its send buffer (`EAGAIN` or a wait
-    /// otherwise).
-    fn write_skbs(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+    /// otherwise); an skb that meets a hole in the program's memory is
+    /// dropped and ends the write.
+    fn write_skbs(&self, src: &mut Gather<'_>, nonblock: bool) -> Result<usize, Errno> {
         let p = &*self.pipe;
-        let total = data.len();
+        let total = src.len();
         let mut done = 0;
         let mut waited = false;
         loop {
-            let moved = {
+            let avail = src.stage(done);
+            let (moved, staged_out, hole) = {
                 let mut guard = p.state.lock();
                 let st = &mut *guard;
                 // Shut down for sending: by this end, or by the peer's close
@@ -508,7 +480,7 @@ impl WriteEnd {
                         Err(Errno::EPIPE)
                     };
                 }
-                let mut moved = 0;
+                let (mut moved, mut staged_out, mut hole) = (0, false, false);
                 if let Some(q) = st.skbs.as_mut() {
                     while done < total && q.wmem < q.sndbuf {
                         let (n, truesize) = crate::net::charge::stream_skb(total - done, q.sndbuf);
@@ -517,25 +489,36 @@ impl WriteEnd {
                         if st.ring.space() < n {
                             break;
                         }
-                        st.ring.push(&data[done..done + n]);
+                        if done + n > avail {
+                            hole = src.fault().is_some();
+                            staged_out = !hole;
+                            break;
+                        }
+                        st.ring.push(src.bytes(done, n));
                         q.queue.push_back((n, truesize));
                         q.wmem += truesize;
                         done += n;
                         moved += n;
                     }
                 }
-                moved
+                (moved, staged_out, hole)
             };
             if moved > 0 {
                 p.rd_wakes.input();
                 p.readable.wake_all();
                 readiness_changed();
             }
+            if hole {
+                return src.stopped(done);
+            }
             if done == total {
                 if waited && p.state.lock().skbs.as_ref().is_some_and(Skbs::writable) {
                     p.wr_wakes.output();
                 }
                 return Ok(done);
+            }
+            if staged_out {
+                continue;
             }
             if nonblock {
                 return if done > 0 {

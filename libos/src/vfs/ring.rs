@@ -123,6 +123,10 @@ impl Ring {
     }
 }
 
+/// The largest size an unprivileged program may give a pipe (Linux's
+/// default `/proc/sys/fs/pipe-max-size`).
+pub const PIPE_MAX_SIZE: usize = 1 << 20;
+
 /// A page, the size of one of Linux's pipe buffers.
 pub const PAGE: usize = 4096;
 
@@ -169,6 +173,15 @@ impl Pages {
     /// mod a page) goes into the last buffer if that has room for all of
     /// it; returns how many bytes did (0 or the odd part).
     pub fn merge(&mut self, total: usize) -> usize {
+        let chars = self.mergeable(total);
+        if let Some(l) = self.unread.back_mut() {
+            *l += chars;
+        }
+        chars
+    }
+
+    /// How many bytes [`merge`](Self::merge) would merge (without doing it).
+    pub fn mergeable(&self, total: usize) -> usize {
         let chars = total % PAGE;
         let Some(&last) = self.unread.back() else {
             return 0;
@@ -180,9 +193,6 @@ impl Pages {
         };
         if chars == 0 || offset + last + chars > PAGE {
             return 0;
-        }
-        if let Some(l) = self.unread.back_mut() {
-            *l += chars;
         }
         chars
     }
@@ -218,8 +228,10 @@ impl Pages {
 
     /// `F_SETPIPE_SZ`: `arg` rounded up to a power of two of pages (a
     /// page at least); `EINVAL` beyond 2 GiB, `EBUSY` if more buffers are
-    /// taken than it holds. Returns the new size in bytes. Larger than
-    /// `/proc/sys/fs/pipe-max-size` is not refused: the program is root.
+    /// taken than it holds; `EPERM` to grow past Linux's default
+    /// `/proc/sys/fs/pipe-max-size`, as for any program without
+    /// `CAP_SYS_RESOURCE` (a partition's holds no capabilities). Returns the
+    /// new size in bytes.
     pub fn resize(&mut self, arg: u32) -> Result<usize, Errno> {
         let size = if arg > 1 << 31 {
             return Err(Errno::EINVAL);
@@ -228,31 +240,14 @@ impl Pages {
         } else {
             (arg as usize).next_power_of_two()
         };
+        if size / PAGE > self.slots && size > PIPE_MAX_SIZE {
+            return Err(Errno::EPERM);
+        }
         if self.unread.len() > size / PAGE {
             return Err(Errno::EBUSY);
         }
         self.slots = size / PAGE;
         Ok(size)
-    }
-}
-
-/// What a write to a pipe may do now, given the room in the ring.
-#[derive(Debug, PartialEq, Eq)]
-pub enum WriteStep {
-    /// Copy this many bytes in now.
-    Copy(usize),
-    /// Wait for room (or fail with `EAGAIN` when non-blocking).
-    Wait,
-}
-
-/// Linux's rule for the next step of a write of `remaining` bytes (of a
-/// write that was `total` long): writes of at most [`PIPE_BUF`] go in whole
-/// or not at all; longer ones go in pieces.
-pub fn write_step(total: usize, remaining: usize, space: usize) -> WriteStep {
-    if space == 0 || (total <= PIPE_BUF && space < remaining) {
-        WriteStep::Wait
-    } else {
-        WriteStep::Copy(remaining.min(space))
     }
 }
 
@@ -379,14 +374,6 @@ mod tests {
         assert!(!r.is_empty() && r.buf.len() > FIRST_SIZE);
     }
 
-    #[test]
-    fn small_writes_are_atomic_and_large_ones_split() {
-        assert_eq!(write_step(100, 100, 50), WriteStep::Wait);
-        assert_eq!(write_step(100, 100, 100), WriteStep::Copy(100));
-        assert_eq!(write_step(10_000, 10_000, 50), WriteStep::Copy(50));
-        assert_eq!(write_step(10_000, 10, 0), WriteStep::Wait);
-    }
-
     /// Writes `total` bytes without waiting, as a non-blocking pipe write.
     fn write(p: &mut Pages, total: usize) -> usize {
         let mut done = p.merge(total);
@@ -443,7 +430,8 @@ mod tests {
         assert_eq!(write(&mut p, 3 * PAGE), 2 * PAGE);
         assert_eq!(p.resize(PAGE as u32), Err(Errno::EBUSY));
         assert_eq!(p.resize((1u32 << 31) + 1), Err(Errno::EINVAL));
-        assert_eq!(p.resize(1 << 31), Ok(1 << 31));
+        assert_eq!(p.resize(1 << 31), Err(Errno::EPERM));
+        assert_eq!(p.resize((1 << 20) + 1), Err(Errno::EPERM));
         assert_eq!(p.resize(1 << 20), Ok(1 << 20));
         assert_eq!(write(&mut p, 300 * PAGE), 254 * PAGE);
     }
