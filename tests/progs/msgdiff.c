@@ -39,7 +39,7 @@ static void fill(size_t n) {
 
 static void call(unsigned idx) {
     int s = used_slot();
-    unsigned op = pick(16);
+    unsigned op = pick(17);
     if (s < 0 || op == 0) {
         int a = free_slot();
         if (a < 0)
@@ -189,6 +189,26 @@ static void call(unsigned idx) {
         printf("%u dup S%d S%d = %s\n", idx, s, b, d < 0 ? res(d) : "ok");
         if (d >= 0)
             fd[b] = d;
+        break;
+    }
+    case 16: {
+        /* A message that meets a hole in the program's memory. */
+        size_t n = 1 + size_pick();
+        size_t h = hole_pick(n);
+        fill(n);
+        unsigned char *p = holed(buf, h);
+        long r;
+        int how = pick(2);
+        if (how == 0)
+            r = write(f, p, n);
+        else {
+            size_t a = h / 2;
+            struct iovec v[3] = {{buf, a}, {NULL, 0}, {p + a, n - a}};
+            struct msghdr m = {.msg_iov = v, .msg_iovlen = 3};
+            r = sendmsg(f, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+        }
+        printf("%u %s S%d %zu hole %zu = %s\n", idx, how == 0 ? "write" : "sendmsg", s, n, h,
+               res(r));
         break;
     }
     }

@@ -24,6 +24,7 @@ use crate::errno::Errno;
 use crate::fd::FileLike;
 use crate::sched::WaitQueue;
 use crate::sync::IrqLock;
+use crate::vfs::gather::Gather;
 use crate::vfs::poll_bits::{
     POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDHUP, POLLRDNORM, POLLWRBAND, POLLWRNORM,
 };
@@ -152,10 +153,19 @@ impl UnixMsg {
     /// `sock_alloc_send_pskb`, Linux 6.18: the size, then the buffer, then
     /// the peer).
     pub fn send(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        self.send_from(&mut Gather::kernel(data), nonblock)
+    }
+
+    /// [`send`](Self::send) of a write's bytes: a message that meets a hole
+    /// in the program's memory fails with `EFAULT` where Linux copies it,
+    /// after the checks of size and buffer, before those of the peer.
+    pub fn send_from(&self, src: &mut Gather<'_>, nonblock: bool) -> Result<usize, Errno> {
         let (me, peer) = (self.side, self.peer());
         let p = &*self.pair;
         let deadline = self.deadline(true);
-        let charge = truesize(data.len());
+        let len = src.len();
+        let data = src.whole();
+        let charge = truesize(len);
         loop {
             let mut ends = p.ends.lock();
             if self.seqpacket()
@@ -163,7 +173,7 @@ impl UnixMsg {
             {
                 return Err(e);
             }
-            if data.len() > ends[me].sndbuf.saturating_sub(32) {
+            if len > ends[me].sndbuf.saturating_sub(32) {
                 return Err(Errno::EMSGSIZE);
             }
             if let Some(e) = ends[me].err.take() {
@@ -187,6 +197,7 @@ impl UnixMsg {
                     Ok(false) => continue,
                 }
             }
+            let data = data?;
             if ends[me].disconnected {
                 return Err(Errno::ENOTCONN);
             }
@@ -215,7 +226,7 @@ impl UnixMsg {
         p.wakes[peer].input();
         p.readable[peer].wake_all();
         readiness_changed();
-        Ok(data.len())
+        Ok(len)
     }
 
     /// Receives one message: (up to `max` of its bytes, its length).
@@ -400,6 +411,10 @@ impl FileLike for UnixMsg {
     /// No `SIGPIPE` for a message socket (Linux raises it for streams only).
     fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
         self.send(data, nonblock)
+    }
+
+    fn write_from(&self, src: &mut Gather<'_>, nonblock: bool) -> Option<Result<usize, Errno>> {
+        Some(self.send_from(src, nonblock))
     }
 
     fn wake_keys(&self) -> (u16, u16) {

@@ -36,17 +36,18 @@ fn send_bytes(fd: u64, data: &[u8], flags: u64, to: (u64, u64)) -> Result<u64, E
 /// stream goes on piece by piece while each is taken whole, a datagram is
 /// one message.
 fn send_user(fd: u64, pieces: &[(u64, u64)], flags: u64, to: (u64, u64)) -> Result<u64, Errno> {
-    // A Unix stream takes the bytes skb by skb, as Linux's does.
+    // A Unix socket takes the bytes as Linux's does: a stream skb by skb,
+    // a message whole (see `Gather`).
     if flags & MSG_OOB == 0
         && to.0 == 0
         && let Ok(o) = super::socket::object(fd)
-        && let Some(crate::net::AnySocket::Unix(u)) = o.socket()
+        && let crate::fd::Object::Like(l) = &o
     {
         let nonblock = o.nonblocking() || flags & MSG_DONTWAIT != 0;
-        let r = u.send_from(&mut Gather::user(pieces, user::read_append), nonblock);
-        return r
-            .map(|n| n as u64)
-            .map_err(|e| sigpipe(e, flags & MSG_NOSIGNAL != 0));
+        if let Some(r) = l.write_from(&mut Gather::user(pieces, user::read_append), nonblock) {
+            let quiet = flags & MSG_NOSIGNAL != 0 || !is_stream(fd);
+            return r.map(|n| n as u64).map_err(|e| sigpipe(e, quiet));
+        }
     }
     let want: u64 = pieces.iter().map(|p| p.1).sum();
     let mut total = 0u64;

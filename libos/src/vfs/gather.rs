@@ -127,6 +127,31 @@ impl<'a> Gather<'a> {
         self.start + self.staged.len()
     }
 
+    /// All of the write's bytes at once (a message goes whole), or the
+    /// error of the hole they meet. Call with no lock held.
+    pub fn whole(&mut self) -> Result<&[u8], Errno> {
+        let (pieces, read) = match self.src {
+            Source::Kernel(b) => return Ok(b),
+            Source::User { pieces, read } => (pieces, read),
+        };
+        if self.hole.is_none() && (self.start != 0 || self.staged.len() < self.total) {
+            self.staged.clear();
+            self.start = 0;
+            for &(base, len) in pieces {
+                if len > 0
+                    && let Err((_, e)) = read(&mut self.staged, base, len)
+                {
+                    self.hole = Some((self.staged.len(), e));
+                    break;
+                }
+            }
+        }
+        match self.hole {
+            Some((_, e)) => Err(e),
+            None => Ok(&self.staged),
+        }
+    }
+
     /// The bytes `[off, off + n)`, staged by [`stage`](Self::stage).
     pub fn bytes(&self, off: usize, n: usize) -> &[u8] {
         match self.src {
@@ -205,6 +230,17 @@ mod tests {
             .map(|i| ((0x10_0000 + HOLE - 100 + i) % 251) as u8)
             .collect();
         assert_eq!(g.bytes(100, 10), &want[..]);
+    }
+
+    #[test]
+    fn a_message_is_whole_or_meets_its_hole() {
+        let pieces = [(0x10_0000, 3), (0, 0), (0x20_0000, 2 << 20)];
+        let mut g = Gather::user(&pieces, read);
+        assert_eq!(g.stage(0), 1 << 20);
+        assert_eq!(g.whole().map(<[u8]>::len), Ok(3 + (2 << 20)));
+        let pieces = [(0x10_0000, 3), (0x10_0000 + HOLE - 5, 10)];
+        let mut g = Gather::user(&pieces, read);
+        assert_eq!(g.whole(), Err(Errno::EFAULT));
     }
 
     #[test]
