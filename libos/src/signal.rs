@@ -93,10 +93,16 @@ pub fn set_action(sig: u32, new: Option<Action>) -> Result<Action, Errno> {
     if !(1..=64).contains(&sig) || (new.is_some() && bit(sig) & UNBLOCKABLE != 0) {
         return Err(Errno::EINVAL);
     }
-    let mut all = ACTIONS.lock();
-    let old = all[sig as usize - 1];
-    if let Some(a) = new {
-        all[sig as usize - 1] = a;
+    let old = {
+        let mut all = ACTIONS.lock();
+        let old = all[sig as usize - 1];
+        if let Some(a) = new {
+            all[sig as usize - 1] = a;
+        }
+        old
+    };
+    if new.is_some() && ignored_now(sig) {
+        flush(sig);
     }
     Ok(old)
 }
@@ -148,7 +154,7 @@ pub fn end_wait_mask(interrupted: bool) {
 /// call returns EINTR for it).
 pub fn has_deliverable() -> bool {
     let me = crate::sched::current();
-    me.user.pending.load(Ordering::Relaxed) & !me.user.sigmask.load(Ordering::Relaxed) != 0
+    pending_all(&me) & !me.user.sigmask.load(Ordering::Relaxed) != 0
 }
 
 /// Whether a system call cut short by the signal about to be delivered
@@ -156,11 +162,9 @@ pub fn has_deliverable() -> bool {
 /// signal interrupts nothing) rather than failing with `EINTR`.
 pub fn restart_allowed() -> bool {
     let me = crate::sched::current();
-    let ready = me.user.pending.load(Ordering::Acquire) & !me.user.sigmask.load(Ordering::Relaxed);
-    if ready == 0 {
+    let Some((sig, _)) = next_of(&me, !me.user.sigmask.load(Ordering::Relaxed)) else {
         return true;
-    }
-    let sig = ready.trailing_zeros() + 1;
+    };
     let action = ACTIONS.lock()[sig as usize - 1];
     match action.handler {
         SIG_IGN => true,
@@ -174,8 +178,7 @@ pub fn restart_allowed() -> bool {
 /// signal when it is sent, so it never interrupts anything).
 pub fn has_interrupting() -> bool {
     let me = crate::sched::current();
-    let mut ready =
-        me.user.pending.load(Ordering::Relaxed) & !me.user.sigmask.load(Ordering::Relaxed);
+    let mut ready = pending_all(&me) & !me.user.sigmask.load(Ordering::Relaxed);
     if ready == 0 {
         return false;
     }
@@ -194,6 +197,122 @@ pub fn has_interrupting() -> bool {
 
 /// A `siginfo_t` as the handler receives it (128 bytes).
 pub type SigInfo = [u8; 128];
+
+/// Signals sent to the process as a whole (`kill`, `sigqueue`, a process
+/// timer, the host), pending here until a thread that does not block one
+/// takes it, as Linux's `shared_pending`: a thread takes its own
+/// (thread-directed) pending signals first, then the process's, the
+/// lowest-numbered of each first (`dequeue_signal`).
+static SHARED_PENDING: AtomicU64 = AtomicU64::new(0);
+/// Their queued instances with their `siginfo`, oldest first.
+static SHARED_QUEUED: IrqLock<alloc::collections::VecDeque<(u32, SigInfo)>> =
+    IrqLock::new(alloc::collections::VecDeque::new());
+
+/// The signal the calling thread takes next among `allowed`: its own
+/// first, then the process's (`true`).
+fn next_of(me: &crate::sched::ThreadRef, allowed: u64) -> Option<(u32, bool)> {
+    let own = me.user.pending.load(Ordering::Acquire) & allowed;
+    if own != 0 {
+        return Some((own.trailing_zeros() + 1, false));
+    }
+    let shared = SHARED_PENDING.load(Ordering::Acquire) & allowed;
+    (shared != 0).then(|| (shared.trailing_zeros() + 1, true))
+}
+
+/// All signals pending for the calling thread: its own and the process's.
+fn pending_all(me: &crate::sched::ThreadRef) -> u64 {
+    me.user.pending.load(Ordering::Acquire) | SHARED_PENDING.load(Ordering::Acquire)
+}
+
+/// Takes one instance of `sig` from the thread's own queue or the
+/// process's: its `siginfo`, if one was queued.
+fn dequeue(me: &crate::sched::ThreadRef, sig: u32, shared: bool) -> Option<SigInfo> {
+    let take = |q: &mut alloc::collections::VecDeque<(u32, SigInfo)>, pending: &AtomicU64| {
+        let at = q.iter().position(|(s, _)| *s == sig);
+        let sent = at.and_then(|i| q.remove(i)).map(|(_, b)| b);
+        // Another instance (a real-time signal's) stays pending.
+        if !q.iter().any(|(s, _)| *s == sig) {
+            pending.fetch_and(!bit(sig), Ordering::AcqRel);
+        }
+        sent
+    };
+    if shared {
+        take(&mut SHARED_QUEUED.lock(), &SHARED_PENDING)
+    } else {
+        take(&mut me.user.queued.lock(), &me.user.pending)
+    }
+}
+
+/// Whether `sig`'s disposition ignores it (`SIG_IGN`, or `SIG_DFL` of a
+/// signal ignored by default).
+fn ignored_now(sig: u32) -> bool {
+    match ACTIONS.lock()[sig as usize - 1].handler {
+        SIG_IGN => true,
+        SIG_DFL => ignored_by_default(sig),
+        _ => false,
+    }
+}
+
+/// Drops every pending instance of `sig`, the process's and each
+/// thread's (a disposition that ignores it was set: Linux's
+/// `do_sigaction`).
+fn flush(sig: u32) {
+    let drop_from = |q: &mut alloc::collections::VecDeque<(u32, SigInfo)>, pending: &AtomicU64| {
+        q.retain(|(s, _)| *s != sig);
+        pending.fetch_and(!bit(sig), Ordering::AcqRel);
+    };
+    drop_from(&mut SHARED_QUEUED.lock(), &SHARED_PENDING);
+    for tid in crate::process::tids() {
+        if let Some(t) = crate::process::thread(tid) {
+            drop_from(&mut t.user.queued.lock(), &t.user.pending);
+        }
+    }
+}
+
+/// Queues `sig` with `info` on `q`/`pending`: a standard signal already
+/// pending keeps its first `siginfo`, real-time ones queue; `true` when
+/// the queue is full (the signal itself stays pending).
+fn enqueue(
+    q: &mut alloc::collections::VecDeque<(u32, SigInfo)>,
+    pending: &AtomicU64,
+    sig: u32,
+    info: SigInfo,
+) -> bool {
+    let was = pending.fetch_or(bit(sig), Ordering::AcqRel) & bit(sig) != 0;
+    if was && sig < SIGRTMIN {
+        false
+    } else if q.len() >= MAX_QUEUED {
+        true
+    } else {
+        q.push_back((sig, info));
+        false
+    }
+}
+
+/// Sends `sig` with `info` to the process (`kill`, `sigqueue`): pending
+/// for the process, and a thread that does not block it — the main one
+/// first — is woken to take it. Dropped at once if its disposition
+/// ignores it and the main thread does not block it (Linux's
+/// `sig_ignored`). `EAGAIN` when the queue is full.
+pub fn send_process(sig: u32, mut info: SigInfo) -> Result<(), Errno> {
+    if !(1..=64).contains(&sig) {
+        return Err(Errno::EINVAL);
+    }
+    let main = crate::process::thread(crate::process::pid());
+    if ignored_now(sig)
+        && main
+            .as_ref()
+            .is_none_or(|t| t.user.sigmask.load(Ordering::Relaxed) & bit(sig) == 0)
+    {
+        return Ok(());
+    }
+    info[0..4].copy_from_slice(&(sig as i32).to_le_bytes());
+    let full = enqueue(&mut SHARED_QUEUED.lock(), &SHARED_PENDING, sig, info);
+    if let Some(t) = crate::process::thread_not_blocking(sig).and_then(crate::process::thread) {
+        crate::sched::make_ready(t);
+    }
+    if full { Err(Errno::EAGAIN) } else { Ok(()) }
+}
 
 /// The most signal instances queued per thread (Linux's `RLIMIT_SIGPENDING`
 /// is per user and larger; a real-time `sigqueue` past it fails `EAGAIN`).
@@ -226,19 +345,12 @@ pub fn send_info(tid: u64, sig: u32, mut info: SigInfo) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     }
     let t = crate::process::thread(tid).ok_or(Errno::ESRCH)?;
+    // An ignored signal the thread does not block is dropped when sent.
+    if ignored_now(sig) && t.user.sigmask.load(Ordering::Relaxed) & bit(sig) == 0 {
+        return Ok(());
+    }
     info[0..4].copy_from_slice(&(sig as i32).to_le_bytes());
-    let full = {
-        let mut q = t.user.queued.lock();
-        let was = t.user.pending.fetch_or(bit(sig), Ordering::AcqRel) & bit(sig) != 0;
-        if was && sig < SIGRTMIN {
-            false
-        } else if q.len() >= MAX_QUEUED {
-            true
-        } else {
-            q.push_back((sig, info));
-            false
-        }
-    };
+    let full = enqueue(&mut t.user.queued.lock(), &t.user.pending, sig, info);
     crate::sched::make_ready(t);
     if full { Err(Errno::EAGAIN) } else { Ok(()) }
 }
@@ -268,15 +380,13 @@ pub fn from_host(bits: u32) {
     while bits != 0 {
         let sig = bits.trailing_zeros() + 1;
         bits &= bits - 1;
-        let target = crate::process::thread_not_blocking(sig)
-            .or_else(|| crate::process::thread(crate::process::pid()).map(|t| t.id()));
-        match target {
-            Some(tid) => {
-                let _ = send(tid, sig);
-            }
-            None => {
-                FROM_HOST_EARLY.fetch_or(bit(sig), Ordering::AcqRel);
-            }
+        if crate::process::tids().is_empty() {
+            FROM_HOST_EARLY.fetch_or(bit(sig), Ordering::AcqRel);
+        } else {
+            // From outside the partition: `SI_USER`, no sender it knows.
+            let mut info = sent_info(sig, code::SI_USER);
+            info[16..24].fill(0);
+            let _ = send_process(sig, info);
         }
     }
 }
@@ -423,21 +533,8 @@ pub fn deliver_pending(regs: &mut UserRegs) -> bool {
 /// else whether `regs` changed.
 fn deliver_one(regs: &mut UserRegs) -> Option<bool> {
     let me = crate::sched::current();
-    let ready = me.user.pending.load(Ordering::Acquire) & !me.user.sigmask.load(Ordering::Relaxed);
-    if ready == 0 {
-        return None;
-    }
-    let sig = ready.trailing_zeros() + 1;
-    let sent = {
-        let mut q = me.user.queued.lock();
-        let at = q.iter().position(|(s, _)| *s == sig);
-        let sent = at.and_then(|i| q.remove(i)).map(|(_, b)| b);
-        // Another instance (a real-time signal's) stays pending.
-        if !q.iter().any(|(s, _)| *s == sig) {
-            me.user.pending.fetch_and(!bit(sig), Ordering::AcqRel);
-        }
-        sent
-    };
+    let (sig, shared) = next_of(&me, !me.user.sigmask.load(Ordering::Relaxed))?;
+    let sent = dequeue(&me, sig, shared);
     let action = ACTIONS.lock()[sig as usize - 1];
     let sent = sent.unwrap_or_else(|| sent_info(sig, code::SI_TKILL));
     let info = Info {
@@ -469,31 +566,21 @@ fn deliver_one(regs: &mut UserRegs) -> Option<bool> {
 /// is pending.
 pub fn take_pending(set: u64) -> Option<(u32, SigInfo)> {
     let me = crate::sched::current();
-    let ready = me.user.pending.load(Ordering::Acquire) & set;
-    if ready == 0 {
-        return None;
-    }
-    let sig = ready.trailing_zeros() + 1;
-    let mut q = me.user.queued.lock();
-    let at = q.iter().position(|(s, _)| *s == sig);
-    let sent = at.and_then(|i| q.remove(i)).map(|(_, b)| b);
-    if !q.iter().any(|(s, _)| *s == sig) {
-        me.user.pending.fetch_and(!bit(sig), Ordering::AcqRel);
-    }
-    drop(q);
+    let (sig, shared) = next_of(&me, set)?;
+    let sent = dequeue(&me, sig, shared);
     Some((sig, sent.unwrap_or_else(|| sent_info(sig, code::SI_TKILL))))
 }
 
 /// Whether the calling thread has a signal of `set` pending.
 pub fn pending_in(set: u64) -> bool {
-    crate::sched::current().user.pending.load(Ordering::Acquire) & set != 0
+    pending_all(&crate::sched::current()) & set != 0
 }
 
 /// The calling thread's pending signals that its mask blocks
 /// (`rt_sigpending`).
 pub fn pending_blocked() -> u64 {
     let me = crate::sched::current();
-    me.user.pending.load(Ordering::Acquire) & me.user.sigmask.load(Ordering::Relaxed)
+    pending_all(&me) & me.user.sigmask.load(Ordering::Relaxed)
 }
 
 /// Offsets in the frame (Linux's `struct rt_sigframe`): the return
@@ -606,7 +693,9 @@ fn enter_handler(
         .sigmask
         .store(mask & !UNBLOCKABLE, Ordering::Relaxed);
     if action.flags & SA_RESETHAND != 0 {
-        ACTIONS.lock()[info.signo as usize - 1] = Action::default();
+        // Only the handler goes back to `SIG_DFL`: the flags and the mask
+        // stay, as `sigaction` then reports (Linux's `get_signal`).
+        ACTIONS.lock()[info.signo as usize - 1].handler = SIG_DFL;
     }
     regs.rsp = frame;
     regs.rip = action.handler;

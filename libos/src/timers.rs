@@ -170,13 +170,6 @@ fn kick() {
     crate::sched::make_ready(w.clone());
 }
 
-/// The thread a process-directed `sig` goes to: the first (main) thread
-/// unless it blocks it and another does not.
-fn process_target(sig: u32) -> u64 {
-    let pid = crate::process::pid();
-    crate::process::thread_not_blocking(sig).unwrap_or(pid)
-}
-
 fn worker() {
     loop {
         KICKED.store(false, Ordering::SeqCst);
@@ -203,7 +196,7 @@ fn worker() {
         }
         for (n, info) in fire {
             let _ = match n {
-                Notify::Process(sig) => crate::signal::send_info(process_target(sig), sig, info),
+                Notify::Process(sig) => crate::signal::send_process(sig, info),
                 Notify::Thread(sig, tid) => crate::signal::send_info(tid, sig, info),
                 Notify::None => Ok(()),
             };

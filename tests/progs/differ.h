@@ -47,14 +47,14 @@ static const char *res(long r) {
 /* Descriptors by slot: -1 free. */
 static int fd[SLOTS];
 
-static int free_slot(void) {
+__attribute__((unused)) static int free_slot(void) {
     for (int k = 0, s = (int)pick(SLOTS); k < SLOTS; k++, s = (s + 1) % SLOTS)
         if (fd[s] == -1)
             return s;
     return -1;
 }
 
-static int used_slot(void) {
+__attribute__((unused)) static int used_slot(void) {
     for (int k = 0, s = (int)pick(SLOTS); k < SLOTS; k++, s = (s + 1) % SLOTS)
         if (fd[s] >= 0)
             return s;
@@ -70,7 +70,7 @@ static void close_slots(void) {
 }
 
 /* A byte-string checksum: what was read, compared by value. */
-static unsigned long sum(const unsigned char *p, long n) {
+__attribute__((unused)) static unsigned long sum(const unsigned char *p, long n) {
     unsigned long s = 0;
     for (long i = 0; i < n; i++)
         s = s * 131 + p[i];

@@ -89,6 +89,54 @@ static void *spinner(void *arg)
     return NULL;
 }
 
+/* A signal sent to the process while every thread blocks it is pending
+ * for the process: each thread sees it in sigpending, and the first to
+ * unblock it takes it (Linux's shared_pending). */
+static atomic_int taken_by;
+static atomic_int stage;
+static void on_urg(int sig)
+{
+    (void)sig;
+    taken_by = gettid_();
+}
+static void *unblocker(void *arg)
+{
+    (void)arg;
+    while (stage != 1)
+        sched_yield();
+    sigset_t p, u;
+    sigpending(&p);
+    printf("process signal: pending in the other thread %d\n", sigismember(&p, SIGURG));
+    sigemptyset(&u);
+    sigaddset(&u, SIGURG);
+    int me = gettid_();
+    pthread_sigmask(SIG_UNBLOCK, &u, NULL);
+    printf("process signal: taken by the thread that unblocked it %d\n", taken_by == me);
+    return NULL;
+}
+static void process_pending(void)
+{
+    struct sigaction a;
+    memset(&a, 0, sizeof a);
+    a.sa_handler = on_urg;
+    sigaction(SIGURG, &a, NULL);
+    sigset_t u;
+    sigemptyset(&u);
+    sigaddset(&u, SIGURG);
+    pthread_sigmask(SIG_BLOCK, &u, NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, unblocker, NULL); /* inherits the mask */
+    kill(getpid(), SIGURG);
+    sigset_t p;
+    sigpending(&p);
+    printf("process signal: pending in the sender %d\n", sigismember(&p, SIGURG));
+    stage = 1;
+    pthread_join(t, NULL);
+    sigpending(&p);
+    printf("process signal: pending after %d, main took it %d\n", sigismember(&p, SIGURG),
+           taken_by == gettid_());
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
@@ -225,5 +273,6 @@ int main(void)
         ok += still && sr_state == 3;
     }
     printf("suspend/resume: %d of 200 froze the thread and resumed it\n", ok);
+    process_pending();
     return 0;
 }

@@ -171,20 +171,8 @@ pub fn kill(a: &[u64; 6]) -> Result<u64, Errno> {
     if a[1] > 64 {
         return Err(Errno::EINVAL);
     }
-    let target = process_target(sig);
-    signal::send_info(target, sig, signal::sent_info(sig, signal::code::SI_USER))?;
+    signal::send_process(sig, signal::sent_info(sig, signal::code::SI_USER))?;
     Ok(0)
-}
-
-/// The thread a process-directed `sig` goes to: the caller unless it
-/// blocks it, else another that does not, else the caller.
-fn process_target(sig: u32) -> u64 {
-    let me = crate::sched::current();
-    let bit = 1u64 << (sig - 1);
-    if me.user.sigmask.load(core::sync::atomic::Ordering::Relaxed) & bit == 0 {
-        return me.id();
-    }
-    crate::process::thread_not_blocking(sig).unwrap_or(me.id())
 }
 
 /// `tgkill(tgid, tid, sig)`.
@@ -227,7 +215,7 @@ pub fn rt_sigqueueinfo(a: &[u64; 6]) -> Result<u64, Errno> {
     if sig == 0 {
         return Ok(0);
     }
-    signal::send_info(process_target(sig), sig, info)?;
+    signal::send_process(sig, info)?;
     Ok(0)
 }
 
