@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "errname.h"
@@ -96,6 +98,23 @@ __attribute__((unused)) static unsigned char *holed(const unsigned char *src, si
     unsigned char *p = region + REGION - h;
     memcpy(p, src, h);
     return p;
+}
+
+/* Writes `n` bytes of `src` to `f` from memory with a hole after `h`
+ * bytes: by write (`how` 0), or as three pieces — the first readable, an
+ * empty one at NULL (never looked at), the hole in the third — by writev
+ * (1) or by sendmsg without waiting or SIGPIPE (2). */
+__attribute__((unused)) static long write_holed(int f, const unsigned char *src, size_t n, size_t h,
+                                                int how) {
+    unsigned char *p = holed(src, h);
+    if (how == 0)
+        return write(f, p, n);
+    size_t a = h / 2;
+    struct iovec v[3] = {{(void *)src, a}, {NULL, 0}, {p + a, n - a}};
+    if (how == 1)
+        return writev(f, v, 3);
+    struct msghdr m = {.msg_iov = v, .msg_iovlen = 3};
+    return sendmsg(f, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 /* Where a write of `n` bytes meets a hole: at the start, around a page or

@@ -196,17 +196,8 @@ static void call(unsigned idx) {
         size_t n = 1 + size_pick();
         size_t h = hole_pick(n);
         fill(n);
-        unsigned char *p = holed(buf, h);
-        long r;
         int how = pick(2);
-        if (how == 0)
-            r = write(f, p, n);
-        else {
-            size_t a = h / 2;
-            struct iovec v[3] = {{buf, a}, {NULL, 0}, {p + a, n - a}};
-            struct msghdr m = {.msg_iov = v, .msg_iovlen = 3};
-            r = sendmsg(f, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
-        }
+        long r = write_holed(f, buf, n, h, how * 2);
         printf("%u %s S%d %zu hole %zu = %s\n", idx, how == 0 ? "write" : "sendmsg", s, n, h,
                res(r));
         break;

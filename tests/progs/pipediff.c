@@ -167,18 +167,8 @@ static void call(unsigned idx) {
         size_t n = 1 + size_pick();
         size_t h = hole_pick(n);
         fill(n);
-        unsigned char *p = holed(buf, h);
-        long r;
         int how = pick(2);
-        if (how == 0)
-            r = write(f, p, n);
-        else {
-            /* The first piece readable, an empty one at NULL (never
-             * looked at), the hole in the third. */
-            size_t a = h / 2;
-            struct iovec v[3] = {{buf, a}, {NULL, 0}, {p + a, n - a}};
-            r = writev(f, v, 3);
-        }
+        long r = write_holed(f, buf, n, h, how);
         if (r > 0)
             written += (unsigned long)r;
         printf("%u %s S%d %zu hole %zu = %s\n", idx, how == 0 ? "write" : "writev", s, n, h,
