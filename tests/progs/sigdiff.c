@@ -6,7 +6,10 @@
  * SA_NODEFER, SA_ONSTACK, SA_RESETHAND, a random sa_mask, SIG_IGN,
  * SIG_DFL), sigprocmask, kill/tgkill/raise/sigqueue/rt_tgsigqueueinfo to
  * itself, sigpending, sigtimedwait with no wait, sigsuspend (only when a
- * pending signal will end it), sigaltstack, and calls with bad arguments.
+ * pending signal will end it), sigaltstack, calls with bad arguments,
+ * and calls that wait (a pipe read, nanosleep, poll, epoll_wait, a futex
+ * wait) cut short by a process timer's signal, which a handler's
+ * SA_RESTART restarts for some (a call the timer beat is run again).
  * A handler logs what it saw: the signal, its depth (a handler
  * interrupted by another), the mask it runs with, whether it is on the
  * alternate stack, and for SA_SIGINFO handlers the code, value and
@@ -16,8 +19,12 @@
  * output. A signal that would end the process by default never gets
  * SIG_DFL, so no sequence kills the exerciser. */
 #define _GNU_SOURCE
+#include <linux/futex.h>
+#include <poll.h>
 #include <stdarg.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 #define SLOTS 1
 #include "differ.h"
@@ -35,6 +42,11 @@ static unsigned char altmem[1 << 16];
 static int siginfo_on[65];
 /* The signal a handler at depth 1 raises next (0: none). */
 static volatile int nest_sig;
+/* While a call waits for a timer's signal: a pipe the handler writes a
+ * byte to (so a restarted read ends), and whether the call had begun. */
+static volatile int wake_fd = -1;
+static volatile int in_call;
+static volatile int raced;
 
 static void logf_(const char *fmt, ...) {
     va_list ap;
@@ -78,6 +90,11 @@ static void handler(int sig, siginfo_t *si, void *uc) {
         nest_sig = 0;
         logf_(" raise %d:", t);
         syscall(SYS_tgkill, getpid(), gettid(), t);
+    }
+    if (wake_fd >= 0) {
+        if (!in_call)
+            raced = 1;
+        write(wake_fd, "x", 1);
     }
     logf_("]");
     depth--;
@@ -139,7 +156,7 @@ static int handled(int sig) {
 
 static void call(unsigned idx) {
     char what[256];
-    unsigned op = pick(12);
+    unsigned op = pick(13);
     int sig = sigs[pick(NS)];
     switch (op) {
     case 0:
@@ -253,6 +270,77 @@ static void call(unsigned idx) {
         long r = sigaltstack(&ss, &old);
         snprintf(what, sizeof what, "sigaltstack %s = %s old %s", ss.ss_flags ? "off" : "on", res(r),
                  old.ss_flags & SS_DISABLE ? "off" : "on");
+        break;
+    }
+    case 12: {
+        /* A call that waits, cut short by a process timer's signal: a
+         * handler with SA_RESTART restarts a pipe read or a futex wait
+         * (Linux), never a sleep, poll or epoll wait. Only a signal with a
+         * handler, not blocked: another would not end the wait. */
+        sigset_t now;
+        sigprocmask(SIG_BLOCK, NULL, &now);
+        if (sigismember(&now, sig) || !handled(sig)) {
+            snprintf(what, sizeof what, "interrupt %d skipped", sig);
+            break;
+        }
+        unsigned kind = pick(5);
+        long r = 0;
+        int tries = 0;
+        do {
+            int p[2];
+            pipe(p);
+            timer_t t;
+            struct sigevent ev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = sig};
+            ev.sigev_value.sival_int = 7;
+            timer_create(CLOCK_MONOTONIC, &ev, &t);
+            struct itimerspec when = {.it_value = {0, 20 * 1000 * 1000}};
+            char c;
+            int e = kind == 3 ? epoll_create1(0) : -1;
+            static int word;
+            struct timespec long_wait = {2, 0};
+            wake_fd = p[1];
+            raced = 0;
+            loglen = 0;
+            logbuf[0] = 0;
+            timer_settime(t, 0, &when, NULL);
+            in_call = 1;
+            switch (kind) {
+            case 0:
+                r = read(p[0], &c, 1);
+                break;
+            case 1:
+                r = nanosleep(&long_wait, NULL);
+                break;
+            case 2: {
+                struct pollfd pf = {p[0], POLLIN, 0};
+                r = poll(&pf, 1, 2000);
+                break;
+            }
+            case 3: {
+                struct epoll_event ee;
+                r = epoll_wait(e, &ee, 1, 2000);
+                break;
+            }
+            default:
+                word = 0;
+                r = syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, &long_wait, NULL, 0);
+                break;
+            }
+            r = r < 0 ? -errno : r;
+            in_call = 0;
+            wake_fd = -1;
+            timer_delete(t);
+            close(p[0]);
+            close(p[1]);
+            if (e >= 0)
+                close(e);
+        } while (raced && ++tries < 5);
+        if (r < 0) {
+            errno = (int)-r;
+            r = -1;
+        }
+        snprintf(what, sizeof what, "interrupt %d kind %u = %s%s", sig, kind, res(r),
+                 raced ? " (raced)" : "");
         break;
     }
     case 10: {
