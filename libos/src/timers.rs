@@ -5,7 +5,7 @@
 //! to itself when it runs).
 
 use alloc::collections::BTreeMap;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::errno::Errno;
 use crate::sync::IrqLock;
@@ -60,6 +60,10 @@ fn info(id: i64, t: &Timer) -> crate::signal::SigInfo {
 static NEXT_ID: IrqLock<i64> = IrqLock::new(0);
 static WORKER: spin::Once<crate::sched::ThreadRef> = spin::Once::new();
 static KICKED: AtomicBool = AtomicBool::new(false);
+/// The deadline the worker sleeps until (`u64::MAX`: none), as of its last
+/// look at the timers, kept under `TIMERS`' lock; 0 before it runs. A
+/// timer armed for later needs no wake-up: the worker looks again then.
+static WORKER_NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// Makes a disarmed timer (`wall`: on the wall clock) whose signals carry
 /// `value` (`None`: its id, as Linux does without a `sigevent`); returns
@@ -119,9 +123,15 @@ pub fn set(
         t.deadline = deadline;
         t.interval = if deadline == 0 { 0 } else { interval };
         t.overrun = 0;
-        old
+        // Disarmed, or due after the worker's next look: no wake-up (a
+        // watchdog `alarm` re-armed before every step costs no switch).
+        let sooner = deadline != 0 && deadline < WORKER_NEXT.load(Ordering::SeqCst);
+        (old, sooner || WORKER_NEXT.load(Ordering::SeqCst) == 0)
     };
-    kick();
+    let (old, wake) = old;
+    if wake {
+        kick();
+    }
     Ok(old)
 }
 
@@ -193,6 +203,7 @@ fn worker() {
                     next = Some(next.map_or(t.deadline, |n| n.min(t.deadline)));
                 }
             }
+            WORKER_NEXT.store(next.unwrap_or(u64::MAX), Ordering::SeqCst);
         }
         for (n, info) in fire {
             let _ = match n {
