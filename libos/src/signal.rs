@@ -37,6 +37,7 @@ pub mod nr {
 pub mod code {
     pub const SI_USER: i32 = 0;
     pub const SI_QUEUE: i32 = -1;
+    pub const SI_TIMER: i32 = -2;
     pub const SI_TKILL: i32 = -6;
     pub const SEGV_MAPERR: i32 = 1;
     pub const SEGV_ACCERR: i32 = 2;
@@ -208,6 +209,18 @@ static SHARED_PENDING: AtomicU64 = AtomicU64::new(0);
 static SHARED_QUEUED: IrqLock<alloc::collections::VecDeque<(u32, SigInfo)>> =
     IrqLock::new(alloc::collections::VecDeque::new());
 
+/// Every signal sent, counted (`epoll`'s edges for signalfds).
+pub static SENT_WAKES: crate::vfs::Wakes = crate::vfs::Wakes::new();
+/// signalfd readers waiting for a signal of their mask.
+pub static SENT: crate::sched::WaitQueue = crate::sched::WaitQueue::new();
+
+/// Tells signalfd readers and pollers that a signal was queued.
+fn queued_wake() {
+    SENT_WAKES.input();
+    SENT.wake_all();
+    crate::vfs::readiness_changed();
+}
+
 /// The signal the calling thread takes next among `allowed`: its own
 /// first, then the process's (`true`).
 fn next_of(me: &crate::sched::ThreadRef, allowed: u64) -> Option<(u32, bool)> {
@@ -308,6 +321,7 @@ pub fn send_process(sig: u32, mut info: SigInfo) -> Result<(), Errno> {
     }
     info[0..4].copy_from_slice(&(sig as i32).to_le_bytes());
     let full = enqueue(&mut SHARED_QUEUED.lock(), &SHARED_PENDING, sig, info);
+    queued_wake();
     if let Some(t) = crate::process::thread_not_blocking(sig).and_then(crate::process::thread) {
         crate::sched::make_ready(t);
     }
@@ -351,6 +365,7 @@ pub fn send_info(tid: u64, sig: u32, mut info: SigInfo) -> Result<(), Errno> {
     }
     info[0..4].copy_from_slice(&(sig as i32).to_le_bytes());
     let full = enqueue(&mut t.user.queued.lock(), &t.user.pending, sig, info);
+    queued_wake();
     crate::sched::make_ready(t);
     if full { Err(Errno::EAGAIN) } else { Ok(()) }
 }

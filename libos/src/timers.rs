@@ -44,7 +44,7 @@ static TIMERS: IrqLock<BTreeMap<i64, Timer>> = IrqLock::new(BTreeMap::new());
 /// The `siginfo` of an expiry of timer `id`: `SI_TIMER` with the timer's
 /// id, overrun and value for a POSIX timer, `SI_KERNEL` for `setitimer`'s.
 fn info(id: i64, t: &Timer) -> crate::signal::SigInfo {
-    const SI_TIMER: i32 = -2;
+    use crate::signal::code::SI_TIMER;
     const SI_KERNEL: i32 = 0x80;
     let mut b = [0u8; 128];
     if id < 0 {

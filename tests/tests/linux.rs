@@ -238,6 +238,16 @@ mod tests {
         }
     }
 
+    /// signalfd: reads of pending signals (the thread's own first, then
+    /// the process's), poll, epoll, a new mask, a blocking read ended from
+    /// another thread and by a timer, reads into holes: every result the
+    /// host's (tests/progs/signalfd.c).
+    fn signalfd(b: Build) {
+        if let Some((dir, _)) = same_as_host("signalfd", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// memfd_create: shared and private mappings of a memory-only file at
     /// several addresses, its descriptor calls, growth, holes, shrinking:
     /// every result the host's (tests/progs/memfd.c).
@@ -710,6 +720,7 @@ mod tests {
         unixmsg: unixmsg_glibc_dynamic, unixmsg_musl_static, unixmsg_musl_static_pie;
         locks: locks_glibc_dynamic, locks_musl_static, locks_musl_static_pie;
         sigwait: sigwait_glibc_dynamic, sigwait_musl_static, sigwait_musl_static_pie;
+        signalfd: signalfd_glibc_dynamic, signalfd_musl_static, signalfd_musl_static_pie;
         memfd: memfd_glibc_dynamic, memfd_musl_static, memfd_musl_static_pie;
         ids: ids_glibc_dynamic, ids_musl_static, ids_musl_static_pie;
     }

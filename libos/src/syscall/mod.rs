@@ -54,6 +54,7 @@ mod send;
 mod set_tid_address;
 mod shutdown;
 mod signal;
+mod signalfd;
 mod sigwait;
 mod sleep;
 mod socket;
@@ -264,6 +265,8 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (271, "ppoll", poll::ppoll),
     (284, "eventfd", pipe::eventfd),
     (290, "eventfd2", pipe::eventfd2),
+    (282, "signalfd", signalfd::signalfd),
+    (289, "signalfd4", signalfd::signalfd4),
     (319, "memfd_create", memfd::memfd_create),
     (125, "capget", caps::capget),
     (126, "capset", caps::capset),

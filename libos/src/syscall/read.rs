@@ -112,7 +112,17 @@ pub fn pread_kernel(f: &File, at: u64, buf: &mut [u8]) -> Result<usize, Errno> {
 
 /// Reads into `[addr, addr+len)` from `o` at `offset` (or the position).
 pub fn read_object(o: &Object, offset: Option<u64>, addr: u64, len: u64) -> Result<u64, Errno> {
-    user::check_range(addr, len)?;
+    // Below the lowest mappable address is still the program's for Linux
+    // (`access_ok`): a read that takes before it copies (an eventfd, a
+    // signalfd, a datagram) loses what it took there, as into any page
+    // not mapped.
+    let lost_below = matches!(o, Object::Like(l) if l.taken_before_copy())
+        && addr
+            .checked_add(len)
+            .is_some_and(|end| end <= user::USER_MAX);
+    if !lost_below {
+        user::check_range(addr, len)?;
+    }
     if o.status_flags() & fd::O_ACCMODE == 1 {
         return Err(Errno::EBADF);
     }

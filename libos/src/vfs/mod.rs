@@ -25,6 +25,8 @@ pub mod memfd;
 #[cfg(target_os = "none")]
 pub mod pipe;
 #[cfg(target_os = "none")]
+pub mod signalfd;
+#[cfg(target_os = "none")]
 pub mod synthetic;
 pub mod timerfd;
 
