@@ -9,7 +9,8 @@
  * pending signal will end it), sigaltstack, calls with bad arguments,
  * and calls that wait (a pipe read, nanosleep, poll, epoll_wait, a futex
  * wait) cut short by a process timer's signal, which a handler's
- * SA_RESTART restarts for some (a call the timer beat is run again).
+ * SA_RESTART restarts for some (a call the timer beat is run again),
+ * and a signalfd (new masks, reads of up to four records, poll).
  * A handler logs what it saw: the signal, its depth (a handler
  * interrupted by another), the mask it runs with, whether it is on the
  * alternate stack, and for SA_SIGINFO handlers the code, value and
@@ -24,6 +25,7 @@
 #include <stdarg.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
+#include <sys/signalfd.h>
 #include <time.h>
 
 #define SLOTS 1
@@ -47,6 +49,8 @@ static volatile int nest_sig;
 static volatile int wake_fd = -1;
 static volatile int in_call;
 static volatile int raced;
+/* A signalfd (-1: none yet this sequence). */
+static int sfd = -1;
 
 static void logf_(const char *fmt, ...) {
     va_list ap;
@@ -156,7 +160,7 @@ static int handled(int sig) {
 
 static void call(unsigned idx) {
     char what[256];
-    unsigned op = pick(13);
+    unsigned op = pick(15);
     int sig = sigs[pick(NS)];
     switch (op) {
     case 0:
@@ -270,6 +274,35 @@ static void call(unsigned idx) {
         long r = sigaltstack(&ss, &old);
         snprintf(what, sizeof what, "sigaltstack %s = %s old %s", ss.ss_flags ? "off" : "on", res(r),
                  old.ss_flags & SS_DISABLE ? "off" : "on");
+        break;
+    }
+    case 13: {
+        /* A signalfd: made, or given a new mask. */
+        sigset_t m;
+        set_of((unsigned)next() & ((1u << NS) - 1), &m);
+        int r = signalfd(sfd, &m, SFD_NONBLOCK);
+        snprintf(what, sizeof what, "signalfd %s %x = %s", sfd < 0 ? "new" : "mask", bits(&m),
+                 r < 0 ? res(r) : "ok");
+        if (r >= 0)
+            sfd = r;
+        break;
+    }
+    case 14: {
+        /* Reads of it take the pending signals of its mask. */
+        if (sfd < 0) {
+            snprintf(what, sizeof what, "signalfd read skipped");
+            break;
+        }
+        struct pollfd pf = {sfd, POLLIN, 0};
+        int pr = poll(&pf, 1, 0);
+        struct signalfd_siginfo si[4];
+        size_t n = 1 + pick(4);
+        long r = read(sfd, si, n * sizeof *si);
+        int len = snprintf(what, sizeof what, "signalfd read %zu poll %d %#x = %s", n, pr, pf.revents,
+                           res(r));
+        for (long i = 0; r > 0 && i < r / (long)sizeof *si && len < (int)sizeof what - 40; i++)
+            len += snprintf(what + len, sizeof what - (size_t)len, " {%u %d %d}", si[i].ssi_signo,
+                            si[i].ssi_code, si[i].ssi_code == SI_QUEUE ? si[i].ssi_int : -1);
         break;
     }
     case 12: {
@@ -398,6 +431,9 @@ static void call(unsigned idx) {
 }
 
 static void begin(void) {
+    if (sfd >= 0)
+        close(sfd);
+    sfd = -1;
     /* Ignoring a signal drops what is pending of it; then each gets its
      * starting disposition, and nothing is blocked. */
     for (int i = 0; i < NS; i++)

@@ -4,8 +4,9 @@
 //! `SIG_IGN`, `SIG_DFL`), `sigprocmask`, signals sent to itself by
 //! `kill`, `tgkill`, `raise`, `sigqueue` and `rt_tgsigqueueinfo` (some
 //! from inside handlers), `sigpending`, `sigtimedwait`, `sigsuspend` and
-//! `sigaltstack`, and waits cut short by a timer's signal (`EINTR` or
-//! restarted) on the host and in a partition, and every line must be
+//! `sigaltstack`, waits cut short by a timer's signal (`EINTR` or
+//! restarted) and signalfd reads on the host and in a partition, and
+//! every line must be
 //! the same: which handlers ran, in which order and nesting, under which
 //! mask, on which stack, with which `siginfo`. Linux keeps the signals
 //! sent to the process apart from each thread's own and takes the
