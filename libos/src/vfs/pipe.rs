@@ -80,6 +80,14 @@ impl Skbs {
     }
 }
 
+/// Where one locked step of a write stopped.
+enum Step {
+    /// At the end of the bytes staged (a hole, or the window's end).
+    Staged,
+    /// For want of room (or with everything written).
+    Full,
+}
+
 /// The shared part of a pipe.
 pub struct Pipe {
     state: IrqLock<State>,
@@ -361,98 +369,58 @@ impl WriteEnd {
         if total == 0 {
             return Ok(0);
         }
-        let mut done = 0;
-        let mut waited = false;
         let avail = src.stage(0);
-        {
+        let merged = {
             let mut guard = p.state.lock();
             let st = &mut *guard;
             if st.readers == 0 {
                 return Err(Errno::EPIPE);
             }
-            if let Some(pg) = st.pages.as_mut() {
-                let chars = pg.mergeable(total);
-                if chars > avail {
-                    return src.stopped(0);
-                }
-                done = pg.merge(total);
-                st.ring.push(src.bytes(0, done));
+            let Some(pg) = st.pages.as_mut() else {
+                return Err(Errno::EINVAL);
+            };
+            if pg.mergeable(total) > avail {
+                return src.stopped(0);
             }
-        }
-        if done > 0 {
+            let merged = pg.merge(total);
+            st.ring.push(src.bytes(0, merged));
+            merged
+        };
+        if merged > 0 {
             p.rd_wakes.input();
             p.readable.wake_all();
             readiness_changed();
-            if done == total {
-                return Ok(done);
+            if merged == total {
+                return Ok(merged);
             }
         }
-        loop {
-            let avail = src.stage(done);
-            let (moved, full, hole) = {
-                let mut guard = p.state.lock();
-                let st = &mut *guard;
+        self.write_steps(
+            src,
+            nonblock,
+            merged,
+            |st, src, done, avail| {
                 if st.readers == 0 {
-                    return if done > 0 {
-                        Ok(done)
-                    } else {
-                        Err(Errno::EPIPE)
-                    };
+                    return Err(Errno::EPIPE);
                 }
-                let (mut moved, mut hole) = (0, false);
-                let mut full = true;
+                let total = src.len();
+                let mut step = Step::Full;
                 if let Some(pg) = st.pages.as_mut() {
-                    while done < total && !pg.full() {
-                        let n = (total - done).min(PAGE);
-                        if done + n > avail {
-                            // A hole, or the end of what is staged.
-                            hole = src.fault().is_some();
+                    while *done < total && !pg.full() {
+                        let n = (total - *done).min(PAGE);
+                        if *done + n > avail {
+                            step = Step::Staged;
                             break;
                         }
                         pg.take_buffer(n);
-                        st.ring.push(src.bytes(done, n));
-                        done += n;
-                        moved += n;
+                        st.ring.push(src.bytes(*done, n));
+                        *done += n;
                     }
-                    full = pg.full();
                 }
-                (moved, full, hole)
-            };
-            if moved > 0 {
-                p.rd_wakes.input();
-                p.readable.wake_all();
-                readiness_changed();
-            }
-            if hole {
-                return src.stopped(done);
-            }
-            if done == total {
-                if waited && !p.state.lock().pages.as_ref().is_some_and(Pages::full) {
-                    p.wr_wakes.output();
-                }
-                return Ok(done);
-            }
-            if !full {
-                continue;
-            }
-            if nonblock {
-                return if done > 0 {
-                    Ok(done)
-                } else {
-                    Err(Errno::EAGAIN)
-                };
-            }
-            // A signal ends the wait: the bytes written so far are the
-            // result, or, with none, the call is interrupted.
-            let r = p.writable.wait_while_interruptible(|| {
-                let st = p.state.lock();
-                st.readers > 0 && st.pages.as_ref().is_some_and(Pages::full)
-            });
-            if let Err(e) = r {
-                return if done > 0 { Ok(done) } else { Err(e) };
-            }
-            waited = true;
-        }
+                Ok(step)
+            },
+            |st| st.readers > 0 && st.pages.as_ref().is_some_and(Pages::full),
+            |st| !st.pages.as_ref().is_some_and(Pages::full),
+        )
     }
 
     /// A Unix stream socket's write, as Linux's `unix_stream_sendmsg`:
@@ -461,64 +429,85 @@ impl WriteEnd {
     /// otherwise); an skb that meets a hole in the program's memory is
     /// dropped and ends the write.
     fn write_skbs(&self, src: &mut Gather<'_>, nonblock: bool) -> Result<usize, Errno> {
-        let p = &*self.pipe;
-        let total = src.len();
-        let mut done = 0;
-        let mut waited = false;
-        loop {
-            let avail = src.stage(done);
-            let (moved, staged_out, hole) = {
-                let mut guard = p.state.lock();
-                let st = &mut *guard;
+        self.write_steps(
+            src,
+            nonblock,
+            0,
+            |st, src, done, avail| {
                 // Shut down for sending: by this end, or by the peer's close
                 // or `SHUT_RD` — before the buffer is looked at, and for a
                 // write of nothing too.
                 if st.wr_shut || st.readers == 0 || st.rd_shut {
-                    return if done > 0 {
-                        Ok(done)
-                    } else {
-                        Err(Errno::EPIPE)
-                    };
+                    return Err(Errno::EPIPE);
                 }
-                let (mut moved, mut staged_out, mut hole) = (0, false, false);
+                let total = src.len();
                 if let Some(q) = st.skbs.as_mut() {
-                    while done < total && q.wmem < q.sndbuf {
-                        let (n, truesize) = crate::net::charge::stream_skb(total - done, q.sndbuf);
+                    while *done < total && q.wmem < q.sndbuf {
+                        let (n, truesize) = crate::net::charge::stream_skb(total - *done, q.sndbuf);
                         // Never drop bytes: the ring holds what the charge
                         // admits (`socket_ring_cap`), so this only guards.
                         if st.ring.space() < n {
                             break;
                         }
-                        if done + n > avail {
-                            hole = src.fault().is_some();
-                            staged_out = !hole;
-                            break;
+                        if *done + n > avail {
+                            return Ok(Step::Staged);
                         }
-                        st.ring.push(src.bytes(done, n));
+                        st.ring.push(src.bytes(*done, n));
                         q.queue.push_back((n, truesize));
                         q.wmem += truesize;
-                        done += n;
-                        moved += n;
+                        *done += n;
                     }
                 }
-                (moved, staged_out, hole)
-            };
-            if moved > 0 {
+                Ok(Step::Full)
+            },
+            |st| {
+                st.readers > 0
+                    && !st.rd_shut
+                    && !st.wr_shut
+                    && st.skbs.as_ref().is_some_and(|q| q.wmem >= q.sndbuf)
+            },
+            |st| st.skbs.as_ref().is_some_and(Skbs::writable),
+        )
+    }
+
+    /// The loop both kinds of write share: stage the program's bytes
+    /// (outside the lock), let `step` move what fits under the lock, wake
+    /// readers, and wait for room (`no_room`) unless non-blocking; a hole
+    /// ends the write with what went before it. `room` says whether the
+    /// next writer may go on once this one is done.
+    fn write_steps(
+        &self,
+        src: &mut Gather<'_>,
+        nonblock: bool,
+        mut done: usize,
+        step: impl Fn(&mut State, &Gather<'_>, &mut usize, usize) -> Result<Step, Errno>,
+        no_room: impl Fn(&State) -> bool,
+        room: impl Fn(&State) -> bool,
+    ) -> Result<usize, Errno> {
+        let p = &*self.pipe;
+        let total = src.len();
+        let mut waited = false;
+        loop {
+            let avail = src.stage(done);
+            let before = done;
+            let r = step(&mut p.state.lock(), src, &mut done, avail);
+            if done > before {
                 p.rd_wakes.input();
                 p.readable.wake_all();
                 readiness_changed();
             }
-            if hole {
-                return src.stopped(done);
+            match r {
+                Err(e) => return if done > 0 { Ok(done) } else { Err(e) },
+                // The end of what is staged: a hole, or stage more.
+                Ok(Step::Staged) if src.fault().is_some() => return src.stopped(done),
+                Ok(Step::Staged) if done < total => continue,
+                _ => {}
             }
             if done == total {
-                if waited && p.state.lock().skbs.as_ref().is_some_and(Skbs::writable) {
+                if waited && room(&p.state.lock()) {
                     p.wr_wakes.output();
                 }
                 return Ok(done);
-            }
-            if staged_out {
-                continue;
             }
             if nonblock {
                 return if done > 0 {
@@ -529,13 +518,9 @@ impl WriteEnd {
             }
             // A signal ends the wait: the bytes written so far are the
             // result, or, with none, the call is interrupted.
-            let r = p.writable.wait_while_interruptible(|| {
-                let st = p.state.lock();
-                st.readers > 0
-                    && !st.rd_shut
-                    && !st.wr_shut
-                    && st.skbs.as_ref().is_some_and(|q| q.wmem >= q.sndbuf)
-            });
+            let r = p
+                .writable
+                .wait_while_interruptible(|| no_room(&p.state.lock()));
             if let Err(e) = r {
                 return if done > 0 { Ok(done) } else { Err(e) };
             }
