@@ -475,6 +475,32 @@ static void socket_timeouts(void) {
     printf("SO_RCVTIMEO: accept=%s recv=%s udp recv=%s usec=2000000 %s\n", acc, rcv, udp, badr);
     check("socket timeouts", strcmp(acc, "EAGAIN") == 0 && strcmp(rcv, "EAGAIN") == 0 &&
                                  strcmp(udp, "EAGAIN") == 0 && strcmp(badr, "EDOM") == 0);
+    /* Unix stream and datagram pairs, which live in the partition: a
+     * receive ends with EAGAIN, and a blocking send into a full buffer
+     * returns what went in, then EAGAIN. */
+    const char *ux[2];
+    for (int dg = 0; dg < 2; dg++) {
+        int sp[2];
+        socketpair(AF_UNIX, dg ? SOCK_DGRAM : SOCK_STREAM, 0, sp);
+        setsockopt(sp[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        r = recv(sp[0], b, sizeof b, 0);
+        ux[dg] = after_timeout(r, errno);
+        close(sp[0]);
+        close(sp[1]);
+    }
+    int sp[2];
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sp);
+    setsockopt(sp[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    static char big[1 << 20];
+    long w1 = write(sp[0], big, sizeof big);
+    long w2 = write(sp[0], big, sizeof big);
+    int e2 = errno;
+    printf("unix SO_RCVTIMEO: stream recv=%s dgram recv=%s; SO_SNDTIMEO: stream write %ld then %s\n",
+           ux[0], ux[1], w1, after_timeout(w2, e2));
+    check("unix socket timeouts", strcmp(ux[0], "EAGAIN") == 0 && strcmp(ux[1], "EAGAIN") == 0 &&
+                                      w1 > 0 && w2 < 0 && e2 == EAGAIN);
+    close(sp[0]);
+    close(sp[1]);
     close(u);
     close(s);
     close(c);

@@ -7,8 +7,10 @@
  * SIG_DFL), sigprocmask, kill/tgkill/raise/sigqueue/rt_tgsigqueueinfo to
  * itself, sigpending, sigtimedwait with no wait, sigsuspend (only when a
  * pending signal will end it), sigaltstack, calls with bad arguments,
- * and calls that wait (a pipe read, nanosleep, poll, epoll_wait, a futex
- * wait) cut short by a process timer's signal, which a handler's
+ * and calls that wait (a pipe read, nanosleep, poll, epoll_wait, a
+ * timerfd read, a Unix stream read with and without SO_RCVTIMEO, an
+ * eventfd read, a futex wait) cut short by a process timer's signal,
+ * which a handler's
  * SA_RESTART restarts for some (a call the timer beat is run again),
  * and a signalfd (new masks, reads of up to four records, poll).
  * A handler logs what it saw: the signal, its depth (a handler
@@ -24,7 +26,10 @@
 #include <poll.h>
 #include <stdarg.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/signalfd.h>
 #include <time.h>
 
@@ -47,6 +52,8 @@ static volatile int nest_sig;
 /* While a call waits for a timer's signal: a pipe the handler writes a
  * byte to (so a restarted read ends), and whether the call had begun. */
 static volatile int wake_fd = -1;
+/* How much the handler writes there: 1 byte, or 8 for an eventfd. */
+static volatile size_t wake_len = 1;
 static volatile int in_call;
 static volatile int raced;
 /* A signalfd (-1: none yet this sequence). */
@@ -98,7 +105,8 @@ static void handler(int sig, siginfo_t *si, void *uc) {
     if (wake_fd >= 0) {
         if (!in_call)
             raced = 1;
-        write(wake_fd, "x", 1);
+        unsigned long long one = 1;
+        write(wake_fd, &one, wake_len);
     }
     logf_("]");
     depth--;
@@ -307,16 +315,18 @@ static void call(unsigned idx) {
     }
     case 12: {
         /* A call that waits, cut short by a process timer's signal: a
-         * handler with SA_RESTART restarts a pipe read or a futex wait
-         * (Linux), never a sleep, poll or epoll wait. Only a signal with a
-         * handler, not blocked: another would not end the wait. */
+         * handler with SA_RESTART restarts a pipe read, a timerfd or
+         * eventfd read, a socket read without a receive timeout or a futex
+         * wait (Linux), never a sleep, poll, epoll wait or a socket read
+         * with SO_RCVTIMEO (EINTR). Only a signal with a handler, not
+         * blocked: another would not end the wait. */
         sigset_t now;
         sigprocmask(SIG_BLOCK, NULL, &now);
         if (sigismember(&now, sig) || !handled(sig)) {
             snprintf(what, sizeof what, "interrupt %d skipped", sig);
             break;
         }
-        unsigned kind = pick(5);
+        unsigned kind = pick(9);
         long r = 0;
         int tries = 0;
         do {
@@ -331,7 +341,26 @@ static void call(unsigned idx) {
             int e = kind == 3 ? epoll_create1(0) : -1;
             static int word;
             struct timespec long_wait = {2, 0};
+            /* The waited-on descriptor (kinds 4-7) and its other end. */
+            int w[2] = {-1, -1};
             wake_fd = p[1];
+            wake_len = 1;
+            if (kind == 4) {
+                /* Fires after the signal; a restarted read returns then. */
+                w[0] = timerfd_create(CLOCK_MONOTONIC, 0);
+                struct itimerspec tw = {.it_value = {0, 80 * 1000 * 1000}};
+                timerfd_settime(w[0], 0, &tw, NULL);
+            } else if (kind == 5 || kind == 6) {
+                socketpair(AF_UNIX, SOCK_STREAM, 0, w);
+                struct timeval tv = {2, 0};
+                if (kind == 5)
+                    setsockopt(w[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+                wake_fd = w[1];
+            } else if (kind == 7) {
+                w[0] = eventfd(0, 0);
+                wake_fd = w[0];
+                wake_len = 8;
+            }
             raced = 0;
             loglen = 0;
             logbuf[0] = 0;
@@ -354,6 +383,18 @@ static void call(unsigned idx) {
                 r = epoll_wait(e, &ee, 1, 2000);
                 break;
             }
+            case 4:
+            case 7: {
+                unsigned long long n;
+                r = read(w[0], &n, sizeof n);
+                if (r == 8)
+                    r = (long)(100 + n);
+                break;
+            }
+            case 5:
+            case 6:
+                r = read(w[0], &c, 1);
+                break;
             default:
                 word = 0;
                 r = syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, &long_wait, NULL, 0);
@@ -367,6 +408,10 @@ static void call(unsigned idx) {
             close(p[1]);
             if (e >= 0)
                 close(e);
+            if (w[0] >= 0)
+                close(w[0]);
+            if (w[1] >= 0)
+                close(w[1]);
         } while (raced && ++tries < 5);
         if (r < 0) {
             errno = (int)-r;

@@ -245,7 +245,8 @@ impl UnixSocket {
     }
 
     /// When a blocking call started now gives up (`SO_RCVTIMEO` for
-    /// `accept`, `SO_SNDTIMEO` for `connect`, as Linux's).
+    /// `accept` and reads, `SO_SNDTIMEO` for `connect` and writes, as
+    /// Linux's).
     fn deadline(&self, send: bool) -> Option<u64> {
         let t = self.opts.lock().timeout_ns(send)?;
         Some(crate::time::monotonic_ns().saturating_add(t))
@@ -383,9 +384,10 @@ impl UnixSocket {
         peek: bool,
         waitall: bool,
     ) -> Result<Vec<u8>, Errno> {
+        let deadline = self.deadline(false);
         self.conn()
             .ok_or(Errno::EINVAL)?
-            .recv(max, nonblock, peek, waitall)
+            .recv(max, nonblock, peek, waitall, deadline)
     }
 
     /// Sends `data`; `ENOTCONN` when not connected, `EPIPE` once shut down.
@@ -400,7 +402,7 @@ impl UnixSocket {
         // (set before or after the connection was made): looked at where
         // the charge is, a send, `poll` and `SIOCOUTQ`, not on every call.
         c.to_peer.set_sndbuf(self.sndbuf());
-        c.send(src, nonblock)
+        c.send(src, nonblock, self.deadline(true))
     }
 
     /// `poll` events of a socket's own shutdown when it has no peer: both
@@ -539,20 +541,24 @@ impl Conn {
     /// Receives up to `max` bytes; with `peek` leaves them there; with
     /// `waitall` (blocking, no `peek`) waits for all `max` unless the end, a
     /// signal or a shutdown comes first (then what came), as Linux's
-    /// `unix_stream_read_generic`.
+    /// `unix_stream_read_generic`; a wait ends at `deadline`
+    /// (`SO_RCVTIMEO`) with `EAGAIN`, or what came.
     pub fn recv(
         &self,
         max: usize,
         nonblock: bool,
         peek: bool,
         waitall: bool,
+        deadline: Option<u64>,
     ) -> Result<Vec<u8>, Errno> {
         if max == 0 {
             // Linux looks at the queue as for one byte: 0 with data or at
             // the end, EAGAIN (or a wait) without.
-            return self.recv(1, nonblock, true, false).map(|_| Vec::new());
+            return self
+                .recv(1, nonblock, true, false, deadline)
+                .map(|_| Vec::new());
         }
-        let r = self.recv_bytes(max, nonblock, peek, waitall);
+        let r = self.recv_bytes(max, nonblock, peek, waitall, deadline);
         // Nothing to read: a reset the peer's close left is reported first
         // (once), as Linux's `sock_error` before the end.
         match r {
@@ -576,17 +582,21 @@ impl Conn {
         nonblock: bool,
         peek: bool,
         waitall: bool,
+        deadline: Option<u64>,
     ) -> Result<Vec<u8>, Errno> {
         if self.shut_rd.load(Ordering::SeqCst) && self.rd.available() == 0 {
             return Ok(Vec::new());
         }
         // Linux's Unix streams do not wait for all with MSG_PEEK.
         if !waitall || nonblock || peek {
-            return self.rd.receive(max, nonblock, peek);
+            return self.rd.receive_until(max, nonblock, peek, deadline);
         }
         let mut out = Vec::new();
         while out.len() < max {
-            match self.rd.receive(max - out.len(), false, false) {
+            match self
+                .rd
+                .receive_until(max - out.len(), false, false, deadline)
+            {
                 Ok(v) if v.is_empty() => break,
                 Ok(v) => out.extend_from_slice(&v),
                 Err(_) if !out.is_empty() => break,
@@ -599,10 +609,16 @@ impl Conn {
         Ok(out)
     }
 
-    /// Sends `data`; `EPIPE` once this end or the peer is shut down.
-    pub fn send(&self, src: &mut Gather<'_>, nonblock: bool) -> Result<usize, Errno> {
+    /// Sends `src`, waiting for room until `deadline` (`SO_SNDTIMEO`);
+    /// `EPIPE` once this end or the peer is shut down.
+    pub fn send(
+        &self,
+        src: &mut Gather<'_>,
+        nonblock: bool,
+        deadline: Option<u64>,
+    ) -> Result<usize, Errno> {
         let wr = self.wr.lock().clone().ok_or(Errno::EPIPE)?;
-        wr.write_from(src, nonblock)
+        wr.write_from_until(src, nonblock, deadline)
     }
 
     /// `SO_ERROR`: the pending reset, taken.

@@ -99,7 +99,8 @@ impl WaitQueue {
     /// [`wait_while_interruptible`](Self::wait_while_interruptible) with a
     /// time limit (`None`: none, exactly that method): `Ok(true)` if the
     /// time ran out with the condition still holding (a socket's
-    /// `SO_RCVTIMEO`/`SO_SNDTIMEO`).
+    /// `SO_RCVTIMEO`/`SO_SNDTIMEO`). A signal cuts a limited wait short
+    /// with `EINTR`, never restarted (Linux's `sock_intr_errno`).
     pub fn wait_while_interruptible_until(
         &self,
         deadline: Option<u64>,
@@ -116,7 +117,7 @@ impl WaitQueue {
             }
             if crate::signal::has_interrupting() {
                 cpu::irq_restore(irq);
-                return Err(crate::errno::Errno::ERESTARTSYS);
+                return Err(crate::errno::Errno::EINTR);
             }
             if crate::time::monotonic_ns() >= d {
                 cpu::irq_restore(irq);

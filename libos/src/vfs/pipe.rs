@@ -204,6 +204,20 @@ impl ReadEnd {
     /// [`read`](Self::read), or with `peek` a copy of what is there, left
     /// in place (a socket pair's `MSG_PEEK`).
     pub fn receive(&self, max: usize, nonblock: bool, peek: bool) -> Result<Vec<u8>, Errno> {
+        self.receive_until(max, nonblock, peek, None)
+    }
+
+    /// [`receive`](Self::receive), waiting no later than `deadline`
+    /// (monotonic ns; a socket's `SO_RCVTIMEO`): `EAGAIN` then, and `EINTR`,
+    /// never restarted, when a signal ends the wait (Linux's
+    /// `sock_intr_errno`).
+    pub fn receive_until(
+        &self,
+        max: usize,
+        nonblock: bool,
+        peek: bool,
+        deadline: Option<u64>,
+    ) -> Result<Vec<u8>, Errno> {
         if max == 0 {
             return Ok(Vec::new());
         }
@@ -251,10 +265,13 @@ impl ReadEnd {
                     return Err(Errno::EAGAIN);
                 }
             }
-            p.readable.wait_while_interruptible(|| {
+            let timed_out = p.readable.wait_while_interruptible_until(deadline, || {
                 let st = p.state.lock();
                 st.ring.is_empty() && st.writers > 0 && !st.rd_shut && !st.wr_shut
             })?;
+            if timed_out {
+                return Err(Errno::EAGAIN);
+            }
             waited = true;
         }
     }
@@ -352,10 +369,22 @@ impl WriteEnd {
     /// hole in the program's memory ends the write with the buffers before
     /// it, `EFAULT` if none.
     pub fn write_from(&self, src: &mut Gather<'_>, nonblock: bool) -> Result<usize, Errno> {
+        self.write_from_until(src, nonblock, None)
+    }
+
+    /// [`write_from`](Self::write_from), waiting for room no later than
+    /// `deadline` (monotonic ns; a socket's `SO_SNDTIMEO`): then what went
+    /// in, or `EAGAIN`.
+    pub fn write_from_until(
+        &self,
+        src: &mut Gather<'_>,
+        nonblock: bool,
+        deadline: Option<u64>,
+    ) -> Result<usize, Errno> {
         if self.pipe.state.lock().pages.is_some() {
             self.write_pages(src, nonblock)
         } else {
-            self.write_skbs(src, nonblock)
+            self.write_skbs(src, nonblock, deadline)
         }
     }
 
@@ -397,6 +426,7 @@ impl WriteEnd {
         self.write_steps(
             src,
             nonblock,
+            None,
             merged,
             |st, src, done, avail| {
                 if st.readers == 0 {
@@ -428,10 +458,16 @@ impl WriteEnd {
     /// sender's charge is below its send buffer (`EAGAIN` or a wait
     /// otherwise); an skb that meets a hole in the program's memory is
     /// dropped and ends the write.
-    fn write_skbs(&self, src: &mut Gather<'_>, nonblock: bool) -> Result<usize, Errno> {
+    fn write_skbs(
+        &self,
+        src: &mut Gather<'_>,
+        nonblock: bool,
+        deadline: Option<u64>,
+    ) -> Result<usize, Errno> {
         self.write_steps(
             src,
             nonblock,
+            deadline,
             0,
             |st, src, done, avail| {
                 // Shut down for sending: by this end, or by the peer's close
@@ -479,6 +515,7 @@ impl WriteEnd {
         &self,
         src: &mut Gather<'_>,
         nonblock: bool,
+        deadline: Option<u64>,
         mut done: usize,
         step: impl Fn(&mut State, &Gather<'_>, &mut usize, usize) -> Result<Step, Errno>,
         no_room: impl Fn(&State) -> bool,
@@ -516,11 +553,17 @@ impl WriteEnd {
                     Err(Errno::EAGAIN)
                 };
             }
-            // A signal ends the wait: the bytes written so far are the
-            // result, or, with none, the call is interrupted.
+            // A signal or the deadline ends the wait: the bytes written so
+            // far are the result, or, with none, the call is interrupted
+            // (`EAGAIN` at the deadline).
             let r = p
                 .writable
-                .wait_while_interruptible(|| no_room(&p.state.lock()));
+                .wait_while_interruptible_until(deadline, || no_room(&p.state.lock()));
+            let r = match r {
+                Ok(true) => Err(Errno::EAGAIN),
+                Ok(false) => Ok(()),
+                Err(e) => Err(e),
+            };
             if let Err(e) = r {
                 return if done > 0 { Ok(done) } else { Err(e) };
             }

@@ -137,8 +137,9 @@ mod imp {
         }
 
         /// The expirations since the last read, waiting for one unless
-        /// `nonblock`; `EINTR` when a signal arrives meanwhile (noticed
-        /// within [`RECHECK_NS`] of an armed timer).
+        /// `nonblock`; `ERESTARTSYS` when a signal arrives meanwhile
+        /// (noticed within [`RECHECK_NS`] of an armed timer): restarted
+        /// after an `SA_RESTART` handler, as Linux's `timerfd_read`.
         pub fn read(&self, nonblock: bool) -> Result<u64, Errno> {
             loop {
                 let now = crate::time::monotonic_ns();
@@ -153,7 +154,7 @@ mod imp {
                     return Err(Errno::EAGAIN);
                 }
                 if crate::signal::has_deliverable() {
-                    return Err(Errno::EINTR);
+                    return Err(Errno::ERESTARTSYS);
                 }
                 if next == 0 {
                     self.armed.wait_while(|| {
