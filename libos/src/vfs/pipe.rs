@@ -357,6 +357,24 @@ impl Drop for ReadEnd {
     }
 }
 
+/// How a write waits for room: not at all (`O_NONBLOCK`), or until a
+/// deadline (monotonic ns; `None`: for as long as it takes).
+#[derive(Clone, Copy)]
+enum Wait {
+    Never,
+    Until(Option<u64>),
+}
+
+impl Wait {
+    fn new(nonblock: bool, deadline: Option<u64>) -> Wait {
+        if nonblock {
+            Wait::Never
+        } else {
+            Wait::Until(deadline)
+        }
+    }
+}
+
 impl WriteEnd {
     /// Writes `data` (kernel bytes): waits for room unless `nonblock`.
     /// Returns how much went in; `EPIPE` if no reader is left, `EAGAIN` if
@@ -425,8 +443,7 @@ impl WriteEnd {
         }
         self.write_steps(
             src,
-            nonblock,
-            None,
+            Wait::new(nonblock, None),
             merged,
             |st, src, done, avail| {
                 if st.readers == 0 {
@@ -466,8 +483,7 @@ impl WriteEnd {
     ) -> Result<usize, Errno> {
         self.write_steps(
             src,
-            nonblock,
-            deadline,
+            Wait::new(nonblock, deadline),
             0,
             |st, src, done, avail| {
                 // Shut down for sending: by this end, or by the peer's close
@@ -514,8 +530,7 @@ impl WriteEnd {
     fn write_steps(
         &self,
         src: &mut Gather<'_>,
-        nonblock: bool,
-        deadline: Option<u64>,
+        wait: Wait,
         mut done: usize,
         step: impl Fn(&mut State, &Gather<'_>, &mut usize, usize) -> Result<Step, Errno>,
         no_room: impl Fn(&State) -> bool,
@@ -546,13 +561,13 @@ impl WriteEnd {
                 }
                 return Ok(done);
             }
-            if nonblock {
+            let Wait::Until(deadline) = wait else {
                 return if done > 0 {
                     Ok(done)
                 } else {
                     Err(Errno::EAGAIN)
                 };
-            }
+            };
             // A signal or the deadline ends the wait: the bytes written so
             // far are the result, or, with none, the call is interrupted
             // (`EAGAIN` at the deadline).
