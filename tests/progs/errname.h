@@ -7,6 +7,9 @@ static const char *errname(int e)
     static char buf[32];
     switch (e) {
     case EIO: return "EIO";
+    case ESRCH: return "ESRCH";
+    case EOWNERDEAD: return "EOWNERDEAD";
+    case ENOTRECOVERABLE: return "ENOTRECOVERABLE";
     case EFAULT: return "EFAULT";
     case EACCES: return "EACCES";
     case ENOSPC: return "ENOSPC";

@@ -633,6 +633,16 @@ mod tests {
         }
     }
 
+    /// Robust futexes (tests/progs/robust.c): a thread that dies holding
+    /// a robust mutex leaves it `EOWNERDEAD` (a waiter already blocked
+    /// wakes with it), a hand-made robust list is walked at the thread's
+    /// exit as Linux walks it, and `get_robust_list` answers as Linux's.
+    fn robust(b: Build) {
+        if let Some((dir, _)) = same_as_host("robust", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// Buffers with holes (tests/progs/holes.c): writes, sends and reads
     /// whose buffer ends in an unmapped or PROT_NONE page return what Linux
     /// returns (the count before the hole, or EFAULT), and a write whose
@@ -715,6 +725,7 @@ mod tests {
         switches: switches_glibc_dynamic, switches_musl_static, switches_musl_static_pie;
         wakeups: wakeups_glibc_dynamic, wakeups_musl_static, wakeups_musl_static_pie;
         races: races_glibc_dynamic, races_musl_static, races_musl_static_pie;
+        robust: robust_glibc_dynamic, robust_musl_static, robust_musl_static_pie;
         holes: holes_glibc_dynamic, holes_musl_static, holes_musl_static_pie;
         unixsock: unixsock_glibc_dynamic, unixsock_musl_static, unixsock_musl_static_pie;
         unixmsg: unixmsg_glibc_dynamic, unixmsg_musl_static, unixmsg_musl_static_pie;

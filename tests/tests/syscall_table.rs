@@ -91,11 +91,6 @@ const NOTES: &[(&str, Status, &str)] = &[
         "ENOSYS; glibc and HotSpot fall back (`sched_getcpu` uses the vDSO)",
     ),
     (
-        "set_robust_list",
-        Partial,
-        "accepted; the list is not walked when a thread dies",
-    ),
-    (
         "futex",
         Partial,
         "WAIT, WAKE, the BITSET variants, REQUEUE, CMP_REQUEUE, WAKE_OP; priority-inheritance \

@@ -73,6 +73,9 @@ pub struct UserCtx {
     pub fs_base: AtomicU64,
     /// `set_tid_address` / `CLONE_CHILD_CLEARTID`: zeroed and woken at exit.
     pub clear_child_tid: AtomicU64,
+    /// `set_robust_list`: the head of the robust futexes it holds, walked
+    /// at exit (0: none).
+    pub robust_list: AtomicU64,
     /// Blocked signals (bit n-1 for signal n).
     pub sigmask: AtomicU64,
     /// The mask to go back to after a wait that replaced it (`ppoll`,
@@ -101,6 +104,7 @@ impl UserCtx {
             active: AtomicBool::new(false),
             fs_base: AtomicU64::new(0),
             clear_child_tid: AtomicU64::new(0),
+            robust_list: AtomicU64::new(0),
             sigmask: AtomicU64::new(0),
             saved_sigmask: IrqLock::new(None),
             pending: AtomicU64::new(0),

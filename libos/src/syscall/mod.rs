@@ -49,6 +49,7 @@ pub mod prlimit64;
 mod read;
 mod readlink;
 mod recv;
+mod robust;
 mod rusage;
 mod send;
 mod set_tid_address;
@@ -178,7 +179,8 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (264, "renameat", dirs::renameat),
     (267, "readlinkat", readlink::readlinkat),
     (269, "faccessat", access::faccessat),
-    (273, "set_robust_list", stubs::set_robust_list),
+    (273, "set_robust_list", robust::set_robust_list),
+    (274, "get_robust_list", robust::get_robust_list),
     (292, "dup3", dup::dup3),
     (302, "prlimit64", prlimit64::prlimit64),
     (316, "renameat2", dirs::renameat2),
@@ -454,7 +456,7 @@ pub fn direct(nr: u64, args: [u64; 6]) -> Option<u64> {
         // What a new thread calls (glibc's `pthread_create`, HotSpot's
         // thread start): nothing but the thread's own state and small
         // copies from and to the program's memory.
-        273 => stubs::set_robust_list,
+        273 => robust::set_robust_list,
         // A thread's stack and its guard page (glibc's `allocate_stack`,
         // HotSpot's stack guards): new anonymous areas and protection
         // changes never wait. Page-table changes that need a privileged
