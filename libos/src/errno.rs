@@ -14,6 +14,7 @@ impl Errno {
     /// it fails with `EINTR` (Linux's `-ERESTARTSYS`).
     pub const ERESTARTSYS: Errno = Errno(512);
     pub const ESRCH: Errno = Errno(3);
+    pub const ECHILD: Errno = Errno(10);
     pub const ETIMEDOUT: Errno = Errno(110);
     pub const EAFNOSUPPORT: Errno = Errno(97);
     pub const ENOENT: Errno = Errno(2);

@@ -1,6 +1,8 @@
 /* The less common system calls a real program (and JDK 25) makes, as Linux
  * answers them: mincore, membarrier, sched_{get,set}affinity, madvise,
- * fallocate, copy_file_range, sendfile, getrusage, times, timerfd, prctl.
+ * fallocate, copy_file_range, sendfile, getrusage, times, timerfd, prctl,
+ * fsync of every kind of descriptor, sync_file_range, readahead, and
+ * wait4/waitid in a process without children.
  * argv[1] is a writable directory. One line per check: the results and
  * errno names, never addresses or timings; the host kernel is the oracle.
  * Calls go through syscall() so glibc and musl make the same ones. */
@@ -60,6 +62,7 @@ static const char *ename(int e) {
     case ENOSYS: return "ENOSYS";
     case EOPNOTSUPP: return "EOPNOTSUPP";
     case EXDEV: return "EXDEV";
+    case ECHILD: return "ECHILD";
     default: {
         static char buf[32];
         snprintf(buf, sizeof buf, "errno %d", e);
@@ -637,6 +640,83 @@ static void test_prctl(void) {
     show("prctl unknown", syscall(NR_prctl, 9999, 0, 0, 0, 0));
 }
 
+/* fsync, sync_file_range and readahead on each kind of descriptor, and
+ * their argument checks. */
+static void test_sync(void) {
+    int f = make_file("sync.dat", 5000, 0);
+    int p[2];
+    pipe(p);
+    int m = (int)syscall(SYS_memfd_create, "sync", 0);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/sync.dat", dir);
+    int ro = open(path, O_RDONLY);
+    int wo = open(path, O_WRONLY);
+    int d = open(dir, O_RDONLY | O_DIRECTORY);
+    int null = open("/dev/null", O_RDWR);
+    int ev = (int)syscall(SYS_eventfd2, 0, 0);
+    struct {
+        const char *name;
+        int fd;
+    } fds[] = {{"file", f}, {"read-only file", ro}, {"write-only file", wo}, {"directory", d},
+               {"pipe", p[0]}, {"memfd", m}, {"/dev/null", null}, {"eventfd", ev},
+               {"closed", 999}};
+    char what[128];
+    for (size_t i = 0; i < sizeof fds / sizeof *fds; i++) {
+        snprintf(what, sizeof what, "fsync %s", fds[i].name);
+        show(what, syscall(SYS_fsync, fds[i].fd));
+        snprintf(what, sizeof what, "fdatasync %s", fds[i].name);
+        show(what, syscall(SYS_fdatasync, fds[i].fd));
+        snprintf(what, sizeof what, "sync_file_range %s", fds[i].name);
+        show(what, syscall(SYS_sync_file_range, fds[i].fd, 0L, 100L, 7L));
+        snprintf(what, sizeof what, "readahead %s", fds[i].name);
+        show(what, syscall(SYS_readahead, fds[i].fd, 0L, 4096L));
+    }
+    show("sync_file_range flags 8", syscall(SYS_sync_file_range, f, 0L, 100L, 8L));
+    show("sync_file_range offset -1", syscall(SYS_sync_file_range, f, -1L, 100L, 2L));
+    show("sync_file_range length -1", syscall(SYS_sync_file_range, f, 0L, -1L, 2L));
+    show("sync_file_range wraps", syscall(SYS_sync_file_range, f, 0x7fffffffffffff00L, 0x200L, 2L));
+    show("sync_file_range length 0", syscall(SYS_sync_file_range, f, 10L, 0L, 2L));
+    show("sync_file_range pipe flags 8", syscall(SYS_sync_file_range, p[1], 0L, 1L, 8L));
+    show("readahead past the end", syscall(SYS_readahead, f, 100000L, 4096L));
+    show("readahead length 0", syscall(SYS_readahead, f, 0L, 0L));
+    close(f);
+    close(p[0]);
+    close(p[1]);
+    close(m);
+    close(ro);
+    close(wo);
+    close(d);
+    close(null);
+    close(ev);
+}
+
+/* A process without children: every wait is ECHILD, after Linux's
+ * argument checks. */
+static void test_wait(void) {
+    int st = 0;
+    show("wait4 any", syscall(SYS_wait4, -1, &st, 0, NULL));
+    show("wait4 WNOHANG", syscall(SYS_wait4, -1, &st, 1, NULL));
+    show("wait4 pid 1", syscall(SYS_wait4, 1, &st, 0, NULL));
+    show("wait4 group 0", syscall(SYS_wait4, 0, &st, 0, NULL));
+    show("wait4 bad options", syscall(SYS_wait4, -1, &st, 0x100, NULL));
+    show("wait4 INT_MIN", syscall(SYS_wait4, (long)(-2147483647 - 1), &st, 0, NULL));
+    show("wait4 bad status pointer", syscall(SYS_wait4, -1, (void *)8, 0, NULL));
+    siginfo_t si;
+    /* P_ALL 0, P_PID 1, P_PGID 2, P_PIDFD 3; WEXITED 4. */
+    show("waitid P_ALL", syscall(SYS_waitid, 0, 0, &si, 4, NULL));
+    show("waitid P_ALL WNOHANG", syscall(SYS_waitid, 0, 0, &si, 4 | 1, NULL));
+    show("waitid no WEXITED", syscall(SYS_waitid, 0, 0, &si, 1, NULL));
+    show("waitid bad options", syscall(SYS_waitid, 0, 0, &si, 4 | 0x100, NULL));
+    show("waitid P_PID 0", syscall(SYS_waitid, 1, 0, &si, 4, NULL));
+    show("waitid P_PID 1", syscall(SYS_waitid, 1, 1, &si, 4, NULL));
+    show("waitid P_PGID -1", syscall(SYS_waitid, 2, -1, &si, 4, NULL));
+    show("waitid P_PGID 0", syscall(SYS_waitid, 2, 0, &si, 4, NULL));
+    show("waitid P_PIDFD bad fd", syscall(SYS_waitid, 3, 999, &si, 4, NULL));
+    show("waitid P_PIDFD not a pidfd", syscall(SYS_waitid, 3, 1, &si, 4, NULL));
+    show("waitid P_PIDFD -1", syscall(SYS_waitid, 3, -1, &si, 4, NULL));
+    show("waitid bad idtype", syscall(SYS_waitid, 9, 0, &si, 4, NULL));
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: syscalls DIR\n");
@@ -654,6 +734,8 @@ int main(int argc, char **argv) {
     test_rusage();
     test_timerfd();
     test_prctl();
+    test_sync();
+    test_wait();
     /* Never implemented by Linux either: ENOSYS on both sides, and the
      * partition names it in its log. */
     show("afs_syscall", syscall(183, 0, 0, 0));

@@ -72,6 +72,7 @@ mod truncate;
 pub mod uname;
 mod unsupported;
 mod utimensat;
+mod wait;
 mod write;
 mod xattr;
 
@@ -282,6 +283,10 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (295, "preadv", read::preadv),
     (296, "pwritev", write::pwritev),
     (306, "syncfs", fsync::sync),
+    (277, "sync_file_range", fsync::sync_file_range),
+    (187, "readahead", fsync::readahead),
+    (61, "wait4", wait::wait4),
+    (247, "waitid", wait::waitid),
     (322, "execveat", unsupported::execveat),
     (324, "membarrier", membarrier::membarrier),
     (436, "close_range", open::close_range),
