@@ -460,6 +460,9 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     // crash reports, heap dumps) differ between partitions, and the pid a
     // program logs is the one `ps` and `astraea ps` show.
     cmdline += &format!(" pid={}", std::process::id());
+    // The program's resource limits are this process's, as a program
+    // started from the same shell on the host inherits them.
+    cmdline += &format!(" rlimits={}", host_rlimits());
     if let Some(name) = host_name() {
         // The program's `uname` is the host's: its name resolves as on the
         // host (`/etc/hosts`).
@@ -1170,4 +1173,28 @@ fn console_write(mem: &GuestMemory, gpa: u32) {
         let mut out = std::io::stdout().lock();
         out.write_all(&buf).and_then(|()| out.flush())
     };
+}
+
+/// This process's resource limits as the guest's `rlimits=` wants them:
+/// `SOFT:HARD` in hexadecimal (`-`: none) for each of Linux's 16.
+fn host_rlimits() -> String {
+    (0..16)
+        .map(|r| {
+            let mut l = libc::rlimit {
+                rlim_cur: libc::RLIM_INFINITY,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            // SAFETY: `l` is a valid `struct rlimit` for the call to fill.
+            let _ = unsafe { libc::getrlimit(r as _, &mut l) };
+            let v = |x: u64| {
+                if x == libc::RLIM_INFINITY {
+                    "-".to_string()
+                } else {
+                    format!("{x:x}")
+                }
+            };
+            format!("{}:{}", v(l.rlim_cur), v(l.rlim_max))
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }

@@ -507,6 +507,9 @@ fn run(
     if let Some(pid) = cfg.cmdline_value("pid").and_then(|p| p.parse().ok()) {
         crate::process::set_pid(pid);
     }
+    if let Some(limits) = cfg.cmdline_value("rlimits") {
+        crate::process::set_rlimits(limits);
+    }
     if cfg.cmdline_value("profile") == Some("1") {
         crate::profile::enable();
     }

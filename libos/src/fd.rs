@@ -487,8 +487,9 @@ pub struct Slot {
 /// The descriptor table (one process).
 pub static TABLE: IrqLock<Vec<Option<Slot>>> = IrqLock::new(Vec::new());
 
-/// Most descriptors open at once.
-pub const MAX_FDS: usize = 4096;
+/// Most descriptors open at once: Linux's `sysctl_nr_open` default, the
+/// highest `RLIMIT_NOFILE` a program may set.
+pub const MAX_FDS: usize = 1 << 20;
 
 /// Puts the console on 0, 1 and 2.
 pub fn init_stdio() {
@@ -557,17 +558,19 @@ pub fn get(fd: u64) -> Result<Arc<File>, Errno> {
 
 /// Installs `object` at the lowest free descriptor at or above `min`.
 pub fn install_from(object: Object, cloexec: bool, min: usize) -> Result<u64, Errno> {
-    if min >= MAX_FDS {
+    // Below `RLIMIT_NOFILE`'s soft limit, as Linux's `alloc_fd`.
+    let limit = crate::process::fd_limit();
+    if min >= limit {
         return Err(Errno::EINVAL);
     }
     let mut t = TABLE.lock();
     let slot = Some(Slot { object, cloexec });
-    if let Some(i) = (min..t.len()).find(|&i| t[i].is_none()) {
+    if let Some(i) = (min..t.len().min(limit)).find(|&i| t[i].is_none()) {
         t[i] = slot;
         return Ok(i as u64);
     }
     let at = t.len().max(min);
-    if at >= MAX_FDS {
+    if at >= limit {
         return Err(Errno::EMFILE);
     }
     t.resize(at + 1, None);

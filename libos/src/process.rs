@@ -55,6 +55,77 @@ pub fn set_pid(pid: u64) {
     CHOSEN_PID.store(pid, core::sync::atomic::Ordering::Relaxed);
 }
 
+/// `RLIM_NLIMITS`: Linux's resource limits, by number.
+pub const RLIM_NLIMITS: usize = 16;
+/// `RLIMIT_NOFILE`.
+pub const RLIMIT_NOFILE: usize = 7;
+/// `RLIM_INFINITY`.
+pub const RLIM_INFINITY: u64 = u64::MAX;
+
+/// The process's (soft, hard) resource limits: the VMM's own (`rlimits=`
+/// on the command line), as a program started from the same shell on the
+/// host inherits them; until then, Linux's `INIT_RLIMITS`.
+static LIMITS: crate::sync::IrqLock<[(u64, u64); RLIM_NLIMITS]> = crate::sync::IrqLock::new([
+    (RLIM_INFINITY, RLIM_INFINITY), // CPU
+    (RLIM_INFINITY, RLIM_INFINITY), // FSIZE
+    (RLIM_INFINITY, RLIM_INFINITY), // DATA
+    (8 << 20, RLIM_INFINITY),       // STACK
+    (0, RLIM_INFINITY),             // CORE
+    (RLIM_INFINITY, RLIM_INFINITY), // RSS
+    (63_230, 63_230),               // NPROC
+    (1024, 4096),                   // NOFILE
+    (8 << 20, 8 << 20),             // MEMLOCK
+    (RLIM_INFINITY, RLIM_INFINITY), // AS
+    (RLIM_INFINITY, RLIM_INFINITY), // LOCKS
+    (63_230, 63_230),               // SIGPENDING
+    (819_200, 819_200),             // MSGQUEUE
+    (0, 0),                         // NICE
+    (0, 0),                         // RTPRIO
+    (RLIM_INFINITY, RLIM_INFINITY), // RTTIME
+]);
+
+/// Limit `resource` (below [`RLIM_NLIMITS`]) as (soft, hard).
+pub fn rlimit(resource: usize) -> (u64, u64) {
+    LIMITS.lock()[resource]
+}
+
+/// Replaces limit `resource` (checked by the caller), returning the old.
+pub fn set_rlimit(resource: usize, new: (u64, u64)) -> (u64, u64) {
+    core::mem::replace(&mut LIMITS.lock()[resource], new)
+}
+
+/// Takes the limits from the command line's `rlimits=`: for each resource
+/// in order, `SOFT:HARD` in hexadecimal (`-` for no limit), separated by
+/// commas. A malformed list changes nothing.
+pub fn set_rlimits(text: &str) {
+    let value = |v: &str| {
+        if v == "-" {
+            Some(RLIM_INFINITY)
+        } else {
+            u64::from_str_radix(v, 16).ok()
+        }
+    };
+    let parsed: Option<Vec<(u64, u64)>> = text
+        .split(',')
+        .map(|pair| {
+            let (cur, max) = pair.split_once(':')?;
+            Some((value(cur)?, value(max)?))
+        })
+        .collect();
+    match parsed {
+        Some(v) if v.len() == RLIM_NLIMITS && v.iter().all(|&(c, m)| c <= m) => {
+            LIMITS.lock().copy_from_slice(&v);
+        }
+        _ => log::warn!("rlimits={text} on the command line is malformed; ignored"),
+    }
+}
+
+/// The descriptors the program may have: numbers below this
+/// (`RLIMIT_NOFILE`'s soft limit, at most what the table holds).
+pub fn fd_limit() -> usize {
+    rlimit(RLIMIT_NOFILE).0.min(crate::fd::MAX_FDS as u64) as usize
+}
+
 /// The program's threads by id.
 static THREADS: crate::sync::IrqLock<alloc::collections::BTreeMap<u64, crate::sched::ThreadRef>> =
     crate::sync::IrqLock::new(alloc::collections::BTreeMap::new());

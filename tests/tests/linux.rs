@@ -643,6 +643,23 @@ mod tests {
         }
     }
 
+    /// Resource limits (tests/progs/rlimits.c): the program starts with
+    /// the limits the host's would (those of the `astraea` that started
+    /// it), sets them as Linux lets it, and `RLIMIT_NOFILE` bounds its
+    /// descriptors (`EMFILE`, `EBADF`, `EINVAL` where Linux gives them).
+    fn rlimits(b: Build) {
+        if let Some((dir, _)) = same_as_host("rlimits", b, &[]) {
+            let (host, part) = host_and_partition(&dir, "rlimits", &["values"]);
+            assert_eq!(host.code, 0, "{host:?}");
+            assert_eq!(
+                part.stdout, host.stdout,
+                "the partition's starting limits differ from the host's; stderr:\n{}",
+                part.stderr
+            );
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// Buffers with holes (tests/progs/holes.c): writes, sends and reads
     /// whose buffer ends in an unmapped or PROT_NONE page return what Linux
     /// returns (the count before the hole, or EFAULT), and a write whose
@@ -726,6 +743,7 @@ mod tests {
         wakeups: wakeups_glibc_dynamic, wakeups_musl_static, wakeups_musl_static_pie;
         races: races_glibc_dynamic, races_musl_static, races_musl_static_pie;
         robust: robust_glibc_dynamic, robust_musl_static, robust_musl_static_pie;
+        rlimits: rlimits_glibc_dynamic, rlimits_musl_static, rlimits_musl_static_pie;
         holes: holes_glibc_dynamic, holes_musl_static, holes_musl_static_pie;
         unixsock: unixsock_glibc_dynamic, unixsock_musl_static, unixsock_musl_static_pie;
         unixmsg: unixmsg_glibc_dynamic, unixmsg_musl_static, unixmsg_musl_static_pie;

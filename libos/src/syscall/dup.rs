@@ -3,7 +3,7 @@
 //! record locks (`locks.rs`).
 
 use crate::errno::Errno;
-use crate::fd::{self, MAX_FDS, O_CLOEXEC, Object, Slot, TABLE};
+use crate::fd::{self, O_CLOEXEC, Object, Slot, TABLE};
 
 const F_DUPFD: u64 = 0;
 const F_GETFD: u64 = 1;
@@ -26,7 +26,7 @@ const FD_CLOEXEC: u64 = 1;
 /// Makes `new` refer to `old`'s file, closing what `new` held.
 fn dup_to(old: u64, new: u64, cloexec: bool) -> Result<u64, Errno> {
     let object = fd::object(old)?;
-    if new as usize >= MAX_FDS {
+    if new >= crate::process::fd_limit() as u64 {
         return Err(Errno::EBADF);
     }
     let previous = {

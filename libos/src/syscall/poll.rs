@@ -122,7 +122,8 @@ fn read_pair(addr: u64) -> Result<(i64, i64), Errno> {
 }
 
 fn do_poll(fds_addr: u64, nfds: u64, deadline: Option<u64>) -> Result<u64, Errno> {
-    if nfds > fd::MAX_FDS as u64 {
+    // Linux: more entries than the program may have descriptors.
+    if nfds > crate::process::rlimit(crate::process::RLIMIT_NOFILE).0 {
         return Err(Errno::EINVAL);
     }
     let raw = user::read_vec(fds_addr, nfds * 8)?;
@@ -180,10 +181,11 @@ fn bit(set: &[u8], i: usize) -> bool {
 
 fn do_select(a: &[u64; 6], deadline: Option<u64>) -> Result<u64, Errno> {
     let nfds = a[0] as i32;
-    if nfds < 0 || nfds as usize > fd::MAX_FDS {
+    if nfds < 0 {
         return Err(Errno::EINVAL);
     }
-    let nfds = nfds as usize;
+    // Linux looks no further than its descriptor table (`max_fds`).
+    let nfds = (nfds as usize).min(fd::MAX_FDS);
     let sets = [
         read_set(a[1], nfds)?,
         read_set(a[2], nfds)?,
