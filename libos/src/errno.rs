@@ -30,6 +30,7 @@ impl Errno {
     pub const ENOTDIR: Errno = Errno(20);
     pub const EISDIR: Errno = Errno(21);
     pub const EINVAL: Errno = Errno(22);
+    pub const ENFILE: Errno = Errno(23);
     pub const EMFILE: Errno = Errno(24);
     pub const EROFS: Errno = Errno(30);
     pub const ENAMETOOLONG: Errno = Errno(36);
@@ -93,6 +94,7 @@ impl Errno {
             20 => "ENOTDIR",
             21 => "EISDIR",
             22 => "EINVAL",
+            23 => "ENFILE",
             24 => "EMFILE",
             25 => "ENOTTY",
             27 => "EFBIG",

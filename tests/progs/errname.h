@@ -8,6 +8,7 @@ static const char *errname(int e)
     switch (e) {
     case EIO: return "EIO";
     case ESRCH: return "ESRCH";
+    case ENFILE: return "ENFILE";
     case EOWNERDEAD: return "EOWNERDEAD";
     case ENOTRECOVERABLE: return "ENOTRECOVERABLE";
     case EFAULT: return "EFAULT";

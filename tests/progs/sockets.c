@@ -971,9 +971,25 @@ int main(int argc, char **argv)
         printf("emfile: stopped by %s\n", errname(err));
         for (int i = 0; i < n; i++)
             close(fds[i]);
-        int c = dial(&a), s = accept(l, NULL, NULL);
+        /* A call the program could not accept (ENFILE: the host ran out
+         * first) is still queued, its dialler closed: accepted now, it
+         * reads the end at once. Such stale calls are skipped. */
+        int c = dial(&a), s, stale = 0;
         char b = 0;
-        int ok = write(c, "z", 1) == 1 && read(s, &b, 1) == 1 && b == 'z';
+        int ok = write(c, "z", 1) == 1;
+        while (ok && (s = accept(l, NULL, NULL)) >= 0) {
+            long r = read(s, &b, 1);
+            close(s);
+            if (r == 1) {
+                ok = b == 'z';
+                break;
+            }
+            if (++stale > 4096) {
+                ok = 0;
+                break;
+            }
+        }
+        fprintf(stderr, "emfile: %d stale calls skipped\n", stale);
         printf("emfile: after closing them, an exchange %s\n", ok ? "works" : "fails");
         return !ok;
     }

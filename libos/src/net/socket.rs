@@ -325,6 +325,15 @@ struct St {
     /// Calls taken from the gateway, first come first: `accept` takes the
     /// front one once it is set up.
     accepts: VecDeque<Pending>,
+    /// The gateway could not take a waiting call (its host ran out of
+    /// descriptors): the next `accept` with nothing ready fails with it
+    /// (`ENFILE`, as Linux's when the system's file table is full) instead
+    /// of waiting while the acceptor tries again.
+    accept_err: Option<Errno>,
+    /// Counts `accept` calls begun: an acceptor's failure counts for them
+    /// only if its attempt began after the last one (an older attempt may
+    /// predate descriptors the program closed since).
+    accept_epoch: u64,
     /// The next call's [`Pending::id`].
     next_call: u64,
     backlog: usize,
@@ -433,6 +442,8 @@ impl Socket {
                     broken: false,
                     so_error: None,
                     accepts: VecDeque::new(),
+                    accept_err: None,
+                    accept_epoch: 0,
                     next_call: 0,
                     backlog: 0,
                     port_locked: false,
@@ -635,6 +646,11 @@ impl Socket {
         let nonblock = self.nonblocking();
         let deadline = self.deadline(false);
         let sh = &*self.sh;
+        {
+            let mut st = sh.st.lock();
+            st.accept_epoch += 1;
+            st.accept_err = None;
+        }
         loop {
             {
                 let mut st = sh.st.lock();
@@ -663,13 +679,16 @@ impl Socket {
                     s.start_reader()?;
                     return Ok((s, remote));
                 }
+                if let Some(e) = st.accept_err.take() {
+                    return Err(e);
+                }
                 if nonblock {
                     return Err(Errno::EAGAIN);
                 }
             }
             let timed_out = sh.readable.wait_while_interruptible_until(deadline, || {
                 let st = sh.st.lock();
-                !st.call_ready() && st.phase == Phase::Listening
+                !st.call_ready() && st.accept_err.is_none() && st.phase == Phase::Listening
             })?;
             if timed_out {
                 return Err(Errno::EAGAIN);
@@ -1808,6 +1827,7 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, local: Option<SocketAddr>) {
         if sh.st.lock().closing {
             break;
         }
+        let epoch = sh.st.lock().accept_epoch;
         // The open of `listen` waits for a call and makes the fid its ctl.
         let taken = c
             .walk(c.root(), &["net", "tcp", &num, "listen"])
@@ -1824,9 +1844,20 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, local: Option<SocketAddr>) {
             // The listener was hung up under us.
             Err(Errno::EINVAL) => break,
             Err(e) => {
-                // Out of connections at the gateway (ENFILE) or a call
-                // reset before it was taken: try again shortly.
+                // Out of connections at the gateway (ENFILE), of the host's
+                // descriptors (EMFILE), or a call reset before it was
+                // taken: try again shortly. The first two are the
+                // program's to see: a waiting `accept` fails with ENFILE.
                 log::debug!("net: accept on connection {}: {e}", conv.n);
+                let mut st = sh.st.lock();
+                if (e == Errno::EMFILE || e == Errno::ENFILE) && st.accept_epoch == epoch {
+                    st.accept_err = Some(Errno::ENFILE);
+                    drop(st);
+                    sh.readable.wake_all();
+                    readiness_changed();
+                } else {
+                    drop(st);
+                }
                 crate::sched::sleep_ns(10_000_000);
                 continue;
             }
