@@ -1177,36 +1177,12 @@ fn console_write(mem: &GuestMemory, gpa: u32) {
 
 /// This process's resource limits as the guest's `rlimits=` wants them:
 /// `SOFT:HARD` in hexadecimal (`-`: none) for each of Linux's 16, as they
-/// were when the first partition started. Then this process raises its
-/// own descriptor limit to the hard one (as the JVM does): its gateway
-/// holds a host socket for each of the program's, beside its own files.
-fn host_rlimits() -> String {
+/// were the first time this was called ([`raise_descriptor_limit`] calls
+/// it before it raises anything).
+pub fn host_rlimits() -> String {
     static ORIGINAL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     ORIGINAL
         .get_or_init(|| {
-            let limits: Vec<libc::rlimit> = (0..16)
-                .map(|r| {
-                    let mut l = libc::rlimit {
-                        rlim_cur: libc::RLIM_INFINITY,
-                        rlim_max: libc::RLIM_INFINITY,
-                    };
-                    // SAFETY: `l` is a valid `struct rlimit` for the call to fill.
-                    let _ = unsafe { libc::getrlimit(r as _, &mut l) };
-                    l
-                })
-                .collect();
-            let nofile = limits[libc::RLIMIT_NOFILE as usize];
-            if nofile.rlim_cur < nofile.rlim_max {
-                let raised = libc::rlimit {
-                    rlim_cur: nofile.rlim_max,
-                    rlim_max: nofile.rlim_max,
-                };
-                // SAFETY: `raised` is a valid `struct rlimit`; raising a
-                // soft limit to its hard one needs no privilege.
-                if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
-                    tracing::debug!("cannot raise RLIMIT_NOFILE to its hard limit");
-                }
-            }
             let v = |x: u64| {
                 if x == libc::RLIM_INFINITY {
                     "-".to_string()
@@ -1214,11 +1190,50 @@ fn host_rlimits() -> String {
                     format!("{x:x}")
                 }
             };
-            limits
-                .iter()
-                .map(|l| format!("{}:{}", v(l.rlim_cur), v(l.rlim_max)))
+            (0..16)
+                .map(|r| {
+                    let l = rlimit(r);
+                    format!("{}:{}", v(l.rlim_cur), v(l.rlim_max))
+                })
                 .collect::<Vec<_>>()
                 .join(",")
         })
         .clone()
+}
+
+fn rlimit(r: u32) -> libc::rlimit {
+    let mut l = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: `l` is a valid `struct rlimit` for the call to fill.
+    let _ = unsafe { libc::getrlimit(r as _, &mut l) };
+    l
+}
+
+/// Raises this process's soft descriptor limit to its hard one, as the JVM
+/// does: the gateway holds a host socket for each of the program's, beside
+/// its own files. The program's limits stay the ones this process was
+/// started with ([`host_rlimits`] keeps them first).
+pub fn raise_descriptor_limit() {
+    let _ = host_rlimits();
+    let nofile = rlimit(libc::RLIMIT_NOFILE as u32);
+    if nofile.rlim_cur >= nofile.rlim_max {
+        return;
+    }
+    let raised = libc::rlimit {
+        rlim_cur: nofile.rlim_max,
+        rlim_max: nofile.rlim_max,
+    };
+    // SAFETY: `raised` is a valid `struct rlimit`; raising a soft limit to
+    // its hard one needs no privilege.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+        tracing::info!(
+            from = nofile.rlim_cur,
+            to = nofile.rlim_max,
+            "raised astraea's own descriptor limit for the gateway's host sockets (the program keeps the one it was started with)"
+        );
+    } else {
+        tracing::debug!("cannot raise RLIMIT_NOFILE to its hard limit");
+    }
 }

@@ -765,6 +765,45 @@ mod tests {
                     w.display()
                 );
             }
+            // A JVM started under other resource limits is another JVM:
+            // it does not start from a snapshot taken under these (it
+            // would see their descriptor limit).
+            let nofile = |limit: Option<u32>| {
+                let mut c = Command::new("/bin/sh");
+                let ulimit = limit
+                    .map(|n| format!("ulimit -n {n} && "))
+                    .unwrap_or_default();
+                c.args([
+                    "-c",
+                    &format!("{ulimit}exec \"$0\" run --log info --warm -- \"$1\" -cp \"$2\" WarmGreet nofile"),
+                    astraea_tests::astraea().to_str().unwrap(),
+                    &java,
+                    cp,
+                ])
+                .env("XDG_CACHE_HOME", &cache)
+                .current_dir(&dir);
+                run_with_timeout(&mut c, TIMEOUT)
+            };
+            // Through the shell (its environment is another key): record,
+            // snapshot, then a restore, under the test's limits and then
+            // under 512 descriptors, which starts over.
+            for limit in [None, Some(512)] {
+                for phase in [FIRST, SECOND, FROM] {
+                    let r = nofile(limit);
+                    assert_eq!(r.code, 0, "JDK {name}: {r:?}");
+                    assert!(
+                        r.stderr.contains(phase),
+                        "JDK {name}, {limit:?}: {phase:?} not said: {r:?}"
+                    );
+                    if let Some(n) = limit {
+                        assert_eq!(
+                            r.stdout,
+                            format!("greet: nofile\nnofile {n}\n"),
+                            "JDK {name}: {r:?}"
+                        );
+                    }
+                }
+            }
         }
         // What --warm cannot start.
         let r = astraea(&["run", "--warm", "--", "/bin/true"]);

@@ -505,6 +505,7 @@ fn run(args: RunArgs) -> ExitCode {
         )))
         .with_target(false)
         .init();
+    astraea_hypervisor::partition::raise_descriptor_limit();
     let (args, restore) = match restoring(args) {
         Ok(r) => r,
         Err(e) => {
@@ -640,6 +641,13 @@ fn warming(mut args: RunArgs) -> Result<(RunArgs, Restore), Box<dyn std::error::
         }
     }
     words.extend(cmd.key_words());
+    // A JVM takes in its resource limits at start (HotSpot sizes its
+    // descriptor use by RLIMIT_NOFILE): one snapshotted under other limits
+    // would keep them.
+    words.push(format!(
+        "rlimits={}",
+        astraea_hypervisor::partition::host_rlimits()
+    ));
     let path = warm::snapshot_path(&words, &kernel);
     let launcher = warm::launcher(std::path::Path::new(&cmd.head[0]))?;
     let mut phase = warm::phase(&path);
