@@ -1217,7 +1217,7 @@ fn rlimit(r: u32) -> libc::rlimit {
 /// started with ([`host_rlimits`] keeps them first).
 pub fn raise_descriptor_limit() {
     let _ = host_rlimits();
-    let nofile = rlimit(libc::RLIMIT_NOFILE as u32);
+    let nofile = rlimit(libc::RLIMIT_NOFILE);
     if nofile.rlim_cur >= nofile.rlim_max {
         return;
     }
