@@ -39,6 +39,11 @@ public final class Warm {
         // (≈ 25 ms on JDK 25), which belongs before the snapshot, not after
         // each restore. A call of the same shape here does it.
         Warm.class.getDeclaredMethod("shape", String[].class).invoke(null, (Object) new String[0]);
+        // What runs after a restore but not before the snapshot (the read
+        // below blocks until it is taken): the arguments' parsing, and the
+        // classes the JVM's exit loads and initialises. Each would load,
+        // initialise and touch its pages after every restore instead.
+        rehearse();
         String said = "";
         // The first run only records the classes the JVM loads; the second
         // asks for the snapshot.
@@ -52,11 +57,7 @@ public final class Warm {
             }
         }
         if (said.startsWith("restored\n")) {
-            // The restoring command's arguments, NUL-separated: ours are
-            // those after this class's name.
-            String[] words = said.substring("restored\n".length()).split("\0");
-            int at = Arrays.asList(words).indexOf(Warm.class.getName());
-            run = Arrays.copyOfRange(words, at + 1, words.length);
+            run = restoredArgs(said);
         }
         if (run.length == 0) {
             System.err.println("usage: astraea.Warm MainClass [args...]");
@@ -91,6 +92,38 @@ public final class Warm {
             } catch (Throwable t) {
                 // Not loadable by name from here: it loads when used.
             }
+        }
+    }
+
+    /// The restoring command's arguments from what the snapshot device
+    /// said (`restored`, a newline, then NUL-separated words): ours are
+    /// those after this class's name.
+    private static String[] restoredArgs(String said) {
+        String[] words = said.substring("restored\n".length()).split("\0");
+        int at = Arrays.asList(words).indexOf(Warm.class.getName());
+        return Arrays.copyOfRange(words, at + 1, words.length);
+    }
+
+    /// Runs, before the snapshot, the code a restored partition runs
+    /// first, on values of the same shape, and loads and initialises the
+    /// JDK classes the JVM's exit uses (none of them runs application
+    /// code; `java.lang.Shutdown` only sets up its hook table).
+    private static void rehearse() {
+        try {
+            byte[] said = ("restored\njava\0-cp\0.\0" + Warm.class.getName() + "\0Main\0a")
+                    .getBytes(StandardCharsets.UTF_8);
+            restoredArgs(new String(said, StandardCharsets.UTF_8));
+            // A thread's exit walks its terminating thread-locals (an
+            // identity set).
+            java.util.Set<Object> set = java.util.Collections.newSetFromMap(
+                    new java.util.IdentityHashMap<Object, Boolean>());
+            set.add(Warm.class);
+            for (Object o : set) {
+                o.hashCode();
+            }
+            Class.forName("java.lang.Shutdown", true, null);
+        } catch (Throwable t) {
+            // Only time is lost: what failed here runs after the restore.
         }
     }
 
