@@ -648,3 +648,29 @@ pub(crate) fn ifaddrs() -> Result<Vec<IfAddr>, Errno> {
     unsafe { libc::freeifaddrs(head) };
     Ok(out)
 }
+
+/// Raises this process's soft `RLIMIT_NOFILE` to its hard limit, as the
+/// JVM does: a gateway holds a host descriptor for each file and socket its
+/// clients have open. Returns the (old, new) soft limit if it was raised.
+pub fn raise_descriptor_limit() -> Option<(u64, u64)> {
+    let mut l = MaybeUninit::<libc::rlimit>::uninit();
+    // SAFETY: `l` is a writable `struct rlimit` for the call to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, l.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: getrlimit succeeded, so it filled `l`.
+    let l = unsafe { l.assume_init() };
+    if l.rlim_cur >= l.rlim_max {
+        return None;
+    }
+    let raised = libc::rlimit {
+        rlim_cur: l.rlim_max,
+        rlim_max: l.rlim_max,
+    };
+    // SAFETY: `raised` is a valid `struct rlimit`; raising a soft limit to
+    // its hard one needs no privilege.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+        return None;
+    }
+    Some((l.rlim_cur, l.rlim_max))
+}

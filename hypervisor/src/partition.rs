@@ -1217,23 +1217,11 @@ fn rlimit(r: u32) -> libc::rlimit {
 /// started with ([`host_rlimits`] keeps them first).
 pub fn raise_descriptor_limit() {
     let _ = host_rlimits();
-    let nofile = rlimit(libc::RLIMIT_NOFILE);
-    if nofile.rlim_cur >= nofile.rlim_max {
-        return;
-    }
-    let raised = libc::rlimit {
-        rlim_cur: nofile.rlim_max,
-        rlim_max: nofile.rlim_max,
-    };
-    // SAFETY: `raised` is a valid `struct rlimit`; raising a soft limit to
-    // its hard one needs no privilege.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+    if let Some((from, to)) = astraea_gateway::raise_descriptor_limit() {
         tracing::info!(
-            from = nofile.rlim_cur,
-            to = nofile.rlim_max,
+            from,
+            to,
             "raised astraea's own descriptor limit for the gateway's host sockets (the program keeps the one it was started with)"
         );
-    } else {
-        tracing::debug!("cannot raise RLIMIT_NOFILE to its hard limit");
     }
 }

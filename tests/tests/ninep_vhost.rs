@@ -35,7 +35,21 @@ mod tests {
         /// Starts the gateway on `sock` exporting `export` at `/`, and waits
         /// until it listens.
         fn start(sock: &Path, export: &Path, extra: &[&str]) -> Self {
-            let child = Command::new(gateway())
+            Self::start_with(Command::new(gateway()), sock, export, extra)
+        }
+
+        /// [`VhostGateway::start`] from a shell that first lowers the soft
+        /// descriptor limit to `soft` (the hard one stays).
+        fn start_with_soft_nofile(sock: &Path, export: &Path, extra: &[&str], soft: u32) -> Self {
+            let mut sh = Command::new("/bin/sh");
+            sh.arg("-c")
+                .arg(format!("ulimit -Sn {soft} && exec \"$0\" \"$@\""))
+                .arg(gateway());
+            Self::start_with(sh, sock, export, extra)
+        }
+
+        fn start_with(mut cmd: Command, sock: &Path, export: &Path, extra: &[&str]) -> Self {
+            let child = cmd
                 .arg("--vhost-user")
                 .arg(sock)
                 .arg("--export")
@@ -249,6 +263,73 @@ mod tests {
             "{r:?}"
         );
         assert!(started.elapsed() < TIMEOUT, "took {:?}", started.elapsed());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A gateway started with a low soft descriptor limit (a shell's
+    /// default of 1024 is common) raises it to the hard one, as the JVM
+    /// does: it holds a host descriptor for every file its partitions have
+    /// open, so a program keeping more files open than that soft limit
+    /// works as on the host.
+    #[test]
+    fn a_gateway_serves_more_files_than_its_soft_limit() {
+        if !kvm_available() {
+            return;
+        }
+        let dir = temp_dir("vhost-nofile");
+        let prog = dir.join("many");
+        let src = dir.join("many.c");
+        std::fs::write(
+            &src,
+            r#"#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    static int fds[300];
+    char path[4096];
+    int n = 0;
+    for (; n < 300; n++) {
+        snprintf(path, sizeof path, "%s/f%d", argv[1], n);
+        fds[n] = open(path, O_CREAT | O_RDWR, 0600);
+        if (fds[n] < 0) { perror("open"); break; }
+        if (write(fds[n], "x", 1) != 1) { perror("write"); break; }
+    }
+    printf("opened %d\n", n);
+    for (int i = 0; i < n; i++) close(fds[i]);
+    return n == 300 ? 0 : 1;
+}
+"#,
+        )
+        .unwrap();
+        let built = Command::new("gcc")
+            .args(["-O2", "-o"])
+            .arg(&prog)
+            .arg(&src)
+            .output();
+        if !built.is_ok_and(|o| o.status.success()) {
+            eprintln!(
+                "\n*** SKIPPED: gcc cannot build a test program; this test did not run. ***\n"
+            );
+            return;
+        }
+        let files = dir.join("files");
+        std::fs::create_dir_all(&files).unwrap();
+        let sock = dir.join("gw.sock");
+        let gw =
+            VhostGateway::start_with_soft_nofile(&sock, Path::new("/"), &["--log", "info"], 64);
+        let gwarg = format!("vhost-user:{}", sock.display());
+        let r = astraea_cmd(&[
+            "run",
+            "--gateway",
+            &gwarg,
+            "--",
+            prog.to_str().unwrap(),
+            files.to_str().unwrap(),
+        ]);
+        assert_eq!((r.code, r.stdout.as_str()), (0, "opened 300\n"), "{r:?}");
+        let (_, err) = gw.wait();
+        assert!(err.contains("raised the descriptor limit"), "{err}");
+        assert_eq!(std::fs::read_dir(&files).unwrap().count(), 300);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -287,6 +287,13 @@ fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
+    if let Some((from, to)) = astraea_gateway::raise_descriptor_limit() {
+        tracing::info!(
+            from,
+            to,
+            "raised the descriptor limit to the hard one (a host descriptor per client file and socket)"
+        );
+    }
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
