@@ -52,8 +52,28 @@ impl Errno {
 }
 
 impl From<io::Error> for Errno {
+    /// The host's error for a client. `EMFILE` here is the gateway's own
+    /// descriptor table, not the client program's (whose limit its kernel
+    /// checks): to the client the system ran out, Linux's `ENFILE`.
     fn from(e: io::Error) -> Errno {
-        Errno(e.raw_os_error().unwrap_or(libc::EIO))
+        match e.raw_os_error() {
+            Some(libc::EMFILE) => Errno(libc::ENFILE),
+            Some(n) => Errno(n),
+            None => Errno(libc::EIO),
+        }
+    }
+}
+
+#[cfg(test)]
+mod errno_tests {
+    use super::*;
+
+    #[test]
+    fn the_gateways_descriptor_limit_is_the_clients_system_limit() {
+        let e = |n| Errno::from(io::Error::from_raw_os_error(n));
+        assert_eq!(e(libc::EMFILE), Errno(libc::ENFILE));
+        assert_eq!(e(libc::ENOENT), Errno(libc::ENOENT));
+        assert_eq!(Errno::from(io::Error::other("x")), Errno(libc::EIO));
     }
 }
 

@@ -270,7 +270,8 @@ mod tests {
     /// default of 1024 is common) raises it to the hard one, as the JVM
     /// does: it holds a host descriptor for every file its partitions have
     /// open, so a program keeping more files open than that soft limit
-    /// works as on the host.
+    /// works as on the host. (Without the raise the program's 47th `open`
+    /// failed.)
     #[test]
     fn a_gateway_serves_more_files_than_its_soft_limit() {
         if !kvm_available() {
