@@ -64,18 +64,6 @@ impl From<io::Error> for Errno {
     }
 }
 
-#[cfg(test)]
-mod errno_tests {
-    use super::*;
-
-    #[test]
-    fn the_gateways_descriptor_limit_is_the_clients_system_limit() {
-        let e = |n| Errno::from(io::Error::from_raw_os_error(n));
-        assert_eq!(e(libc::EMFILE), Errno(libc::ENFILE));
-        assert_eq!(e(libc::ENOENT), Errno(libc::ENOENT));
-        assert_eq!(Errno::from(io::Error::other("x")), Errno(libc::EIO));
-    }
-}
 
 impl fmt::Debug for Errno {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -91,5 +79,18 @@ impl fmt::Debug for Errno {
 impl fmt::Display for Errno {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&io::Error::from_raw_os_error(self.0), f)
+    }
+}
+
+#[cfg(test)]
+mod errno_tests {
+    use super::*;
+
+    #[test]
+    fn the_gateways_descriptor_limit_is_the_clients_system_limit() {
+        let e = |n| Errno::from(io::Error::from_raw_os_error(n));
+        assert_eq!(e(libc::EMFILE), Errno(libc::ENFILE));
+        assert_eq!(e(libc::ENOENT), Errno(libc::ENOENT));
+        assert_eq!(Errno::from(io::Error::other("x")), Errno(libc::EIO));
     }
 }
