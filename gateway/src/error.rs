@@ -64,7 +64,6 @@ impl From<io::Error> for Errno {
     }
 }
 
-
 impl fmt::Debug for Errno {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

@@ -326,10 +326,10 @@ struct St {
     /// front one once it is set up.
     accepts: VecDeque<Pending>,
     /// The gateway could not take a waiting call (its host ran out of
-    /// descriptors): the next `accept` with nothing ready fails with it
-    /// (`ENFILE`, as Linux's when the system's file table is full) instead
-    /// of waiting while the acceptor tries again.
-    accept_err: Option<Errno>,
+    /// descriptors): the next `accept` with nothing ready fails with
+    /// `ENFILE` (Linux's when the system's file table is full) instead of
+    /// waiting while the acceptor tries again.
+    accept_full: bool,
     /// Counts `accept` calls begun: an acceptor's failure counts for them
     /// only if its attempt began after the last one (an older attempt may
     /// predate descriptors the program closed since).
@@ -442,7 +442,7 @@ impl Socket {
                     broken: false,
                     so_error: None,
                     accepts: VecDeque::new(),
-                    accept_err: None,
+                    accept_full: false,
                     accept_epoch: 0,
                     next_call: 0,
                     backlog: 0,
@@ -649,7 +649,7 @@ impl Socket {
         {
             let mut st = sh.st.lock();
             st.accept_epoch += 1;
-            st.accept_err = None;
+            st.accept_full = false;
         }
         loop {
             {
@@ -679,8 +679,8 @@ impl Socket {
                     s.start_reader()?;
                     return Ok((s, remote));
                 }
-                if let Some(e) = st.accept_err.take() {
-                    return Err(e);
+                if core::mem::take(&mut st.accept_full) {
+                    return Err(Errno::ENFILE);
                 }
                 if nonblock {
                     return Err(Errno::EAGAIN);
@@ -688,7 +688,7 @@ impl Socket {
             }
             let timed_out = sh.readable.wait_while_interruptible_until(deadline, || {
                 let st = sh.st.lock();
-                !st.call_ready() && st.accept_err.is_none() && st.phase == Phase::Listening
+                !st.call_ready() && !st.accept_full && st.phase == Phase::Listening
             })?;
             if timed_out {
                 return Err(Errno::EAGAIN);
@@ -1851,7 +1851,7 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, local: Option<SocketAddr>) {
                 log::debug!("net: accept on connection {}: {e}", conv.n);
                 let mut st = sh.st.lock();
                 if (e == Errno::EMFILE || e == Errno::ENFILE) && st.accept_epoch == epoch {
-                    st.accept_err = Some(Errno::ENFILE);
+                    st.accept_full = true;
                     drop(st);
                     sh.readable.wake_all();
                     readiness_changed();

@@ -28,16 +28,26 @@ fn is_dir(s: &Synthetic) -> bool {
     matches!(s.content, Content::Dir(_))
 }
 
-/// What `sync_file_range` and `readahead` see of a descriptor: (a regular
-/// file, a directory), as Linux tells them apart by the inode's mode.
-fn kind(o: &Object) -> (bool, bool) {
+/// What `sync_file_range` and `readahead` see of a descriptor, as Linux
+/// tells them apart by the inode's mode.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Regular,
+    Directory,
+    /// A pipe, socket, terminal or other special file.
+    Other,
+}
+
+fn kind(o: &Object) -> Kind {
+    let file_or_dir = |dir: bool| if dir { Kind::Directory } else { Kind::Regular };
     match o {
         Object::File(f) => match &**f {
-            File::P9 { dir, .. } => (!dir, *dir),
-            File::Console { .. } => (false, false),
+            File::P9 { dir, .. } => file_or_dir(*dir),
+            File::Console { .. } => Kind::Other,
         },
-        Object::Synthetic(s) => (!is_dir(s), is_dir(s)),
-        o => (o.regular().is_some(), false),
+        Object::Synthetic(s) => file_or_dir(is_dir(s)),
+        o if o.regular().is_some() => Kind::Regular,
+        _ => Kind::Other,
     }
 }
 
@@ -52,8 +62,8 @@ pub fn sync_file_range(a: &[u64; 6]) -> Result<u64, Errno> {
         return Err(Errno::EINVAL);
     }
     match kind(&o) {
-        (false, false) => Err(Errno::ESPIPE),
-        _ => Ok(0),
+        Kind::Other => Err(Errno::ESPIPE),
+        Kind::Regular | Kind::Directory => Ok(0),
     }
 }
 
@@ -66,8 +76,8 @@ pub fn readahead(a: &[u64; 6]) -> Result<u64, Errno> {
         return Err(Errno::EBADF);
     }
     match kind(&o) {
-        (true, _) => Ok(0),
-        _ => Err(Errno::EINVAL),
+        Kind::Regular => Ok(0),
+        Kind::Directory | Kind::Other => Err(Errno::EINVAL),
     }
 }
 
