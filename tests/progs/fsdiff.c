@@ -30,6 +30,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -255,6 +256,38 @@ static void op_rw(unsigned i) {
     if (result(r)) {
         add(" = %zd", r);
         if (kind_ % 2 == 0)
+            add(" hash=%016llx", (unsigned long long)fnv(wbuf, (size_t)r));
+        add(" pos=%lld", (long long)lseek(fd, 0, SEEK_CUR));
+    }
+    end();
+}
+
+/* preadv2/pwritev2 (offset -1: the position) with RWF_* flags that do
+ * not depend on the host's file system or page cache (not NOWAIT,
+ * DONTCACHE), in two pieces. */
+static void op_rwv(unsigned i) {
+    static const long flags[] = {0, 0, 0, 1, 2, 4, 0x10, 0x20, 0x30, 0x40, 0x100, 0x200};
+    unsigned s = pick(NSLOTS);
+    int fd = slot_fd(s);
+    int write = pick(2);
+    size_t n = odd_len();
+    size_t first = n ? pick((unsigned)n + 1) : 0;
+    long long off = pick(3) == 0 ? -1 : odd_off();
+    long f = flags[pick(sizeof flags / sizeof *flags)];
+    begin(i, write ? "pwritev2" : "preadv2");
+    add(" slot=%u len=%zu+%zu off=%lld flags=%#lx", s, first, n - first, off, f);
+    if (fd < 0) {
+        add(" = empty");
+        end();
+        return;
+    }
+    struct iovec v[2] = {{wbuf, first}, {wbuf + first, n - first}};
+    if (write)
+        fill(n);
+    long r = syscall(write ? 328 : 327, fd, v, 2, off, 0L, f);
+    if (result(r)) {
+        add(" = %ld", r);
+        if (!write)
             add(" hash=%016llx", (unsigned long long)fnv(wbuf, (size_t)r));
         add(" pos=%lld", (long long)lseek(fd, 0, SEEK_CUR));
     }
@@ -826,7 +859,7 @@ static const struct {
     {op_truncate, 4}, {op_stat, 12}, {op_readlink, 3}, {op_symlink, 5}, {op_link, 3},
     {op_rename, 4}, {op_unlink, 5},  {op_mkdir, 3},    {op_chmod, 3},   {op_utimens, 3},
     {op_getdents, 3}, {op_access, 3}, {op_fsync, 2},   {op_cat, 4},     {op_mmap, 8},
-    {op_fcntl, 3},
+    {op_fcntl, 3}, {op_rwv, 4},
 };
 #define NOPS (sizeof ops / sizeof *ops)
 

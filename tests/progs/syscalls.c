@@ -1,8 +1,9 @@
 /* The less common system calls a real program (and JDK 25) makes, as Linux
  * answers them: mincore, membarrier, sched_{get,set}affinity, madvise,
  * fallocate, copy_file_range, sendfile, getrusage, times, timerfd, prctl,
- * fsync of every kind of descriptor, sync_file_range, readahead, and
- * wait4/waitid in a process without children.
+ * fsync of every kind of descriptor, sync_file_range, readahead,
+ * wait4/waitid in a process without children, and preadv/pwritev and
+ * preadv2/pwritev2 with their flags on files, memfds, pipes and sockets.
  * argv[1] is a writable directory. One line per check: the results and
  * errno names, never addresses or timings; the host kernel is the oracle.
  * Calls go through syscall() so glibc and musl make the same ones. */
@@ -20,8 +21,10 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/select.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/times.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +41,8 @@
 #define NR_timerfd_gettime 287
 #define NR_membarrier 324
 #define NR_copy_file_range 326
+#define NR_preadv2 327
+#define NR_pwritev2 328
 #define PR_SET_NAME 15
 #define PR_GET_NAME 16
 
@@ -63,6 +68,7 @@ static const char *ename(int e) {
     case EOPNOTSUPP: return "EOPNOTSUPP";
     case EXDEV: return "EXDEV";
     case ECHILD: return "ECHILD";
+    case EPIPE: return "EPIPE";
     default: {
         static char buf[32];
         snprintf(buf, sizeof buf, "errno %d", e);
@@ -717,6 +723,131 @@ static void test_wait(void) {
     show("waitid bad idtype", syscall(SYS_waitid, 9, 0, &si, 4, NULL));
 }
 
+/* What a file holds now, as "LEN:BYTES" (at most 40). */
+static void contents(const char *what, int fd) {
+    char buf[64];
+    long n = pread(fd, buf, 40, 0);
+    if (n < 0) n = 0;
+    printf("%s holds %ld:%.*s\n", what, n, (int)n, buf);
+}
+
+/* preadv/pwritev and preadv2/pwritev2 (offset -1: the file position) with
+ * RWF_* flags; the offset is argument 4 whole on x86-64, argument 5 (its
+ * high half on 32-bit machines) is ignored. */
+static void test_rw2(void) {
+    const long HIPRI = 1, DSYNC = 2, SYNC = 4, NOWAIT = 8, APPEND = 0x10, NOAPPEND = 0x20,
+               ATOMIC = 0x40, DONTCACHE = 0x80, NOSIGNAL = 0x100;
+    char a[8], b[8];
+    struct iovec rd[2] = {{a, 4}, {b, 6}};
+    struct iovec wr[2] = {{"AB", 2}, {"CDE", 3}};
+    struct iovec none[1] = {{a, 0}};
+    int m = (int)syscall(SYS_memfd_create, "rw2", 0);
+    int ma = (int)syscall(SYS_memfd_create, "rw2a", 0);
+    int f = make_file("rw2.dat", 30, 0);
+    int fa = make_file("rw2a.dat", 12, O_APPEND);
+    int p[2], sv[2];
+    pipe(p);
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    write(m, "hello world, memory", 19);
+    write(ma, "0123456789", 10);
+    fcntl(ma, F_SETFL, O_APPEND);
+    struct {
+        const char *name;
+        int fd;
+    } files[] = {{"file", f}, {"memfd", m}};
+    char what[128];
+    for (size_t i = 0; i < 2; i++) {
+        int fd = files[i].fd;
+        const char *n = files[i].name;
+        lseek(fd, 3, SEEK_SET);
+#define RW(label, call) (snprintf(what, sizeof what, "%s %s", label, n), show(what, call))
+        memset(a, 0, sizeof a), memset(b, 0, sizeof b);
+        RW("preadv at 2", syscall(SYS_preadv, fd, rd, 2, 2L, 0L));
+        printf("  read %.4s|%.6s\n", a, b);
+        RW("preadv2 at 1", syscall(NR_preadv2, fd, rd, 2, 1L, 0L, 0L));
+        RW("preadv2 at -1 (the position)", syscall(NR_preadv2, fd, rd, 2, -1L, 0L, 0L));
+        printf("  read %.4s|%.6s, position %ld\n", a, b, (long)lseek(fd, 0, SEEK_CUR));
+        RW("preadv2 high half ignored", syscall(NR_preadv2, fd, rd, 1, 0L, 7L, 0L));
+        RW("preadv2 at -2", syscall(NR_preadv2, fd, rd, 2, -2L, 0L, 0L));
+        RW("preadv at -1", syscall(SYS_preadv, fd, rd, 2, -1L, 0L));
+        RW("preadv2 HIPRI|DSYNC|SYNC", syscall(NR_preadv2, fd, rd, 2, 0L, 0L, HIPRI | DSYNC | SYNC));
+        RW("preadv2 NOWAIT", syscall(NR_preadv2, fd, rd, 2, 0L, 0L, NOWAIT));
+        RW("preadv2 APPEND", syscall(NR_preadv2, fd, rd, 2, 0L, 0L, APPEND));
+        RW("preadv2 APPEND|NOAPPEND", syscall(NR_preadv2, fd, rd, 2, 0L, 0L, APPEND | NOAPPEND));
+        RW("preadv2 ATOMIC", syscall(NR_preadv2, fd, rd, 2, 0L, 0L, ATOMIC));
+        RW("preadv2 DONTCACHE", syscall(NR_preadv2, fd, rd, 2, 0L, 0L, DONTCACHE));
+        RW("preadv2 NOSIGNAL", syscall(NR_preadv2, fd, rd, 2, 0L, 0L, NOSIGNAL));
+        RW("preadv2 flag 0x200", syscall(NR_preadv2, fd, rd, 2, 0L, 0L, 0x200L));
+        RW("preadv2 nothing, flag 0x200", syscall(NR_preadv2, fd, none, 1, 0L, 0L, 0x200L));
+        RW("pwritev2 NOWAIT", syscall(NR_pwritev2, fd, wr, 1, 0L, 0L, NOWAIT));
+        RW("pwritev2 DONTCACHE", syscall(NR_pwritev2, fd, wr, 1, 0L, 0L, DONTCACHE));
+        RW("pwritev2 at 4", syscall(NR_pwritev2, fd, wr, 2, 4L, 0L, 0L));
+        lseek(fd, 10, SEEK_SET);
+        RW("pwritev2 at -1 (the position)", syscall(NR_pwritev2, fd, wr, 2, -1L, 0L, DSYNC));
+        printf("  position %ld\n", (long)lseek(fd, 0, SEEK_CUR));
+        RW("pwritev2 APPEND at 0", syscall(NR_pwritev2, fd, wr, 2, 0L, 0L, APPEND));
+        printf("  position %ld\n", (long)lseek(fd, 0, SEEK_CUR));
+        RW("pwritev2 APPEND at -1", syscall(NR_pwritev2, fd, wr, 1, -1L, 0L, APPEND));
+        printf("  position %ld\n", (long)lseek(fd, 0, SEEK_CUR));
+        RW("pwritev2 ATOMIC", syscall(NR_pwritev2, fd, wr, 2, 0L, 0L, ATOMIC));
+        RW("pwritev2 APPEND|NOAPPEND", syscall(NR_pwritev2, fd, wr, 2, 0L, 0L, APPEND | NOAPPEND));
+        RW("pwritev at -1", syscall(SYS_pwritev, fd, wr, 2, -1L, 0L));
+        contents(n, fd);
+    }
+    /* O_APPEND files: pwritev appends anyway (Linux's documented bug),
+     * RWF_NOAPPEND writes where asked. */
+    struct {
+        const char *name;
+        int fd;
+    } apps[] = {{"O_APPEND file", fa}, {"O_APPEND memfd", ma}};
+    for (size_t i = 0; i < 2; i++) {
+        int fd = apps[i].fd;
+        const char *n = apps[i].name;
+        RW("pwritev2 at 1", syscall(NR_pwritev2, fd, wr, 1, 1L, 0L, 0L));
+        RW("pwritev2 NOAPPEND at 1", syscall(NR_pwritev2, fd, wr, 1, 1L, 0L, NOAPPEND));
+        lseek(fd, 5, SEEK_SET);
+        RW("pwritev2 NOAPPEND at -1", syscall(NR_pwritev2, fd, wr + 1, 1, -1L, 0L, NOAPPEND));
+        printf("  position %ld\n", (long)lseek(fd, 0, SEEK_CUR));
+        contents(n, fd);
+    }
+    /* Streams: no offset (ESPIPE), NOWAIT as non-blocking. */
+    {
+        const char *n = "pipe";
+        RW("preadv2 at 0", syscall(NR_preadv2, p[0], rd, 2, 0L, 0L, 0L));
+        RW("preadv2 NOWAIT, empty", syscall(NR_preadv2, p[0], rd, 2, -1L, 0L, NOWAIT));
+        RW("pwritev2 at 0", syscall(NR_pwritev2, p[1], wr, 2, 0L, 0L, 0L));
+        RW("pwritev2 NOWAIT", syscall(NR_pwritev2, p[1], wr, 2, -1L, 0L, NOWAIT));
+        memset(a, 0, sizeof a), memset(b, 0, sizeof b);
+        RW("preadv2 NOWAIT", syscall(NR_preadv2, p[0], rd, 2, -1L, 0L, NOWAIT));
+        printf("  read %.4s|%.6s\n", a, b);
+        RW("preadv2 DONTCACHE", syscall(NR_preadv2, p[0], rd, 2, -1L, 0L, DONTCACHE));
+        RW("pwritev of the read end", syscall(SYS_pwritev, p[0], wr, 2, 0L, 0L));
+        /* EPIPE without SIGPIPE (ignored here, so that a wrong one does not
+         * end the program: the errno shows). */
+        signal(SIGPIPE, SIG_IGN);
+        int q[2];
+        pipe(q);
+        close(q[0]);
+        RW("pwritev2 NOSIGNAL, no reader", syscall(NR_pwritev2, q[1], wr, 2, -1L, 0L, NOSIGNAL));
+        close(q[1]);
+        signal(SIGPIPE, SIG_DFL);
+        RW("preadv of the write end", syscall(SYS_preadv, p[1], rd, 2, 0L, 0L));
+        RW("preadv bad vector", syscall(SYS_preadv, p[0], (void *)8, 2, 0L, 0L));
+        n = "socket";
+        RW("preadv2 NOWAIT, empty", syscall(NR_preadv2, sv[0], rd, 2, -1L, 0L, NOWAIT));
+        RW("pwritev2 NOWAIT", syscall(NR_pwritev2, sv[1], wr, 2, -1L, 0L, NOWAIT));
+        memset(a, 0, sizeof a), memset(b, 0, sizeof b);
+        RW("preadv2", syscall(NR_preadv2, sv[0], rd, 2, -1L, 0L, HIPRI));
+        printf("  read %.4s|%.6s\n", a, b);
+        n = "closed";
+        RW("preadv2 at -2", syscall(NR_preadv2, 999, rd, 2, -2L, 0L, 0L));
+        RW("preadv2", syscall(NR_preadv2, 999, rd, 2, 0L, 0L, 0L));
+        RW("preadv at -1", syscall(SYS_preadv, 999, rd, 2, -1L, 0L));
+#undef RW
+    }
+    close(m), close(ma), close(f), close(fa), close(p[0]), close(p[1]), close(sv[0]), close(sv[1]);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: syscalls DIR\n");
@@ -736,6 +867,7 @@ int main(int argc, char **argv) {
     test_prctl();
     test_sync();
     test_wait();
+    test_rw2();
     /* Never implemented by Linux either: ENOSYS on both sides, and the
      * partition names it in its log. */
     show("afs_syscall", syscall(183, 0, 0, 0));

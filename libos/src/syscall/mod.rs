@@ -282,6 +282,8 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (293, "pipe2", pipe::pipe2),
     (295, "preadv", read::preadv),
     (296, "pwritev", write::pwritev),
+    (327, "preadv2", read::preadv2),
+    (328, "pwritev2", write::pwritev2),
     (306, "syncfs", fsync::sync),
     (277, "sync_file_range", fsync::sync_file_range),
     (187, "readahead", fsync::readahead),

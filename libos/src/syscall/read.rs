@@ -326,9 +326,21 @@ pub fn stream_room(o: &Object, pieces: &[(u64, u64)], want: u64) -> Result<u64, 
 /// Reads a stream (a pipe, a socket, an eventfd…) once, into a kernel
 /// buffer; `None` for a file with a position. Nothing is read before the
 /// caller's checks pass: the bytes would be lost.
-fn stream_reader(o: &Object) -> Option<impl FnOnce(usize) -> Result<Vec<u8>, Errno> + '_> {
-    let nonblock = o.nonblocking();
+/// Whether a positional read of `o` is `ESPIPE` before anything else
+/// (Linux's `FMODE_PREAD`): a stream, or a pipe's write end.
+fn unseekable(o: &Object) -> bool {
+    stream_reader(o, false).is_some() || matches!(o, Object::PipeWrite(_))
+}
+
+/// `nowait`: as if the descriptor were non-blocking (`RWF_NOWAIT`).
+fn stream_reader(
+    o: &Object,
+    nowait: bool,
+) -> Option<impl FnOnce(usize) -> Result<Vec<u8>, Errno> + '_> {
+    let nonblock = o.nonblocking() || nowait;
     match o {
+        // A memory-only file reads as a regular one (`read_object`).
+        Object::Like(l) if l.regular().is_some() => None,
         Object::Like(_) | Object::PipeRead(_) => Some(move |max: usize| match o {
             Object::Like(l) => l.read(max, nonblock),
             Object::PipeRead(p) => p.read(max, nonblock),
@@ -338,10 +350,15 @@ fn stream_reader(o: &Object) -> Option<impl FnOnce(usize) -> Result<Vec<u8>, Err
     }
 }
 
-fn readv_at(o: &Object, mut offset: Option<u64>, iov: &[(u64, u64)]) -> Result<u64, Errno> {
+fn readv_at(
+    o: &Object,
+    mut offset: Option<u64>,
+    iov: &[(u64, u64)],
+    nowait: bool,
+) -> Result<u64, Errno> {
     // A stream is read once and scattered, as Linux does: a second read
     // would wait for bytes the first did not find.
-    if let Some(read) = stream_reader(o) {
+    if let Some(read) = stream_reader(o, nowait) {
         if offset.is_some() {
             return Err(Errno::ESPIPE);
         }
@@ -384,16 +401,120 @@ fn readv_at(o: &Object, mut offset: Option<u64>, iov: &[(u64, u64)]) -> Result<u
 /// `readv(fd, iov, iovcnt)`.
 pub fn readv(a: &[u64; 6]) -> Result<u64, Errno> {
     let o = fd::object(a[0])?;
-    readv_at(&o, None, &iovecs(a[1], a[2])?)
+    readv_at(&o, None, &iovecs(a[1], a[2])?, false)
 }
 
-/// `preadv(fd, iov, iovcnt, offset)`.
+/// `preadv(fd, iov, iovcnt, offset)`: Linux's order of checks (the
+/// offset, the descriptor, then `ESPIPE`, then the vector).
 pub fn preadv(a: &[u64; 6]) -> Result<u64, Errno> {
-    let o = fd::object(a[0])?;
     if (a[3] as i64) < 0 {
         return Err(Errno::EINVAL);
     }
-    readv_at(&o, Some(a[3]), &iovecs(a[1], a[2])?)
+    let o = fd::object(a[0])?;
+    if unseekable(&o) {
+        return Err(Errno::ESPIPE);
+    }
+    readv_at(&o, Some(a[3]), &iovecs(a[1], a[2])?, false)
+}
+
+/// `preadv2(fd, iov, iovcnt, offset_lo, offset_hi, flags)`: `preadv`, or
+/// `readv` at offset -1, with `RWF_*` flags (`rw_flags`). On x86-64 the
+/// offset is `offset_lo` whole (Linux's `pos_from_hilo`).
+pub fn preadv2(a: &[u64; 6]) -> Result<u64, Errno> {
+    let pos = a[3] as i64;
+    if pos < -1 {
+        return Err(Errno::EINVAL);
+    }
+    let o = fd::object(a[0])?;
+    let at = u64::try_from(pos).ok();
+    if at.is_some() && unseekable(&o) {
+        return Err(Errno::ESPIPE);
+    }
+    // Linux's `vfs_readv` checks the mode before the vector and flags.
+    if o.status_flags() & fd::O_ACCMODE == 1 {
+        return Err(Errno::EBADF);
+    }
+    let iov = iovecs(a[1], a[2])?;
+    // Linux looks at the flags only for a read of something.
+    let rwf = if iov.iter().all(|&(_, n)| n == 0) {
+        Rwf::default()
+    } else {
+        rw_flags(&o, a[5] as u32, false)?
+    };
+    readv_at(&o, at, &iov, rwf.nowait)
+}
+
+/// `RWF_*` of `linux/fs.h`: what `preadv2` and `pwritev2` take.
+const RWF_HIPRI: u32 = 0x1;
+const RWF_NOWAIT: u32 = 0x8;
+const RWF_APPEND: u32 = 0x10;
+const RWF_NOAPPEND: u32 = 0x20;
+const RWF_ATOMIC: u32 = 0x40;
+const RWF_DONTCACHE: u32 = 0x80;
+const RWF_NOSIGNAL: u32 = 0x100;
+/// `RWF_HIPRI`, `RWF_DSYNC`, `RWF_SYNC` and the above (Linux 6.15+).
+const RWF_SUPPORTED: u32 = 0x1ff;
+
+/// What a `preadv2`/`pwritev2` call's flags ask of it.
+#[derive(Default, Clone, Copy)]
+pub struct Rwf {
+    /// `RWF_NOWAIT`: `EAGAIN` rather than waiting, as if non-blocking.
+    pub nowait: bool,
+    /// `RWF_APPEND` (`Some(true)`: at the end) or `RWF_NOAPPEND`
+    /// (`Some(false)`: at the offset even with `O_APPEND`).
+    pub append: Option<bool>,
+    /// `RWF_NOSIGNAL`: a write to a broken pipe or connection is `EPIPE`
+    /// without `SIGPIPE`.
+    pub nosignal: bool,
+}
+
+/// The flags checked as Linux's `kiocb_set_rw_flags` and then the file's
+/// own write path check them, for a file of the namespace as on a disk
+/// file system (ext4) and a memory-only one as on tmpfs. `RWF_HIPRI`
+/// (polled I/O), `RWF_DSYNC` and `RWF_SYNC` change nothing: writes reach
+/// the gateway synchronously. `RWF_ATOMIC` needs an `O_DIRECT` file on a
+/// device that can (`EOPNOTSUPP`, as for every file here); `RWF_NOWAIT`
+/// is refused by tmpfs, and by ext4 for writes (buffered writes may
+/// wait); `RWF_DONTCACHE` needs a disk file system.
+pub fn rw_flags(o: &Object, flags: u32, write: bool) -> Result<Rwf, Errno> {
+    if flags & !RWF_SUPPORTED != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if flags & RWF_APPEND != 0 && flags & RWF_NOAPPEND != 0 {
+        return Err(Errno::EINVAL);
+    }
+    // A directory has no `read_iter`: Linux's loop over the vector takes
+    // no flag but `RWF_HIPRI` (then `EISDIR` from the read itself).
+    if matches!(o, Object::File(f) if matches!(&**f, File::P9 { dir: true, .. })) {
+        return match flags & !RWF_HIPRI {
+            0 => Ok(Rwf::default()),
+            _ => Err(Errno::EOPNOTSUPP),
+        };
+    }
+    let memory = o.regular().is_some();
+    let disk = matches!(o, Object::File(f) if matches!(&**f, File::P9 { dir: false, .. }));
+    let nowait = flags & RWF_NOWAIT != 0;
+    if (nowait && memory)
+        || flags & RWF_ATOMIC != 0
+        || (flags & RWF_DONTCACHE != 0 && !disk)
+        || (nowait && write && disk)
+    {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let append = if !write {
+        None
+    } else if flags & RWF_APPEND != 0 {
+        Some(true)
+    } else if flags & RWF_NOAPPEND != 0 {
+        Some(false)
+    } else {
+        None
+    };
+    Ok(Rwf {
+        nowait,
+        append,
+        nosignal: flags & RWF_NOSIGNAL != 0,
+    })
 }
 
 /// `lseek(fd, offset, whence)`.

@@ -1,6 +1,7 @@
 //! `write(2)`, `pwrite64(2)`, `writev(2)`, `pwritev(2)`: the console, files
 //! of the 9P namespace, and the library OS's own files.
 
+use super::read::Rwf;
 use crate::console::{self, Stream};
 use crate::errno::Errno;
 use crate::fd::{self, File, O_ACCMODE, O_APPEND, Object};
@@ -47,7 +48,12 @@ impl Source<'_> {
 
 /// Writes `src` to `f` (at `at`, or at and past the file position);
 /// returns how many bytes were written.
-fn write_file(f: &File, at: Option<u64>, src: Source<'_>) -> Result<u64, Errno> {
+fn write_file(
+    f: &File,
+    at: Option<u64>,
+    src: Source<'_>,
+    append: Option<bool>,
+) -> Result<u64, Errno> {
     let total = src.len();
     let mut buf = Vec::new();
     match f {
@@ -90,7 +96,7 @@ fn write_file(f: &File, at: Option<u64>, src: Source<'_>) -> Result<u64, Errno> 
             // With O_APPEND every write goes to the end, pwrite's too (a
             // documented Linux bug that programs see).
             let mut pos = match at {
-                _ if flags & O_APPEND != 0 => c.getattr(*fid)?.size,
+                _ if append.unwrap_or(flags & O_APPEND != 0) => c.getattr(*fid)?.size,
                 Some(p) => p,
                 None => *offset.lock(),
             };
@@ -131,16 +137,48 @@ fn write_file(f: &File, at: Option<u64>, src: Source<'_>) -> Result<u64, Errno> 
 
 /// Writes `[addr, addr+len)` to `o` at `at` (or the position).
 pub fn write_object(o: &Object, at: Option<u64>, addr: u64, len: u64) -> Result<u64, Errno> {
+    write_object_with(o, at, addr, len, Rwf::default())
+}
+
+/// [`write_object`] with `pwritev2`'s flags.
+fn write_object_with(
+    o: &Object,
+    at: Option<u64>,
+    addr: u64,
+    len: u64,
+    rwf: Rwf,
+) -> Result<u64, Errno> {
     user::check_range(addr, len)?;
     if is_stream(o) {
-        return gather_write(o, at, &[(addr, len)]);
+        return gather_write(o, at, &[(addr, len)], o.nonblocking() || rwf.nowait);
     }
-    write_source(o, at, Source::User { addr, len })
+    if let (Some(m), Some(append)) = (o.regular(), rwf.append) {
+        // A memory-only file at its end (`RWF_APPEND`) or at the offset or
+        // position whatever `O_APPEND` says (`RWF_NOAPPEND`); the position
+        // moves past a write that used it.
+        let pos = match (append, at) {
+            (true, _) => m.size(),
+            (false, Some(p)) => p,
+            (false, None) => *m.position().lock(),
+        };
+        let n = write_source(o, Some(pos), Source::User { addr, len }, Some(append))?;
+        if at.is_none() {
+            *m.position().lock() = pos + n;
+        }
+        return Ok(n);
+    }
+    write_source(o, at, Source::User { addr, len }, rwf.append)
 }
 
 /// Writes `bytes` (the kernel's) to `o` at `at` (or the position).
 pub fn write_bytes(o: &Object, at: Option<u64>, bytes: &[u8]) -> Result<u64, Errno> {
-    write_source(o, at, Source::Kernel(bytes))
+    write_source(o, at, Source::Kernel(bytes), None)
+}
+
+/// Whether a positional write of `o` is `ESPIPE` before anything else
+/// (Linux's `FMODE_PWRITE`): a stream, or a pipe's read end.
+fn unseekable(o: &Object) -> bool {
+    is_stream(o) || matches!(o, Object::PipeRead(_))
 }
 
 /// Whether `o` takes a write's bytes as one stream (a pipe, a socket…),
@@ -149,7 +187,14 @@ fn is_stream(o: &Object) -> bool {
     matches!(o, Object::Like(_) | Object::PipeWrite(_)) && o.regular().is_none()
 }
 
-fn write_source(o: &Object, at: Option<u64>, src: Source<'_>) -> Result<u64, Errno> {
+/// `append`: `pwritev2`'s `RWF_APPEND`/`RWF_NOAPPEND` for a file of the
+/// namespace (`None`: as its `O_APPEND` says).
+fn write_source(
+    o: &Object,
+    at: Option<u64>,
+    src: Source<'_>,
+    append: Option<bool>,
+) -> Result<u64, Errno> {
     let len = src.len() as u64;
     // A memory-only file opened read-only (through /proc/self/fd).
     if let Object::Like(l) = o
@@ -159,7 +204,13 @@ fn write_source(o: &Object, at: Option<u64>, src: Source<'_>) -> Result<u64, Err
         return Err(Errno::EBADF);
     }
     if let (Some(m), Some(at)) = (o.regular(), at) {
-        // `pwrite` of a memory-only file, as a regular one.
+        // `pwrite` of a memory-only file, as a regular one: with O_APPEND
+        // at the end (Linux's documented bug, as for a file of the
+        // namespace) unless `RWF_NOAPPEND` said otherwise.
+        let at = match append {
+            None if o.status_flags() & O_APPEND != 0 => m.size(),
+            _ => at,
+        };
         return match src {
             Source::Kernel(bytes) => m.write_at(at, bytes).map(|n| n as u64),
             Source::User { addr, len } => {
@@ -175,7 +226,7 @@ fn write_source(o: &Object, at: Option<u64>, src: Source<'_>) -> Result<u64, Err
         };
     }
     match (o, src) {
-        (Object::File(f), src) => write_file(f, at, src),
+        (Object::File(f), src) => write_file(f, at, src, append),
         (Object::Synthetic(_) | Object::PipeRead(_), _) => Err(Errno::EBADF),
         (Object::Epoll(_), _) => Err(Errno::EINVAL),
         (Object::Device(d), _) => d.write(len),
@@ -187,7 +238,7 @@ fn write_source(o: &Object, at: Option<u64>, src: Source<'_>) -> Result<u64, Err
             l.write(bytes, o.nonblocking()).map(|n| n as u64)
         }
         (Object::PipeWrite(_) | Object::Like(_), Source::User { addr, len }) => {
-            gather_write(o, at, &[(addr, len)])
+            gather_write(o, at, &[(addr, len)], o.nonblocking())
         }
     }
 }
@@ -224,7 +275,13 @@ pub fn pwrite64(a: &[u64; 6]) -> Result<u64, Errno> {
 /// another socket gets kernel copies of up to 1 MiB, each one message to
 /// the gateway (a hole in the program's memory ends the write with
 /// nothing of the copy it was in).
-fn gather_write(o: &Object, at: Option<u64>, pieces: &[(u64, u64)]) -> Result<u64, Errno> {
+/// `nonblock`: the description's, or `RWF_NOWAIT`'s.
+fn gather_write(
+    o: &Object,
+    at: Option<u64>,
+    pieces: &[(u64, u64)],
+    nonblock: bool,
+) -> Result<u64, Errno> {
     if at.is_some() {
         return Err(Errno::ESPIPE);
     }
@@ -232,8 +289,8 @@ fn gather_write(o: &Object, at: Option<u64>, pieces: &[(u64, u64)]) -> Result<u6
     // a time from the program's memory.
     let mut src = Gather::user(pieces, user::read_append);
     let taken = match o {
-        Object::PipeWrite(p) => Some(p.write_from(&mut src, o.nonblocking())),
-        Object::Like(l) => l.write_from(&mut src, o.nonblocking()),
+        Object::PipeWrite(p) => Some(p.write_from(&mut src, nonblock)),
+        Object::Like(l) => l.write_from(&mut src, nonblock),
         _ => None,
     };
     if let Some(r) = taken {
@@ -244,7 +301,7 @@ fn gather_write(o: &Object, at: Option<u64>, pieces: &[(u64, u64)]) -> Result<u6
     // An empty write to a message socket is an empty message (Linux's
     // `sock_write_iter` sends it; the checks of a send apply).
     if want == 0 && message {
-        return write_source(o, None, Source::Kernel(&[]));
+        return write_source(o, None, Source::Kernel(&[]), None);
     }
     // A message goes whole (past any send buffer: EMSGSIZE), a stream in
     // copies of 1 MiB.
@@ -275,7 +332,11 @@ fn gather_write(o: &Object, at: Option<u64>, pieces: &[(u64, u64)]) -> Result<u6
         if chunk.is_empty() {
             break;
         }
-        let n = match write_source(o, None, Source::Kernel(&chunk)) {
+        let sent = match o {
+            Object::Like(l) => l.write(&chunk, nonblock).map(|n| n as u64),
+            _ => write_source(o, None, Source::Kernel(&chunk), None),
+        };
+        let n = match sent {
             Ok(n) => n,
             Err(_) if total > 0 => return Ok(total),
             Err(e) => return Err(e),
@@ -291,8 +352,16 @@ fn gather_write(o: &Object, at: Option<u64>, pieces: &[(u64, u64)]) -> Result<u6
     }
 }
 
-fn writev_at(o: &Object, mut at: Option<u64>, iov: u64, count: u64) -> Result<u64, Errno> {
-    let pieces = super::read::iovecs(iov, count)?;
+fn writev_at(o: &Object, at: Option<u64>, iov: u64, count: u64) -> Result<u64, Errno> {
+    writev_pieces(o, at, &super::read::iovecs(iov, count)?, Rwf::default())
+}
+
+fn writev_pieces(
+    o: &Object,
+    mut at: Option<u64>,
+    pieces: &[(u64, u64)],
+    rwf: Rwf,
+) -> Result<u64, Errno> {
     // Nothing to write: Linux's `vfs_writev` checks the file's mode
     // (`EBADF` for a read end, as `write` of nothing does), then returns 0
     // without calling the file — no empty message, no `EPIPE`.
@@ -303,14 +372,14 @@ fn writev_at(o: &Object, mut at: Option<u64>, iov: u64, count: u64) -> Result<u6
         return write_object(o, at, pieces.first().map_or(0, |p| p.0), 0);
     }
     if is_stream(o) {
-        return gather_write(o, at, &pieces);
+        return gather_write(o, at, pieces, o.nonblocking() || rwf.nowait);
     }
     let mut total = 0u64;
-    for (base, len) in pieces {
+    for &(base, len) in pieces {
         if len == 0 {
             continue;
         }
-        let n = match write_object(o, at, base, len) {
+        let n = match write_object_with(o, at, base, len, rwf) {
             Ok(n) => n,
             Err(_) if total > 0 => break,
             Err(e) => return Err(e),
@@ -330,13 +399,47 @@ pub fn writev(a: &[u64; 6]) -> Result<u64, Errno> {
     raise(&o, writev_at(&o, None, a[1], a[2]))
 }
 
-/// `pwritev(fd, iov, iovcnt, offset)`.
+/// `pwritev(fd, iov, iovcnt, offset)`: Linux's order of checks (the
+/// offset, the descriptor, then `ESPIPE`, then the vector).
 pub fn pwritev(a: &[u64; 6]) -> Result<u64, Errno> {
     if (a[3] as i64) < 0 {
         return Err(Errno::EINVAL);
     }
     let o = fd::object(a[0])?;
+    if unseekable(&o) {
+        return Err(Errno::ESPIPE);
+    }
     raise(&o, writev_at(&o, Some(a[3]), a[1], a[2]))
+}
+
+/// `pwritev2(fd, iov, iovcnt, offset_lo, offset_hi, flags)`: `pwritev`,
+/// or `writev` at offset -1, with `RWF_*` flags (`read::rw_flags`).
+pub fn pwritev2(a: &[u64; 6]) -> Result<u64, Errno> {
+    let pos = a[3] as i64;
+    if pos < -1 {
+        return Err(Errno::EINVAL);
+    }
+    let o = fd::object(a[0])?;
+    let at = u64::try_from(pos).ok();
+    if at.is_some() && unseekable(&o) {
+        return Err(Errno::ESPIPE);
+    }
+    // Linux's `vfs_writev` checks the mode before the vector and flags.
+    if o.status_flags() & O_ACCMODE == 0 {
+        return Err(Errno::EBADF);
+    }
+    let pieces = super::read::iovecs(a[1], a[2])?;
+    // Linux looks at the flags only for a write of something.
+    let rwf = if pieces.iter().all(|&(_, n)| n == 0) {
+        Rwf::default()
+    } else {
+        super::read::rw_flags(&o, a[5] as u32, true)?
+    };
+    let r = writev_pieces(&o, at, &pieces, rwf);
+    if rwf.nosignal {
+        return r;
+    }
+    raise(&o, r)
 }
 
 /// `write` in a direct call (see `syscall::direct`): into a socket's send
