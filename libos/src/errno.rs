@@ -13,6 +13,10 @@ impl Errno {
     /// signal; the call is restarted if the handler has `SA_RESTART`, else
     /// it fails with `EINTR` (Linux's `-ERESTARTSYS`).
     pub const ERESTARTSYS: Errno = Errno(512);
+    /// Internal, never seen by the program: a wait was cut short by a
+    /// signal; the call is restarted once the handler returns, whatever
+    /// its flags (Linux's `-ERESTARTNOINTR`).
+    pub const ERESTARTNOINTR: Errno = Errno(513);
     pub const ESRCH: Errno = Errno(3);
     pub const ECHILD: Errno = Errno(10);
     pub const ETIMEDOUT: Errno = Errno(110);

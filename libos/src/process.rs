@@ -156,6 +156,11 @@ pub fn tids() -> Vec<u64> {
     THREADS.lock().keys().copied().collect()
 }
 
+/// Whether the program has a thread `tid`.
+pub fn alive(tid: u64) -> bool {
+    THREADS.lock().contains_key(&tid)
+}
+
 /// Records a new program thread.
 pub fn register(t: &crate::sched::ThreadRef) {
     THREADS.lock().insert(t.id(), t.clone());

@@ -692,6 +692,17 @@ mod tests {
         }
     }
 
+    /// Priority-inheritance futexes (tests/progs/pimutex.c): glibc's and
+    /// musl's `PTHREAD_PRIO_INHERIT` mutexes under contention, trylock,
+    /// error-checking and robust ones, the hand-over from an unlocking
+    /// owner to a blocked waiter, and Linux's errors for raw
+    /// `FUTEX_LOCK_PI`/`TRYLOCK_PI`/`UNLOCK_PI` calls.
+    fn pimutex(b: Build) {
+        if let Some((dir, _)) = same_as_host("pimutex", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// Resource limits (tests/progs/rlimits.c): the program starts with
     /// the limits the host's would (those of the `astraea` that started
     /// it), sets them as Linux lets it, and `RLIMIT_NOFILE` bounds its
@@ -792,6 +803,7 @@ mod tests {
         wakeups: wakeups_glibc_dynamic, wakeups_musl_static, wakeups_musl_static_pie;
         races: races_glibc_dynamic, races_musl_static, races_musl_static_pie;
         robust: robust_glibc_dynamic, robust_musl_static, robust_musl_static_pie;
+        pimutex: pimutex_glibc_dynamic, pimutex_musl_static, pimutex_musl_static_pie;
         rlimits: rlimits_glibc_dynamic, rlimits_musl_static, rlimits_musl_static_pie;
         holes: holes_glibc_dynamic, holes_musl_static, holes_musl_static_pie;
         unixsock: unixsock_glibc_dynamic, unixsock_musl_static, unixsock_musl_static_pie;

@@ -93,8 +93,8 @@ const NOTES: &[(&str, Status, &str)] = &[
     (
         "futex",
         Partial,
-        "WAIT, WAKE, the BITSET variants, REQUEUE, CMP_REQUEUE, WAKE_OP; priority-inheritance \
-         operations answer ENOSYS",
+        "WAIT, WAKE, the BITSET variants, REQUEUE, CMP_REQUEUE, WAKE_OP, LOCK_PI, LOCK_PI2, \
+         TRYLOCK_PI, UNLOCK_PI; WAIT_REQUEUE_PI and CMP_REQUEUE_PI answer ENOSYS",
     ),
     (
         "getrusage",

@@ -21,6 +21,10 @@ const FUTEX_CMP_REQUEUE: u64 = 4;
 const FUTEX_WAKE_OP: u64 = 5;
 const FUTEX_WAIT_BITSET: u64 = 9;
 const FUTEX_WAKE_BITSET: u64 = 10;
+const FUTEX_LOCK_PI: u64 = 6;
+const FUTEX_UNLOCK_PI: u64 = 7;
+const FUTEX_TRYLOCK_PI: u64 = 8;
+const FUTEX_LOCK_PI2: u64 = 13;
 const FUTEX_CLOCK_REALTIME: u64 = 256;
 const FUTEX_CMD_MASK: u64 = 0x7f;
 const BITSET_ANY: u32 = u32::MAX;
@@ -106,7 +110,7 @@ pub fn wait(addr: u64, val: u32, bitset: u32, deadline: Option<u64>) -> Result<u
 /// with a scheduler timer for `deadline`, and leaves the CPU by `block`
 /// until a wake, the timer or a signal; returns whether a wake did it.
 /// Either way the thread is off the queue and the timer when it returns.
-fn sleep(addr: u64, bitset: u32, deadline: Option<u64>, block: impl FnOnce()) -> bool {
+pub(super) fn sleep(addr: u64, bitset: u32, deadline: Option<u64>, block: impl FnOnce()) -> bool {
     let me = Arc::new(Waiter {
         thread: sched::current(),
         bitset,
@@ -127,6 +131,23 @@ fn sleep(addr: u64, bitset: u32, deadline: Option<u64>, block: impl FnOnce()) ->
     // longer queued, a wake counted it, whatever else woke the thread first
     // (its timer, a signal). Linux returns 0 then too.
     !remove(&me)
+}
+
+/// Whether a thread waits on `addr`.
+pub(super) fn waiting(addr: u64) -> bool {
+    WAITERS.lock().get(&addr).is_some_and(|q| !q.is_empty())
+}
+
+/// Takes the first waiter off `addr`'s queue (a PI futex's hand-over:
+/// the caller makes it ready).
+pub(super) fn take_first(addr: u64) -> Option<ThreadRef> {
+    let mut all = WAITERS.lock();
+    let q = all.get_mut(&addr)?;
+    let w = q.pop_front();
+    if q.is_empty() {
+        all.remove(&addr);
+    }
+    w.map(|w| w.thread.clone())
 }
 
 /// Takes `w` off the queue it is on; whether it was still queued.
@@ -350,6 +371,16 @@ pub fn futex(a: &[u64; 6]) -> Result<u64, Errno> {
             r
         }
         FUTEX_WAKE_OP => wake_op(addr, val.max(1), a[4], (a[3] as u32).max(1), a[5] as u32),
+        // Only FUTEX_WAIT_BITSET and FUTEX_LOCK_PI2 take a clock.
+        FUTEX_LOCK_PI if op & FUTEX_CLOCK_REALTIME != 0 => Err(Errno::ENOSYS),
+        // Absolute, on the wall clock for FUTEX_LOCK_PI, on the monotonic
+        // one (or the wall clock, asked) for FUTEX_LOCK_PI2.
+        FUTEX_LOCK_PI => {
+            super::futex_pi::lock(addr, deadline(op | FUTEX_CLOCK_REALTIME, a[3])?, false)
+        }
+        FUTEX_LOCK_PI2 => super::futex_pi::lock(addr, deadline(op, a[3])?, false),
+        FUTEX_TRYLOCK_PI => super::futex_pi::lock(addr, None, true),
+        FUTEX_UNLOCK_PI => super::futex_pi::unlock(addr),
         _ => Err(Errno::ENOSYS),
     }
 }

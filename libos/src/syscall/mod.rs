@@ -23,6 +23,7 @@ mod exit;
 mod fallocate;
 mod fsync;
 mod futex;
+mod futex_pi;
 mod getdents64;
 mod getpid;
 mod getrandom;
@@ -382,6 +383,10 @@ fn dispatch_inner(frame: &mut SyscallFrame) {
     frame.rax = match result {
         Ok(v) => v,
         Err(Errno::ERESTARTSYS) if crate::signal::restart_allowed() => {
+            frame.rcx -= 2;
+            nr
+        }
+        Err(Errno::ERESTARTNOINTR) => {
             frame.rcx -= 2;
             nr
         }
