@@ -418,30 +418,53 @@ pub fn preadv(a: &[u64; 6]) -> Result<u64, Errno> {
 }
 
 /// `preadv2(fd, iov, iovcnt, offset_lo, offset_hi, flags)`: `preadv`, or
-/// `readv` at offset -1, with `RWF_*` flags (`rw_flags`). On x86-64 the
-/// offset is `offset_lo` whole (Linux's `pos_from_hilo`).
+/// `readv` at offset -1, with `RWF_*` flags (`rw_flags`).
 pub fn preadv2(a: &[u64; 6]) -> Result<u64, Errno> {
+    let c = v2_call(a, false)?;
+    readv_at(&c.o, c.at, &c.iov, c.rwf.nowait)
+}
+
+/// A `preadv2` or `pwritev2` call's arguments.
+pub struct V2Call {
+    pub o: Object,
+    /// The offset; `None`: the file position (-1).
+    pub at: Option<u64>,
+    pub iov: Vec<(u64, u64)>,
+    pub rwf: Rwf,
+}
+
+/// Reads a `preadv2`/`pwritev2` call's arguments, checked in Linux's
+/// order: the offset (on x86-64 `offset_lo` whole, Linux's
+/// `pos_from_hilo`; below -1 `EINVAL`), the descriptor, `ESPIPE` for an
+/// offset on what has none, the access mode (Linux's `vfs_readv` and
+/// `vfs_writev`), the vector, then the flags, which Linux looks at only for
+/// a transfer of something.
+pub fn v2_call(a: &[u64; 6], write: bool) -> Result<V2Call, Errno> {
     let pos = a[3] as i64;
     if pos < -1 {
         return Err(Errno::EINVAL);
     }
     let o = fd::object(a[0])?;
     let at = u64::try_from(pos).ok();
-    if at.is_some() && unseekable(&o) {
+    let unseekable = if write {
+        super::write::unseekable(&o)
+    } else {
+        unseekable(&o)
+    };
+    if at.is_some() && unseekable {
         return Err(Errno::ESPIPE);
     }
-    // Linux's `vfs_readv` checks the mode before the vector and flags.
-    if o.status_flags() & fd::O_ACCMODE == 1 {
+    // O_WRONLY cannot read, O_RDONLY cannot write.
+    if o.status_flags() & fd::O_ACCMODE == u32::from(!write) {
         return Err(Errno::EBADF);
     }
     let iov = iovecs(a[1], a[2])?;
-    // Linux looks at the flags only for a read of something.
     let rwf = if iov.iter().all(|&(_, n)| n == 0) {
         Rwf::default()
     } else {
-        rw_flags(&o, a[5] as u32, false)?
+        rw_flags(&o, a[5] as u32, write)?
     };
-    readv_at(&o, at, &iov, rwf.nowait)
+    Ok(V2Call { o, at, iov, rwf })
 }
 
 /// `RWF_*` of `linux/fs.h`: what `preadv2` and `pwritev2` take.

@@ -177,7 +177,7 @@ pub fn write_bytes(o: &Object, at: Option<u64>, bytes: &[u8]) -> Result<u64, Err
 
 /// Whether a positional write of `o` is `ESPIPE` before anything else
 /// (Linux's `FMODE_PWRITE`): a stream, or a pipe's read end.
-fn unseekable(o: &Object) -> bool {
+pub(super) fn unseekable(o: &Object) -> bool {
     is_stream(o) || matches!(o, Object::PipeRead(_))
 }
 
@@ -415,31 +415,12 @@ pub fn pwritev(a: &[u64; 6]) -> Result<u64, Errno> {
 /// `pwritev2(fd, iov, iovcnt, offset_lo, offset_hi, flags)`: `pwritev`,
 /// or `writev` at offset -1, with `RWF_*` flags (`read::rw_flags`).
 pub fn pwritev2(a: &[u64; 6]) -> Result<u64, Errno> {
-    let pos = a[3] as i64;
-    if pos < -1 {
-        return Err(Errno::EINVAL);
-    }
-    let o = fd::object(a[0])?;
-    let at = u64::try_from(pos).ok();
-    if at.is_some() && unseekable(&o) {
-        return Err(Errno::ESPIPE);
-    }
-    // Linux's `vfs_writev` checks the mode before the vector and flags.
-    if o.status_flags() & O_ACCMODE == 0 {
-        return Err(Errno::EBADF);
-    }
-    let pieces = super::read::iovecs(a[1], a[2])?;
-    // Linux looks at the flags only for a write of something.
-    let rwf = if pieces.iter().all(|&(_, n)| n == 0) {
-        Rwf::default()
-    } else {
-        super::read::rw_flags(&o, a[5] as u32, true)?
-    };
-    let r = writev_pieces(&o, at, &pieces, rwf);
-    if rwf.nosignal {
+    let c = super::read::v2_call(a, true)?;
+    let r = writev_pieces(&c.o, c.at, &c.iov, c.rwf);
+    if c.rwf.nosignal {
         return r;
     }
-    raise(&o, r)
+    raise(&c.o, r)
 }
 
 /// `write` in a direct call (see `syscall::direct`): into a socket's send
