@@ -500,19 +500,19 @@ pub struct Rwf {
 /// is refused by tmpfs, and by ext4 for writes (buffered writes may
 /// wait); `RWF_DONTCACHE` needs a disk file system.
 pub fn rw_flags(o: &Object, flags: u32, write: bool) -> Result<Rwf, Errno> {
-    if flags & !RWF_SUPPORTED != 0 {
-        return Err(Errno::EOPNOTSUPP);
-    }
-    if flags & RWF_APPEND != 0 && flags & RWF_NOAPPEND != 0 {
-        return Err(Errno::EINVAL);
-    }
     // A directory has no `read_iter`: Linux's loop over the vector takes
-    // no flag but `RWF_HIPRI` (then `EISDIR` from the read itself).
+    // no flag but `RWF_HIPRI`, before any other check (then `EISDIR` from the read itself).
     if matches!(o, Object::File(f) if matches!(&**f, File::P9 { dir: true, .. })) {
         return match flags & !RWF_HIPRI {
             0 => Ok(Rwf::default()),
             _ => Err(Errno::EOPNOTSUPP),
         };
+    }
+    if flags & !RWF_SUPPORTED != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if flags & RWF_APPEND != 0 && flags & RWF_NOAPPEND != 0 {
+        return Err(Errno::EINVAL);
     }
     let memory = o.regular().is_some();
     let disk = matches!(o, Object::File(f) if matches!(&**f, File::P9 { dir: false, .. }));
