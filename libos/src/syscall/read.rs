@@ -323,16 +323,16 @@ pub fn stream_room(o: &Object, pieces: &[(u64, u64)], want: u64) -> Result<u64, 
     }
 }
 
-/// Reads a stream (a pipe, a socket, an eventfd…) once, into a kernel
-/// buffer; `None` for a file with a position. Nothing is read before the
-/// caller's checks pass: the bytes would be lost.
 /// Whether a positional read of `o` is `ESPIPE` before anything else
 /// (Linux's `FMODE_PREAD`): a stream, or a pipe's write end.
 fn unseekable(o: &Object) -> bool {
     stream_reader(o, false).is_some() || matches!(o, Object::PipeWrite(_))
 }
 
-/// `nowait`: as if the descriptor were non-blocking (`RWF_NOWAIT`).
+/// Reads a stream (a pipe, a socket, an eventfd…) once, into a kernel
+/// buffer; `None` for a file with a position. Nothing is read before the
+/// caller's checks pass: the bytes would be lost. `nowait`: as if the
+/// descriptor were non-blocking (`RWF_NOWAIT`).
 fn stream_reader(
     o: &Object,
     nowait: bool,
@@ -501,7 +501,8 @@ pub struct Rwf {
 /// wait); `RWF_DONTCACHE` needs a disk file system.
 pub fn rw_flags(o: &Object, flags: u32, write: bool) -> Result<Rwf, Errno> {
     // A directory has no `read_iter`: Linux's loop over the vector takes
-    // no flag but `RWF_HIPRI`, before any other check (then `EISDIR` from the read itself).
+    // no flag but `RWF_HIPRI`, before any other check (then `EISDIR` from
+    // the read itself).
     if matches!(o, Object::File(f) if matches!(&**f, File::P9 { dir: true, .. })) {
         return match flags & !RWF_HIPRI {
             0 => Ok(Rwf::default()),
