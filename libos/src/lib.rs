@@ -23,7 +23,6 @@ pub mod cache;
 pub mod cache_image;
 #[cfg(target_os = "none")]
 pub mod console;
-#[cfg(target_os = "none")]
 pub mod drivers;
 #[cfg(target_os = "none")]
 pub mod fd;

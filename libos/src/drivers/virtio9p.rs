@@ -13,6 +13,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
 
 use astraea_abi::virtio_mmio::{self as vm_abi, reg, status};
 
+use super::doorbell;
 use crate::mm;
 use crate::sched::WaitQueue;
 use crate::sync::IrqLock;
@@ -295,85 +296,6 @@ static INTERRUPTS: AtomicU64 = AtomicU64::new(0);
 static SUPPRESSED: AtomicU64 = AtomicU64::new(0);
 /// Notifications served on the vCPU's own thread (`QUEUE_NOTIFY_HERE`).
 static HERE: AtomicU64 = AtomicU64::new(0);
-
-/// Which doorbell to ring. The usual one wakes the device's thread in the
-/// host (an ioeventfd: no exit to the VMM) and then a worker, and their
-/// answer wakes the vCPU: three thread wake-ups per request, each a few
-/// microseconds on an idle host but up to milliseconds on a loaded one,
-/// where a `stat` then took 1–4 ms. `QUEUE_NOTIFY_HERE` exits to the VMM,
-/// whose vCPU thread answers at once what never waits (an exit per
-/// notification: ≈ 30 µs more per request than the usual way when idle,
-/// 6–30× less when loaded). So: the usual way
-/// while replies come quickly; after [`SLOW_STREAK`] replies in a row
-/// slower than [`SLOW_NS`], the vCPU's own thread for the next waits (256,
-/// doubled at each switch up to 8,192 while the host stays slow, back to
-/// 256 at the first quick reply), then the usual way again, to look.
-mod doorbell {
-    use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-
-    /// A reply this slow says the host is slow to schedule the device.
-    pub const SLOW_NS: u64 = 250_000;
-    /// Slow replies in a row before switching.
-    pub const SLOW_STREAK: u32 = 4;
-    /// Waits served the vCPU's way before looking again: the first time,
-    /// and at most.
-    const FIRST_WINDOW: u64 = 256;
-    const MAX_WINDOW: u64 = 8192;
-
-    static STREAK: AtomicU32 = AtomicU32::new(0);
-    static WAITS: AtomicU64 = AtomicU64::new(0);
-    static HERE_UNTIL: AtomicU64 = AtomicU64::new(0);
-    static WINDOW: AtomicU64 = AtomicU64::new(FIRST_WINDOW);
-    /// The device serves the second doorbell (Astraea's VMM; not QEMU).
-    static OFFERED: AtomicBool = AtomicBool::new(false);
-
-    /// Whether the device offered the second doorbell.
-    pub fn offered(yes: bool) {
-        OFFERED.store(yes, Ordering::Relaxed);
-    }
-
-    /// Whether a request of type `ty` is answered at once by any server
-    /// (walks, attributes, clunks, locks, `statfs`, `readlink`).
-    pub fn quick(ty: u8) -> bool {
-        use astraea_9p::MsgType as M;
-        [
-            M::Twalk,
-            M::Tgetattr,
-            M::Tclunk,
-            M::Tstatfs,
-            M::Treadlink,
-            M::Tlock,
-            M::Tgetlock,
-            M::Txattrwalk,
-        ]
-        .iter()
-        .any(|m| *m as u8 == ty)
-    }
-
-    /// Whether notifications go the vCPU's way now.
-    pub fn here() -> bool {
-        OFFERED.load(Ordering::Relaxed)
-            && WAITS.load(Ordering::Relaxed) < HERE_UNTIL.load(Ordering::Relaxed)
-    }
-
-    /// A waiter of a quick request got its reply `ns` after notifying (the
-    /// usual way or not).
-    pub fn waited(ns: u64, was_here: bool) {
-        let n = WAITS.fetch_add(1, Ordering::Relaxed) + 1;
-        if was_here {
-            return;
-        }
-        if ns < SLOW_NS {
-            STREAK.store(0, Ordering::Relaxed);
-            WINDOW.store(FIRST_WINDOW, Ordering::Relaxed);
-        } else if STREAK.fetch_add(1, Ordering::Relaxed) + 1 >= SLOW_STREAK {
-            STREAK.store(0, Ordering::Relaxed);
-            let w = WINDOW.load(Ordering::Relaxed);
-            WINDOW.store((w * 2).min(MAX_WINDOW), Ordering::Relaxed);
-            HERE_UNTIL.store(n + w, Ordering::Relaxed);
-        }
-    }
-}
 
 /// (requests, notifications, notifications left out, interrupts,
 /// notifications served on the vCPU's thread) so far.
@@ -836,6 +758,7 @@ impl Virtio9p {
             // (the fence), and the device looks at the index again after
             // clearing the flag, so one of the two always sees the other.
             fence(Ordering::SeqCst);
+            doorbell::ringing();
             if doorbell::here() {
                 HERE.fetch_add(1, Ordering::Relaxed);
                 wr(self.base, reg::QUEUE_NOTIFY_HERE, 0);
