@@ -9,13 +9,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use astraea_9p::{P9_GETATTR_BASIC, QTDIR, QTFILE, QTSYMLINK, Qid, Stat, StatFs};
+use astraea_9p::{P9_GETATTR_BASIC, P9_GETATTR_BTIME, QTDIR, QTFILE, QTSYMLINK, Qid, Stat, StatFs};
 
 use crate::console::lock;
 use crate::error::{Errno, GatewayError};
@@ -488,8 +488,14 @@ impl Namespace {
     /// The attributes of a node for `Rgetattr`.
     pub(crate) fn getattr(&self, node: &Node) -> Result<Stat, Errno> {
         if let Some((e, rel)) = self.host(node) {
-            let st = self.lstat(e, rel)?;
-            return Ok(self.stat_of(&st));
+            let path_fd;
+            let fd = if rel.is_empty() {
+                self.export(e)?.fd.as_fd()
+            } else {
+                path_fd = self.open(e, rel, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+                path_fd.as_fd()
+            };
+            return Ok(self.stat_with_btime(&sys::fstat(fd)?, fd));
         }
         let (mode, size, nlink) = match node {
             Node::VDir(i) => (
@@ -535,6 +541,19 @@ impl Namespace {
             ctime_nsec: nsec,
             ..Stat::default()
         })
+    }
+
+    /// `stat_of`, with the birth time of `fd`'s file when its file system
+    /// keeps one (`Rgetattr`'s `btime`, which `statx` and Java's
+    /// `creationTime()` give programs).
+    pub(crate) fn stat_with_btime(&self, st: &libc::stat, fd: BorrowedFd<'_>) -> Stat {
+        let mut stat = self.stat_of(st);
+        if let Some((sec, nsec)) = sys::btime(fd) {
+            stat.valid |= P9_GETATTR_BTIME;
+            stat.btime_sec = sec;
+            stat.btime_nsec = nsec;
+        }
+        stat
     }
 
     pub(crate) fn stat_of(&self, st: &libc::stat) -> Stat {

@@ -978,7 +978,7 @@ impl SessionInner {
             && let Opened::Host { file, .. } = &*opened
         {
             let st = sys::fstat(file.as_fd())?;
-            let stat = self.ns().stat_of(&st);
+            let stat = self.ns().stat_with_btime(&st, file.as_fd());
             return encode(tag, &RMessage::Getattr { stat });
         }
         let stat = self.ns().getattr(&f.node())?;

@@ -121,6 +121,32 @@ pub(crate) fn fstat(fd: BorrowedFd<'_>) -> Result<libc::stat, Errno> {
     Ok(unsafe { st.assume_init() })
 }
 
+/// The birth time of the file `fd` names (`O_PATH` will do), when its
+/// file system keeps one: `statx(fd, "", AT_EMPTY_PATH, STATX_BTIME)`.
+pub(crate) fn btime(fd: BorrowedFd<'_>) -> Option<(u64, u64)> {
+    let mut sx = MaybeUninit::<libc::statx>::zeroed();
+    // SAFETY: `fd` is open for the call, the path is an empty NUL-terminated
+    // string, and `sx` is a writable `struct statx`.
+    retry(|| unsafe {
+        libc::statx(
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_BTIME,
+            sx.as_mut_ptr(),
+        )
+    })
+    .ok()?;
+    // SAFETY: zeroed, then filled by a successful `statx`.
+    let sx = unsafe { sx.assume_init() };
+    (sx.stx_mask & libc::STATX_BTIME != 0).then(|| {
+        (
+            sx.stx_btime.tv_sec.cast_unsigned(),
+            u64::from(sx.stx_btime.tv_nsec),
+        )
+    })
+}
+
 /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`.
 pub(crate) fn fstatat_nofollow(dir: BorrowedFd<'_>, name: &CStr) -> Result<libc::stat, Errno> {
     let mut st = MaybeUninit::<libc::stat>::uninit();

@@ -388,9 +388,26 @@ static void op_stat(unsigned i) {
         /* statx by number: stx_nlink at 16, stx_mode at 28, stx_size at 40. */
         unsigned char b[256];
         int flags = v == 5 ? AT_SYMLINK_NOFOLLOW : 0;
+        unsigned mask = 0x7ffU;
+        /* Now and then the sync flags, an unknown flag, the birth time or
+           the reserved mask bit: Linux refuses some before the path. */
+        switch (pick(8)) {
+        case 0: flags |= 0x2000 << pick(2); break; /* FORCE_SYNC, DONT_SYNC */
+        case 1: flags |= 0x6000; break;
+        case 2: flags |= 0x1000000; break;
+        case 3: mask |= 0x80000000U; break;
+        case 4: mask = 0x800U; break;
+        }
         begin(i, v == 5 ? "statx(AT_SYMLINK_NOFOLLOW)" : "statx");
-        add(" %s", n);
-        r = syscall(SYS_statx, dfd, n, flags, 0x7ffU, b);
+        add(" %s flags=%#x mask=%#x", n, flags, mask);
+        memset(b, 0, sizeof b);
+        r = syscall(SYS_statx, dfd, n, flags, mask, b);
+        if (r >= 0) {
+            /* Whether stx_mask (at 0) says a birth time came. */
+            uint32_t got;
+            memcpy(&got, b, 4);
+            add(" btime=%d", !!(got & 0x800U));
+        }
         if (r >= 0) {
             uint32_t nlink;
             uint16_t mode;

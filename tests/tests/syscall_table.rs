@@ -143,8 +143,8 @@ const NOTES: &[(&str, Status, &str)] = &[
     (
         "statx",
         Partial,
-        "`stx_dev_major`/`minor` and `stx_attributes` are zero; unknown flags and \
-         `STATX__RESERVED` are not refused",
+        "`stx_attributes` and `stx_attributes_mask` are zero and `STATX_MNT_ID` is not \
+         given; the device numbers are the partition's (as `stat`'s `st_dev`)",
     ),
     (
         "prctl",

@@ -189,6 +189,16 @@ public class FsDiff {
         check("readlink of a file", () -> Files.readSymbolicLink(t.resolve("a.txt")).toString());
         check("readlink of nothing", () -> Files.readSymbolicLink(t.resolve("nothing")).toString());
         check("attr of nothing", () -> type(Files.readAttributes(t.resolve("nothing"), BasicFileAttributes.class)));
+        // JDK 22+ reads the birth time (statx STATX_BTIME); older JDKs give
+        // the modification time. A file modified "in 2030" tells them apart.
+        check("creation time is not the modification time", () -> {
+            Path f = Files.writeString(t.resolve("born.txt"), "x");
+            Files.setLastModifiedTime(f, FileTime.fromMillis(1_900_000_000_000L));
+            BasicFileAttributes b = Files.readAttributes(f, BasicFileAttributes.class);
+            boolean before = b.creationTime().compareTo(b.lastModifiedTime()) < 0;
+            Files.delete(f);
+            return b.creationTime().equals(b.lastModifiedTime()) ? "same" : "before=" + before;
+        });
         check("realpath of loop", () -> rel(lt.resolve("self").toRealPath()));
         check("read through loop", () -> read(lt.resolve("self")));
         check("read through dangling", () -> read(t.resolve("dangling")));

@@ -1000,7 +1000,7 @@ impl Client {
         let mut buf = self.buffer();
         let t = TMessage::Getattr {
             fid,
-            request_mask: GETATTR_BASIC,
+            request_mask: GETATTR_BASIC | astraea_9p::P9_GETATTR_BTIME,
         };
         match self.rpc(&t, &mut buf)? {
             RMessage::Getattr { stat } => Ok(stat),

@@ -200,8 +200,27 @@ pub fn newfstatat(a: &[u64; 6]) -> Result<u64, Errno> {
     Ok(0)
 }
 
-/// `statx(dirfd, path, flags, mask, statxbuf)`: the basic fields.
+/// `statx`'s `AT_STATX_SYNC_TYPE` (both bits: `EINVAL`).
+const AT_STATX_SYNC_TYPE: u64 = 0x6000;
+/// `AT_NO_AUTOMOUNT` (accepted; nothing is automounted).
+const AT_NO_AUTOMOUNT: u64 = 0x800;
+/// `STATX__RESERVED`: a mask with it is `EINVAL`.
+const STATX_RESERVED: u32 = 0x8000_0000;
+/// `STATX_BASIC_STATS`, `STATX_BTIME`.
+const STATX_BASIC_STATS: u32 = 0x7ff;
+const STATX_BTIME: u32 = 0x800;
+
+/// `statx(dirfd, path, flags, mask, statxbuf)`: the basic fields, and the
+/// birth time when asked for and the file's server keeps one.
 pub fn statx(a: &[u64; 6]) -> Result<u64, Errno> {
+    let (flags, mask) = (a[2] as u32 as u64, a[3] as u32);
+    // Linux's order (`do_statx`, then `vfs_statx`), all before the path.
+    if mask & STATX_RESERVED != 0 || flags & AT_STATX_SYNC_TYPE == AT_STATX_SYNC_TYPE {
+        return Err(Errno::EINVAL);
+    }
+    if flags & !(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH | AT_STATX_SYNC_TYPE) != 0 {
+        return Err(Errno::EINVAL);
+    }
     let p = super::open::user_path(a[1])?;
     let (st, dev) = if p.is_empty() && a[2] & AT_EMPTY_PATH != 0 {
         (object_stat(a[0])?, fd_dev(a[0]))
@@ -217,7 +236,13 @@ pub fn statx(a: &[u64; 6]) -> Result<u64, Errno> {
         |b: &mut [u8; 256], off: usize, v: u32| b[off..off + 4].copy_from_slice(&v.to_le_bytes());
     let put64 =
         |b: &mut [u8; 256], off: usize, v: u64| b[off..off + 8].copy_from_slice(&v.to_le_bytes());
-    put32(&mut b, 0, 0x7ff); // STATX_BASIC_STATS
+    // ext4's answer: the birth time only when asked for.
+    let btime = mask & STATX_BTIME != 0 && st.valid & astraea_9p::P9_GETATTR_BTIME != 0;
+    put32(
+        &mut b,
+        0,
+        STATX_BASIC_STATS | if btime { STATX_BTIME } else { 0 },
+    );
     put32(&mut b, 4, st.blksize as u32);
     put32(&mut b, 16, st.nlink as u32);
     put32(&mut b, 20, st.uid);
@@ -228,7 +253,11 @@ pub fn statx(a: &[u64; 6]) -> Result<u64, Errno> {
     put64(&mut b, 48, st.blocks);
     for (off, sec, nsec) in [
         (64, st.atime_sec, st.atime_nsec),
-        (80, st.btime_sec, st.btime_nsec),
+        (
+            80,
+            if btime { st.btime_sec } else { 0 },
+            if btime { st.btime_nsec } else { 0 },
+        ),
         (96, st.ctime_sec, st.ctime_nsec),
         (112, st.mtime_sec, st.mtime_nsec),
     ] {
