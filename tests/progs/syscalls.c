@@ -792,6 +792,14 @@ static void test_rw2(void) {
         RW("pwritev2 ATOMIC", syscall(NR_pwritev2, fd, wr, 2, 0L, 0L, ATOMIC));
         RW("pwritev2 APPEND|NOAPPEND", syscall(NR_pwritev2, fd, wr, 2, 0L, 0L, APPEND | NOAPPEND));
         RW("pwritev at -1", syscall(SYS_pwritev, fd, wr, 2, -1L, 0L));
+        if (i == 0) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/rw2.dat", dir);
+            int ro = open(path, O_RDONLY);
+            RW("pwritev O_RDONLY, bad vector", syscall(SYS_pwritev, ro, (void *)8, 2, 0L, 0L));
+            RW("writev O_RDONLY, bad vector", syscall(SYS_writev, ro, (void *)8, 2));
+            close(ro);
+        }
         contents(n, fd);
     }
     /* O_APPEND files: pwritev appends anyway (Linux's documented bug),
@@ -833,6 +841,11 @@ static void test_rw2(void) {
         signal(SIGPIPE, SIG_DFL);
         RW("preadv of the write end", syscall(SYS_preadv, p[1], rd, 2, 0L, 0L));
         RW("preadv bad vector", syscall(SYS_preadv, p[0], (void *)8, 2, 0L, 0L));
+        /* The access mode before the vector (Linux's vfs_readv/vfs_writev). */
+        RW("readv of the write end, bad vector", syscall(SYS_readv, p[1], (void *)8, 2));
+        RW("writev of the read end, bad vector", syscall(SYS_writev, p[0], (void *)8, 2));
+        RW("readv of the write end, 2000 pieces", syscall(SYS_readv, p[1], rd, 2000));
+        RW("readv bad vector", syscall(SYS_readv, p[0], (void *)8, 2));
         n = "socket";
         RW("preadv2 NOWAIT, empty", syscall(NR_preadv2, sv[0], rd, 2, -1L, 0L, NOWAIT));
         RW("pwritev2 NOWAIT", syscall(NR_pwritev2, sv[1], wr, 2, -1L, 0L, NOWAIT));

@@ -398,14 +398,25 @@ fn readv_at(
     Ok(total)
 }
 
-/// `readv(fd, iov, iovcnt)`.
+/// `EBADF` for a vector call that reads (`write` false) a descriptor
+/// opened `O_WRONLY` or writes one opened `O_RDONLY`: Linux's `vfs_readv`
+/// and `vfs_writev` look at the access mode before the vector.
+pub fn vector_mode(o: &Object, write: bool) -> Result<(), Errno> {
+    if o.status_flags() & fd::O_ACCMODE == u32::from(!write) {
+        return Err(Errno::EBADF);
+    }
+    Ok(())
+}
+
+/// `readv(fd, iov, iovcnt)`: the access mode, then the vector.
 pub fn readv(a: &[u64; 6]) -> Result<u64, Errno> {
     let o = fd::object(a[0])?;
+    vector_mode(&o, false)?;
     readv_at(&o, None, &iovecs(a[1], a[2])?, false)
 }
 
 /// `preadv(fd, iov, iovcnt, offset)`: Linux's order of checks (the
-/// offset, the descriptor, then `ESPIPE`, then the vector).
+/// offset, the descriptor, `ESPIPE`, the access mode, then the vector).
 pub fn preadv(a: &[u64; 6]) -> Result<u64, Errno> {
     if (a[3] as i64) < 0 {
         return Err(Errno::EINVAL);
@@ -414,6 +425,7 @@ pub fn preadv(a: &[u64; 6]) -> Result<u64, Errno> {
     if unseekable(&o) {
         return Err(Errno::ESPIPE);
     }
+    vector_mode(&o, false)?;
     readv_at(&o, Some(a[3]), &iovecs(a[1], a[2])?, false)
 }
 
@@ -454,10 +466,7 @@ pub fn v2_call(a: &[u64; 6], write: bool) -> Result<V2Call, Errno> {
     if at.is_some() && unseekable {
         return Err(Errno::ESPIPE);
     }
-    // O_WRONLY cannot read, O_RDONLY cannot write.
-    if o.status_flags() & fd::O_ACCMODE == u32::from(!write) {
-        return Err(Errno::EBADF);
-    }
+    vector_mode(&o, write)?;
     let iov = iovecs(a[1], a[2])?;
     let rwf = if iov.iter().all(|&(_, n)| n == 0) {
         Rwf::default()

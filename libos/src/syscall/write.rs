@@ -393,14 +393,15 @@ fn writev_pieces(
     Ok(total)
 }
 
-/// `writev(fd, iov, iovcnt)`.
+/// `writev(fd, iov, iovcnt)`: the access mode, then the vector.
 pub fn writev(a: &[u64; 6]) -> Result<u64, Errno> {
     let o = fd::object(a[0])?;
+    super::read::vector_mode(&o, true)?;
     raise(&o, writev_at(&o, None, a[1], a[2]))
 }
 
 /// `pwritev(fd, iov, iovcnt, offset)`: Linux's order of checks (the
-/// offset, the descriptor, then `ESPIPE`, then the vector).
+/// offset, the descriptor, `ESPIPE`, the access mode, then the vector).
 pub fn pwritev(a: &[u64; 6]) -> Result<u64, Errno> {
     if (a[3] as i64) < 0 {
         return Err(Errno::EINVAL);
@@ -409,6 +410,7 @@ pub fn pwritev(a: &[u64; 6]) -> Result<u64, Errno> {
     if unseekable(&o) {
         return Err(Errno::ESPIPE);
     }
+    super::read::vector_mode(&o, true)?;
     raise(&o, writev_at(&o, Some(a[3]), a[1], a[2]))
 }
 
