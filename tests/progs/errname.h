@@ -8,6 +8,9 @@ static const char *errname(int e)
     switch (e) {
     case EIO: return "EIO";
     case ESRCH: return "ESRCH";
+    case ENOSYS: return "ENOSYS";
+    case EDEADLK: return "EDEADLK";
+    case ETIMEDOUT: return "ETIMEDOUT";
     case ENFILE: return "ENFILE";
     case EOWNERDEAD: return "EOWNERDEAD";
     case ENOTRECOVERABLE: return "ENOTRECOVERABLE";

@@ -25,6 +25,8 @@ const FUTEX_LOCK_PI: u64 = 6;
 const FUTEX_UNLOCK_PI: u64 = 7;
 const FUTEX_TRYLOCK_PI: u64 = 8;
 const FUTEX_LOCK_PI2: u64 = 13;
+const FUTEX_WAIT_REQUEUE_PI: u64 = 11;
+const FUTEX_PRIVATE_FLAG: u64 = 128;
 const FUTEX_CLOCK_REALTIME: u64 = 256;
 const FUTEX_CMD_MASK: u64 = 0x7f;
 const BITSET_ANY: u32 = u32::MAX;
@@ -225,25 +227,34 @@ fn requeue(from: u64, n: u32, to: u64, m: u32) -> u64 {
 }
 
 /// `FUTEX_WAKE_OP`: changes the word at `addr2`, wakes on `addr`, and on
-/// `addr2` too if the old value passes the comparison.
+/// `addr2` too if the old value passes the comparison. As Linux's
+/// `futex_atomic_op_inuser`: the arguments are 12-bit signed numbers, a
+/// shift past 31 is taken modulo 32, the comparisons are signed; an
+/// unknown operation is `ENOSYS` before the word is touched, an unknown
+/// comparison `ENOSYS` after it was changed.
 fn wake_op(addr: u64, n: u32, addr2: u64, n2: u32, op: u32) -> Result<u64, Errno> {
+    let sign12 = |v: u32| ((v << 20) as i32) >> 20;
+    let mut arg = sign12((op >> 12) & 0xfff);
+    if op & (8 << 28) != 0 {
+        arg = 1i32.wrapping_shl((arg & 31) as u32);
+    }
+    let change = (op >> 28) & 7;
+    if change > 4 {
+        return Err(Errno::ENOSYS);
+    }
     let irq = cpu::irq_save();
     let r = (|| {
         let old = read_word(addr2)?;
-        let mut arg = (op >> 12) & 0xfff;
-        if op & (8 << 28) != 0 {
-            arg = 1u32.checked_shl(arg).unwrap_or(0);
-        }
-        let new = match (op >> 28) & 7 {
+        let arg = arg as u32;
+        let new = match change {
             0 => arg,
             1 => old.wrapping_add(arg),
             2 => old | arg,
             3 => old & !arg,
-            4 => old ^ arg,
-            _ => return Err(Errno::ENOSYS),
+            _ => old ^ arg,
         };
         user::copy_in(addr2, &new.to_le_bytes())?;
-        let cmparg = op & 0xfff;
+        let (old, cmparg) = (old as i32, sign12(op & 0xfff));
         let hit = match (op >> 24) & 0xf {
             0 => old == cmparg,
             1 => old != cmparg,
@@ -275,7 +286,8 @@ fn wake_op(addr: u64, n: u32, addr2: u64, n2: u32, op: u32) -> Result<u64, Errno
 pub fn wait_direct(a: &[u64; 6]) -> Option<u64> {
     let op = a[1] & FUTEX_CMD_MASK;
     let bitset = match op {
-        FUTEX_WAIT => BITSET_ANY,
+        // A clock is ENOSYS for FUTEX_WAIT: the trapped call says so.
+        FUTEX_WAIT if a[1] & FUTEX_CLOCK_REALTIME == 0 => BITSET_ANY,
         FUTEX_WAIT_BITSET if a[5] as u32 != 0 => a[5] as u32,
         _ => return None,
     };
@@ -341,46 +353,137 @@ pub fn is_wake(op: u64) -> bool {
     matches!(op & FUTEX_CMD_MASK, FUTEX_WAKE | FUTEX_WAKE_BITSET)
 }
 
-/// `futex(uaddr, op, val, timeout, uaddr2, val3)`.
+/// Whether futex command `cmd` reads a timeout (Linux's
+/// `futex_cmd_has_timeout`).
+fn has_timeout(cmd: u64) -> bool {
+    matches!(
+        cmd,
+        FUTEX_WAIT | FUTEX_LOCK_PI | FUTEX_LOCK_PI2 | FUTEX_WAIT_BITSET | FUTEX_WAIT_REQUEUE_PI
+    )
+}
+
+/// Linux's `get_futex_key`: `EINVAL` for an unaligned word, `EFAULT` past
+/// user space; a shared futex's page must be mapped (writable, for
+/// `write`), where a private one is only an address — a wake at NULL wakes
+/// nobody.
+pub(super) fn key(addr: u64, shared: bool, write: bool) -> Result<(), Errno> {
+    if !addr.is_multiple_of(4) {
+        return Err(Errno::EINVAL);
+    }
+    if addr.checked_add(4).is_none_or(|end| end > user::USER_MAX) {
+        return Err(Errno::EFAULT);
+    }
+    if shared {
+        user::check_range(addr, 4)?;
+        crate::mm::vma::ensure(addr, 4, write)?;
+        // "A RO anonymous page will never change and thus doesn't make
+        // sense for futex operations" (Linux): EFAULT even to wait.
+        const PROT_WRITE: u32 = 2;
+        let kinds = crate::mm::vma::kinds(addr, addr + 4);
+        if kinds
+            .iter()
+            .any(|&(file, shared, prot)| !file && !shared && prot & PROT_WRITE == 0)
+        {
+            return Err(Errno::EFAULT);
+        }
+    }
+    Ok(())
+}
+
+/// `futex(uaddr, op, val, timeout, uaddr2, val3)`, checked in Linux's
+/// order (`sys_futex`, `do_futex`, then each operation's;
+/// `tests/progs/futexdiff.c`): the timeout of a command that takes one,
+/// then the clock flag (only `WAIT_BITSET` and `LOCK_PI2` take it), then
+/// the operation's arguments and words.
 pub fn futex(a: &[u64; 6]) -> Result<u64, Errno> {
     let (addr, op, val) = (a[0], a[1], a[2] as u32);
-    match op & FUTEX_CMD_MASK {
-        FUTEX_WAIT => wait(addr, val, BITSET_ANY, deadline(op, a[3])?),
-        FUTEX_WAIT_BITSET => wait(addr, val, a[5] as u32, deadline(op, a[3])?),
-        // Linux wakes at least one waiter even when asked for none (its
-        // loop counts after each wake-up; tests/progs/memdiff.c).
-        FUTEX_WAKE => Ok(wake(addr, val.max(1), BITSET_ANY)),
-        FUTEX_WAKE_BITSET => {
-            if a[5] as u32 == 0 {
+    let cmd = op & FUTEX_CMD_MASK;
+    let shared = op & FUTEX_PRIVATE_FLAG == 0;
+    // `FUTEX_LOCK_PI`'s time limit is always on the wall clock.
+    let clock = if cmd == FUTEX_LOCK_PI {
+        op | FUTEX_CLOCK_REALTIME
+    } else {
+        op
+    };
+    let deadline = if has_timeout(cmd) {
+        deadline(clock, a[3])?
+    } else {
+        None
+    };
+    if op & FUTEX_CLOCK_REALTIME != 0
+        && !matches!(
+            cmd,
+            FUTEX_WAIT_BITSET | FUTEX_WAIT_REQUEUE_PI | FUTEX_LOCK_PI2
+        )
+    {
+        return Err(Errno::ENOSYS);
+    }
+    // The count that rides in the timeout argument.
+    let val2 = a[3] as u32;
+    match cmd {
+        FUTEX_WAIT | FUTEX_WAIT_BITSET => {
+            let bitset = if cmd == FUTEX_WAIT {
+                BITSET_ANY
+            } else {
+                a[5] as u32
+            };
+            if bitset == 0 {
                 return Err(Errno::EINVAL);
             }
-            Ok(wake(addr, val.max(1), a[5] as u32))
+            key(addr, shared, false)?;
+            wait(addr, val, bitset, deadline)
         }
-        FUTEX_REQUEUE => Ok(requeue(addr, val, a[4], a[3] as u32)),
-        FUTEX_CMP_REQUEUE => {
+        FUTEX_WAKE | FUTEX_WAKE_BITSET => {
+            let bitset = if cmd == FUTEX_WAKE {
+                BITSET_ANY
+            } else {
+                a[5] as u32
+            };
+            if bitset == 0 {
+                return Err(Errno::EINVAL);
+            }
+            key(addr, shared, false)?;
+            // Linux wakes at least one waiter even when asked for none (its
+            // loop counts after each wake-up; tests/progs/memdiff.c).
+            Ok(wake(addr, val.max(1), bitset))
+        }
+        FUTEX_REQUEUE | FUTEX_CMP_REQUEUE => {
+            if (val as i32) < 0 || (val2 as i32) < 0 {
+                return Err(Errno::EINVAL);
+            }
+            key(addr, shared, false)?;
+            key(a[4], shared, false)?;
+            if cmd == FUTEX_REQUEUE {
+                return Ok(requeue(addr, val, a[4], val2));
+            }
             // Faulted in first; then the comparison and the requeue happen
             // with interrupts off, as one step for waiters and wakers.
             read_word(addr)?;
             let irq = cpu::irq_save();
             let r = match read_word(addr) {
-                Ok(w) if w == a[5] as u32 => Ok(requeue(addr, val, a[4], a[3] as u32)),
+                Ok(w) if w == a[5] as u32 => Ok(requeue(addr, val, a[4], val2)),
                 Ok(_) => Err(Errno::EAGAIN),
                 Err(e) => Err(e),
             };
             cpu::irq_restore(irq);
             r
         }
-        FUTEX_WAKE_OP => wake_op(addr, val.max(1), a[4], (a[3] as u32).max(1), a[5] as u32),
-        // Only FUTEX_WAIT_BITSET and FUTEX_LOCK_PI2 take a clock.
-        FUTEX_LOCK_PI if op & FUTEX_CLOCK_REALTIME != 0 => Err(Errno::ENOSYS),
+        FUTEX_WAKE_OP => {
+            key(addr, shared, false)?;
+            key(a[4], shared, true)?;
+            wake_op(addr, val.max(1), a[4], val2.max(1), a[5] as u32)
+        }
         // Absolute, on the wall clock for FUTEX_LOCK_PI, on the monotonic
         // one (or the wall clock, asked) for FUTEX_LOCK_PI2.
-        FUTEX_LOCK_PI => {
-            super::futex_pi::lock(addr, deadline(op | FUTEX_CLOCK_REALTIME, a[3])?, false)
+        FUTEX_LOCK_PI | FUTEX_LOCK_PI2 => {
+            key(addr, shared, true)?;
+            super::futex_pi::lock(addr, deadline, false)
         }
-        FUTEX_LOCK_PI2 => super::futex_pi::lock(addr, deadline(op, a[3])?, false),
-        FUTEX_TRYLOCK_PI => super::futex_pi::lock(addr, None, true),
-        FUTEX_UNLOCK_PI => super::futex_pi::unlock(addr),
+        FUTEX_TRYLOCK_PI => {
+            key(addr, shared, true)?;
+            super::futex_pi::lock(addr, None, true)
+        }
+        FUTEX_UNLOCK_PI => super::futex_pi::unlock(addr, shared),
         _ => Err(Errno::ENOSYS),
     }
 }

@@ -64,14 +64,17 @@ pub fn lock(addr: u64, deadline: Option<u64>, try_only: bool) -> Result<u64, Err
                 set_word(addr, new)?;
                 return Ok(None);
             }
+            // The first waiter sets WAITERS before the owner is looked
+            // for (Linux's `futex_lock_pi_atomic`): a dead owner or a
+            // trylock leaves it set.
+            if uval & WAITERS == 0 {
+                set_word(addr, uval | WAITERS)?;
+            }
             if !crate::process::alive(u64::from(owner)) {
                 return Err(Errno::ESRCH);
             }
             if try_only {
                 return Err(Errno::EAGAIN);
-            }
-            if uval & WAITERS == 0 {
-                set_word(addr, uval | WAITERS)?;
             }
             OWNERS.lock().insert(addr, owner);
             if crate::signal::has_interrupting()
@@ -97,6 +100,12 @@ pub fn lock(addr: u64, deadline: Option<u64>, try_only: bool) -> Result<u64, Err
             return Err(Errno::ERESTARTNOINTR);
         }
         if deadline.is_some_and(|d| d <= crate::time::monotonic_ns()) {
+            // Nobody waits for the owner now: no hand-over at its exit.
+            let irq = cpu::irq_save();
+            if !super::futex::waiting(addr) {
+                OWNERS.lock().remove(&addr);
+            }
+            cpu::irq_restore(irq);
             return Err(Errno::ETIMEDOUT);
         }
     }
@@ -104,10 +113,14 @@ pub fn lock(addr: u64, deadline: Option<u64>, try_only: bool) -> Result<u64, Err
 
 /// `FUTEX_UNLOCK_PI`: `EPERM` unless the caller owns the word; hands it to
 /// the first waiter (its id and `WAITERS`, as Linux always sets then), or
-/// clears it.
-pub fn unlock(addr: u64) -> Result<u64, Errno> {
-    word(addr)?;
+/// clears it. Linux reads the word before it looks at the address (an
+/// unaligned one is `EPERM` when the bytes there do not name the caller).
+pub fn unlock(addr: u64, shared: bool) -> Result<u64, Errno> {
     let tid = me();
+    if u32::from_le_bytes(user::read_array::<4>(addr)?) & TID_MASK != tid {
+        return Err(Errno::EPERM);
+    }
+    super::futex::key(addr, shared, true)?;
     let irq = cpu::irq_save();
     let r = (|| {
         let uval = word(addr)?;
