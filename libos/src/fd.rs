@@ -561,7 +561,7 @@ pub fn install_from(object: Object, cloexec: bool, min: usize) -> Result<u64, Er
     // Below `RLIMIT_NOFILE`'s soft limit, as Linux's `alloc_fd`.
     let limit = crate::process::fd_limit();
     if min >= limit {
-        return Err(Errno::EINVAL);
+        return Err(Errno::EMFILE);
     }
     let mut t = TABLE.lock();
     let slot = Some(Slot { object, cloexec });

@@ -71,7 +71,13 @@ pub fn fcntl(a: &[u64; 6]) -> Result<u64, Errno> {
     let o = fd::object(a[0])?;
     match a[1] {
         F_DUPFD | F_DUPFD_CLOEXEC => {
-            fd::install_from(o, a[1] == F_DUPFD_CLOEXEC, a[2] as u32 as usize)
+            // A start at or past the limit is EINVAL here (Linux's
+            // `f_dupfd`); a full table below it EMFILE.
+            let from = a[2] as u32 as usize;
+            if from >= crate::process::fd_limit() {
+                return Err(Errno::EINVAL);
+            }
+            fd::install_from(o, a[1] == F_DUPFD_CLOEXEC, from)
         }
         F_GETFD => Ok(u64::from(fd::cloexec(a[0])?)),
         F_SETFD => fd::set_cloexec(a[0], a[2] & FD_CLOEXEC != 0).map(|_| 0),

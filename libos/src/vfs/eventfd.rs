@@ -107,10 +107,9 @@ impl crate::fd::FileLike for EventFd {
     }
 
     fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
-        let v: [u8; 8] = data
-            .get(..8)
-            .and_then(|b| b.try_into().ok())
-            .ok_or(Errno::EINVAL)?;
+        // Exactly the counter's eight bytes (Linux's `eventfd_write`; a
+        // read takes eight from a larger buffer).
+        let v: [u8; 8] = data.try_into().map_err(|_| Errno::EINVAL)?;
         EventFd::write(self, u64::from_le_bytes(v), nonblock)?;
         Ok(8)
     }
