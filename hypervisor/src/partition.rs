@@ -463,6 +463,23 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     // The program's resource limits are this process's, as a program
     // started from the same shell on the host inherits them.
     cmdline += &format!(" rlimits={}", host_rlimits());
+    // Socket buffer sizes are capped by the host's sysctls, as a host
+    // program's are (`SO_RCVBUF`, `SO_SNDBUF`).
+    let sysctl = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/{name}"))
+            .ok()
+            .and_then(|v| v.split_whitespace().last()?.parse::<u32>().ok())
+    };
+    if let (Some(r), Some(w), Some(t)) = (
+        sysctl("core/rmem_max"),
+        sysctl("core/wmem_max"),
+        sysctl("ipv4/tcp_rmem"),
+    ) {
+        cmdline += &format!(" net.bufmax={r},{w},{t}");
+    }
+    if let Some(hz) = host_hz() {
+        cmdline += &format!(" net.hz={hz}");
+    }
     if let Some(name) = host_name() {
         // The program's `uname` is the host's: its name resolves as on the
         // host (`/etc/hosts`).
@@ -1173,6 +1190,45 @@ fn console_write(mem: &GuestMemory, gpa: u32) {
         let mut out = std::io::stdout().lock();
         out.write_all(&buf).and_then(|()| out.flush())
     };
+}
+
+/// The host kernel's tick rate (`CONFIG_HZ`), which rounds socket time
+/// limits: a limit of 1 µs reads back as one tick.
+fn host_hz() -> Option<u32> {
+    // SAFETY: a socket this function owns and closes; the option buffers
+    // are local `timeval`s of the size passed.
+    unsafe {
+        let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if s < 0 {
+            return None;
+        }
+        let tv = libc::timeval {
+            tv_sec: 0,
+            tv_usec: 1,
+        };
+        let size = std::mem::size_of::<libc::timeval>() as libc::socklen_t;
+        let mut got = libc::timeval {
+            tv_sec: 0,
+            tv_usec: 0,
+        };
+        let mut len = size;
+        let ok = libc::setsockopt(
+            s,
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&raw const tv).cast(),
+            size,
+        ) == 0
+            && libc::getsockopt(
+                s,
+                libc::SOL_SOCKET,
+                libc::SO_RCVTIMEO,
+                (&raw mut got).cast(),
+                &mut len,
+            ) == 0;
+        libc::close(s);
+        (ok && got.tv_usec > 0).then(|| (1_000_000 / got.tv_usec) as u32)
+    }
 }
 
 /// This process's resource limits as the guest's `rlimits=` wants them:

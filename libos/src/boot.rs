@@ -510,6 +510,15 @@ fn run(
     if let Some(limits) = cfg.cmdline_value("rlimits") {
         crate::process::set_rlimits(limits);
     }
+    if let Some(v) = cfg.cmdline_value("net.bufmax") {
+        let n: alloc::vec::Vec<u32> = v.split(',').filter_map(|x| x.parse().ok()).collect();
+        if let [r, w, t] = n[..] {
+            crate::net::options::set_buffer_max(r, w, t);
+        }
+    }
+    if let Some(hz) = cfg.cmdline_value("net.hz").and_then(|v| v.parse().ok()) {
+        crate::net::options::set_hz(hz);
+    }
     if cfg.cmdline_value("profile") == Some("1") {
         crate::profile::enable();
     }

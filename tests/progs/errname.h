@@ -9,6 +9,7 @@ static const char *errname(int e)
     case EIO: return "EIO";
     case ESRCH: return "ESRCH";
     case ENOSYS: return "ENOSYS";
+    case ENOPROTOOPT: return "ENOPROTOOPT";
     case EDEADLK: return "EDEADLK";
     case ETIMEDOUT: return "ETIMEDOUT";
     case ENFILE: return "ENFILE";

@@ -178,8 +178,10 @@ const NOTES: &[(&str, Status, &str)] = &[
     (
         "setsockopt",
         Partial,
-        "options are kept per socket with Linux's sizes and defaults; only `TCP_NODELAY` and \
-         `SO_KEEPALIVE` reach the host socket",
+        "options are kept per socket with Linux's checks, sizes and defaults and the host's \
+         limits (`tests/progs/sockoptdiff.c`); `TCP_NODELAY`, `SO_KEEPALIVE`, `SO_LINGER`, \
+         `SO_REUSEADDR`, `SO_REUSEPORT` and `IPV6_V6ONLY` reach the host socket, the others \
+         change nothing there",
     ),
     (
         "sendto",

@@ -1,5 +1,6 @@
-//! `setsockopt(2)`, `getsockopt(2)`: the options a TCP socket has, kept
-//! with the socket; `TCP_NODELAY` and `SO_KEEPALIVE` reach the host socket.
+//! `setsockopt(2)`, `getsockopt(2)`: the options a socket has, kept with
+//! it as Linux checks and reports them (`net::options`); those the host
+//! socket needs reach it through the gateway.
 
 use crate::errno::Errno;
 use crate::mm::user;
@@ -23,7 +24,17 @@ pub fn getsockopt(a: &[u64; 6]) -> Result<u64, Errno> {
         if room < 0 {
             return Err(Errno::EINVAL);
         }
-        let v = s.get_option(a[1] as u32, a[2] as u32)?;
+        let (level, name) = (a[1] as u32, a[2] as u32);
+        let mut v = s.get_option(level, name)?;
+        // Linux's `ip_getsockopt`: a value of 0..=255 read into fewer than
+        // four bytes is one byte.
+        if crate::net::options::Options::ip_byte(level, name)
+            && (1..4).contains(&room)
+            && v.len() >= 4
+            && (0..=255).contains(&i32::from_le_bytes([v[0], v[1], v[2], v[3]]))
+        {
+            v.truncate(1);
+        }
         let n = v.len().min(room as usize);
         if n > 0 {
             user::copy_in(a[3], &v[..n])?;
