@@ -150,9 +150,10 @@ const NOTES: &[(&str, Status, &str)] = &[
         "prctl",
         Partial,
         "`PR_SET/GET_NAME` per thread (not under `/proc/self/task`), `DUMPABLE`, `PDEATHSIG`, \
-         `KEEPCAPS`, `TIMERSLACK`, `CHILD_SUBREAPER`, `NO_NEW_PRIVS`, `THP_DISABLE`, \
-         `CAPBSET_READ`, `GET_SECCOMP`, `PR_SET_VMA` anonymous names (accepted, not shown in \
-         `/proc/self/maps`); other options, `PR_SET_SECCOMP` included, answer EINVAL",
+         `KEEPCAPS`, `TIMERSLACK`, `CHILD_SUBREAPER`, `NO_NEW_PRIVS`, `THP_DISABLE` (with \
+         Linux 6.18's flag), `CAPBSET_READ`, `GET_SECCOMP` (`tests/progs/prctldiff.c`); other \
+         options answer EINVAL, `PR_SET_SECCOMP` and `PR_SET_VMA` included (as a kernel \
+         without `CONFIG_ANON_VMA_NAME`)",
     ),
     (
         "socket",

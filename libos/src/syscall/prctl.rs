@@ -32,8 +32,8 @@ const PR_SET_NO_NEW_PRIVS: u64 = 38;
 const PR_GET_NO_NEW_PRIVS: u64 = 39;
 const PR_SET_THP_DISABLE: u64 = 41;
 const PR_GET_THP_DISABLE: u64 = 42;
-const PR_SET_VMA: u64 = 0x5356_4d41;
-const PR_SET_VMA_ANON_NAME: u64 = 0;
+/// `PR_SET_THP_DISABLE`'s flag (Linux 6.18).
+const THP_EXCEPT_ADVISED: u64 = 1 << 1;
 /// The highest capability number (`CAP_CHECKPOINT_RESTORE`).
 const CAP_LAST_CAP: u64 = 40;
 /// Linux's default timer slack, in nanoseconds.
@@ -160,11 +160,15 @@ pub fn prctl(a: &[u64; 6]) -> Result<u64, Errno> {
             }
             Ok(NO_NEW_PRIVS.load(Ordering::Relaxed))
         }
+        // Linux 6.18: `PR_THP_DISABLE_EXCEPT_ADVISED` in arg3, only when
+        // disabling; the getter says `1 | flags` then.
         PR_SET_THP_DISABLE => {
-            if a[2] != 0 || a[3] != 0 || a[4] != 0 {
+            if a[3] != 0 || a[4] != 0 || (a[1] == 0 && a[2] != 0) || a[2] & !THP_EXCEPT_ADVISED != 0
+            {
                 return Err(Errno::EINVAL);
             }
-            THP_DISABLE.store(u64::from(a[1] != 0), Ordering::Relaxed);
+            let v = if a[1] == 0 { 0 } else { 1 | a[2] };
+            THP_DISABLE.store(v, Ordering::Relaxed);
             Ok(0)
         }
         PR_GET_THP_DISABLE => {
@@ -174,8 +178,9 @@ pub fn prctl(a: &[u64; 6]) -> Result<u64, Errno> {
             Ok(THP_DISABLE.load(Ordering::Relaxed))
         }
         // Naming anonymous memory (glibc names its thread stacks and
-        // HotSpot its heap): accepted; `/proc/self/maps` does not show it.
-        PR_SET_VMA if a[1] == PR_SET_VMA_ANON_NAME => Ok(0),
+        // HotSpot its heap) is EINVAL, as on a kernel built without
+        // `CONFIG_ANON_VMA_NAME` (Debian's, this host's): the names would
+        // not show in `/proc/self/maps`, and the callers do without.
         _ => Err(Errno::EINVAL),
     }
 }
