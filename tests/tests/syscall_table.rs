@@ -147,6 +147,24 @@ const NOTES: &[(&str, Status, &str)] = &[
          given; the device numbers are the partition's (as `stat`'s `st_dev`)",
     ),
     (
+        "sched_setscheduler",
+        Partial,
+        "policies and priorities are checked and kept as Linux's (`tests/progs/scheddiff.c`); \
+         the partition's scheduler does not act on them",
+    ),
+    ("sched_setparam", Partial, "as `sched_setscheduler`"),
+    ("sched_setattr", Partial, "as `sched_setscheduler`"),
+    (
+        "setpriority",
+        Partial,
+        "as `sched_setscheduler`: the nice value is kept, not acted on",
+    ),
+    (
+        "ioprio_set",
+        Partial,
+        "kept and reported; I/O goes through the gateway unordered",
+    ),
+    (
         "prctl",
         Partial,
         "`PR_SET/GET_NAME` per thread (not under `/proc/self/task`), `DUMPABLE`, `PDEATHSIG`, \

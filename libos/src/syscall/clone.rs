@@ -177,6 +177,7 @@ fn thread(flags: u64, stack: u64, ptid: u64, ctid: u64, tls: u64) -> Result<u64,
     // Registered and made ready in one step: a signal sent between the two
     // would make it ready itself, and it could run before its words above
     // were written.
+    super::sched_policy::inherit(crate::sched::current().id(), tid);
     let irq = crate::arch::cpu::irq_save();
     crate::process::register(&child);
     crate::sched::make_ready(child);

@@ -18,6 +18,7 @@ pub fn exit(a: &[u64; 6]) -> Result<u64, Errno> {
     super::robust::exit_robust_list(me.id() as u32, head);
     // Then the PI futexes it still owns go to their waiters.
     super::futex_pi::exit(me.id() as u32);
+    super::sched_policy::exit(me.id());
     let ctid = me.user.clear_child_tid.swap(0, Ordering::AcqRel);
     if ctid != 0 && crate::mm::user::copy_in(ctid, &0u32.to_le_bytes()).is_ok() {
         super::futex::wake(ctid, 1, u32::MAX);

@@ -52,6 +52,7 @@ mod readlink;
 mod recv;
 mod robust;
 mod rusage;
+mod sched_policy;
 mod send;
 mod set_tid_address;
 mod shutdown;
@@ -169,6 +170,31 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (202, "futex", futex::futex),
     (203, "sched_setaffinity", affinity::sched_setaffinity),
     (204, "sched_getaffinity", affinity::sched_getaffinity),
+    (140, "getpriority", sched_policy::getpriority),
+    (141, "setpriority", sched_policy::setpriority),
+    (142, "sched_setparam", sched_policy::sched_setparam),
+    (143, "sched_getparam", sched_policy::sched_getparam),
+    (144, "sched_setscheduler", sched_policy::sched_setscheduler),
+    (145, "sched_getscheduler", sched_policy::sched_getscheduler),
+    (
+        146,
+        "sched_get_priority_max",
+        sched_policy::sched_get_priority_max,
+    ),
+    (
+        147,
+        "sched_get_priority_min",
+        sched_policy::sched_get_priority_min,
+    ),
+    (
+        148,
+        "sched_rr_get_interval",
+        sched_policy::sched_rr_get_interval,
+    ),
+    (251, "ioprio_set", sched_policy::ioprio_set),
+    (252, "ioprio_get", sched_policy::ioprio_get),
+    (314, "sched_setattr", sched_policy::sched_setattr),
+    (315, "sched_getattr", sched_policy::sched_getattr),
     (217, "getdents64", getdents64::getdents64),
     (218, "set_tid_address", set_tid_address::set_tid_address),
     (228, "clock_gettime", clock_gettime::clock_gettime),
