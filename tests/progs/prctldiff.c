@@ -171,13 +171,6 @@ int main(int argc, char **argv) {
         return 2;
     }
     /* A partition's program has no capabilities: neither has this one. */
-    struct {
-        uint32_t version;
-        int pid;
-    } hdr = {0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0};
-    struct {
-        uint32_t effective, permitted, inheritable;
-    } none[2] = {{0, 0, 0}, {0, 0, 0}};
-    syscall(SYS_capset, &hdr, none);
+    drop_capabilities();
     return differ_main(argc, argv, "prctldiff", begin, call);
 }

@@ -226,14 +226,7 @@ static void begin(void) {
 int main(int argc, char **argv) {
     /* A partition's program has no capabilities: neither has this one; and
        no room to lower a nice value (RLIMIT_NICE 0), as the partition's. */
-    struct {
-        uint32_t version;
-        int pid;
-    } hdr = {0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0};
-    struct {
-        uint32_t effective, permitted, inheritable;
-    } none[2] = {{0, 0, 0}, {0, 0, 0}};
-    syscall(SYS_capset, &hdr, none);
+    drop_capabilities();
     struct rlimit nolimit = {0, 0};
     setrlimit(RLIMIT_NICE, &nolimit);
     return differ_main(argc, argv, "scheddiff", begin, call);

@@ -152,13 +152,6 @@ static void begin(void) {}
 int main(int argc, char **argv) {
     /* A partition's program has no capabilities: neither has this one, so
        that privileged options (SO_DEBUG, SO_PRIORITY above 6) answer alike. */
-    struct {
-        uint32_t version;
-        int pid;
-    } hdr = {0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0};
-    struct {
-        uint32_t effective, permitted, inheritable;
-    } none[2] = {{0, 0, 0}, {0, 0, 0}};
-    syscall(SYS_capset, &hdr, none);
+    drop_capabilities();
     return differ_main(argc, argv, "sockoptdiff", begin, call);
 }
