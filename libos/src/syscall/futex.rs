@@ -420,28 +420,21 @@ pub fn futex(a: &[u64; 6]) -> Result<u64, Errno> {
     }
     // The count that rides in the timeout argument.
     let val2 = a[3] as u32;
+    // FUTEX_WAIT and FUTEX_WAKE match any bitset; the BITSET variants take
+    // val3, which must not be 0 (checked before the word).
+    let bitset = || match (cmd, a[5] as u32) {
+        (FUTEX_WAIT | FUTEX_WAKE, _) => Ok(BITSET_ANY),
+        (_, 0) => Err(Errno::EINVAL),
+        (_, b) => Ok(b),
+    };
     match cmd {
         FUTEX_WAIT | FUTEX_WAIT_BITSET => {
-            let bitset = if cmd == FUTEX_WAIT {
-                BITSET_ANY
-            } else {
-                a[5] as u32
-            };
-            if bitset == 0 {
-                return Err(Errno::EINVAL);
-            }
+            let bitset = bitset()?;
             key(addr, shared, false)?;
             wait(addr, val, bitset, deadline)
         }
         FUTEX_WAKE | FUTEX_WAKE_BITSET => {
-            let bitset = if cmd == FUTEX_WAKE {
-                BITSET_ANY
-            } else {
-                a[5] as u32
-            };
-            if bitset == 0 {
-                return Err(Errno::EINVAL);
-            }
+            let bitset = bitset()?;
             key(addr, shared, false)?;
             // Linux wakes at least one waiter even when asked for none (its
             // loop counts after each wake-up; tests/progs/memdiff.c).
