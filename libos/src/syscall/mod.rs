@@ -46,6 +46,7 @@ pub mod patch;
 mod pipe;
 mod poll;
 pub mod prctl;
+mod privileged;
 pub mod prlimit64;
 mod read;
 mod readlink;
@@ -55,6 +56,7 @@ mod rusage;
 mod sched_policy;
 mod send;
 mod set_tid_address;
+mod setid;
 mod shutdown;
 mod signal;
 mod signalfd;
@@ -170,6 +172,29 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (202, "futex", futex::futex),
     (203, "sched_setaffinity", affinity::sched_setaffinity),
     (204, "sched_getaffinity", affinity::sched_getaffinity),
+    (105, "setuid", setid::setuid),
+    (106, "setgid", setid::setgid),
+    (113, "setreuid", setid::setreuid),
+    (114, "setregid", setid::setregid),
+    (116, "setgroups", setid::setgroups),
+    (117, "setresuid", setid::setresuid),
+    (119, "setresgid", setid::setresgid),
+    (122, "setfsuid", setid::setfsuid),
+    (123, "setfsgid", setid::setfsgid),
+    (135, "personality", setid::personality),
+    (153, "vhangup", privileged::not_permitted),
+    (155, "pivot_root", privileged::not_permitted),
+    (161, "chroot", privileged::chroot),
+    (163, "acct", privileged::not_permitted),
+    (164, "settimeofday", privileged::settimeofday),
+    (165, "mount", privileged::mount),
+    (166, "umount2", privileged::umount2),
+    (167, "swapon", privileged::not_permitted),
+    (168, "swapoff", privileged::not_permitted),
+    (169, "reboot", privileged::not_permitted),
+    (170, "sethostname", privileged::not_permitted),
+    (171, "setdomainname", privileged::not_permitted),
+    (227, "clock_settime", privileged::clock_settime),
     (140, "getpriority", sched_policy::getpriority),
     (141, "setpriority", sched_policy::setpriority),
     (142, "sched_setparam", sched_policy::sched_setparam),
