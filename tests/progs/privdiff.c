@@ -236,16 +236,8 @@ static void call(unsigned idx) {
 static void begin(void) {}
 
 int main(int argc, char **argv) {
-    drop_capabilities();
     /* These calls change the machine for a process that may make them. */
-    struct {
-        uint32_t version;
-        int pid;
-    } hdr = {0x20080522, 0};
-    struct {
-        uint32_t effective, permitted, inheritable;
-    } caps[2];
-    if (syscall(SYS_capget, &hdr, caps) != 0 || caps[0].effective || caps[1].effective) {
+    if (!drop_capabilities()) {
         fprintf(stderr, "privdiff: capabilities could not be dropped; not running\n");
         return 2;
     }
