@@ -59,6 +59,8 @@ pub fn set_pid(pid: u64) {
 pub const RLIM_NLIMITS: usize = 16;
 /// `RLIMIT_NOFILE`.
 pub const RLIMIT_NOFILE: usize = 7;
+/// `RLIMIT_MEMLOCK`.
+pub const RLIMIT_MEMLOCK: usize = 8;
 /// `RLIM_INFINITY`.
 pub const RLIM_INFINITY: u64 = u64::MAX;
 
@@ -272,6 +274,7 @@ fn map_image(path: &str, image: &[u8], base: u64) -> Result<LoadPlan, Errno> {
             false,
             Backing::Anon,
             Some(name.clone()),
+            false,
         )
         .inspect_err(|e| log::error!("{path}: segment at {:#x}: {e}", seg.vaddr_start))?;
         let from = seg.file_offset as usize;
@@ -318,6 +321,7 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
         false,
         Backing::Anon,
         Some(alloc::sync::Arc::from("[stack]")),
+        false,
     )?;
     // [vdso]: the resume stub and the clock parameters in the first page,
     // the vDSO image (time without a system call) from the second.
@@ -329,6 +333,7 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
         false,
         Backing::Anon,
         Some(alloc::sync::Arc::from("[vdso]")),
+        false,
     )?;
     user::load(at, &crate::arch::user::RESUME_STUB)?;
     user::load(at + VVAR_OFFSET, &vvar())?;

@@ -96,6 +96,9 @@ pub struct Area {
     /// `PROT_WRITE` (the file was opened for writing and, if memory-only,
     /// not sealed against writes when mapped). Always true when private.
     pub may_write: bool,
+    /// Linux's `VM_LOCKED` and `VM_LOCKONFAULT` bits ([`VM_LOCKED`],
+    /// [`VM_LOCKONFAULT`]): `mlock`ed, populated at once or as touched.
+    pub lock: u8,
 }
 
 impl Area {
@@ -141,15 +144,25 @@ pub enum Fault {
     Oom,
 }
 
+/// `VM_LOCKED`: the area is `mlock`ed (its pages count in `VmLck`).
+pub const VM_LOCKED: u8 = 1;
+/// `VM_LOCKONFAULT`: with [`VM_LOCKED`], pages are locked as they are
+/// touched instead of populated at once (`MLOCK_ONFAULT`, `MCL_ONFAULT`).
+pub const VM_LOCKONFAULT: u8 = 2;
+
 /// Every area by start address, plus the hidden frames of `PROT_NONE` pages.
 struct Space {
     areas: BTreeMap<u64, Area>,
     hidden: BTreeMap<u64, u64>,
+    /// The lock bits every new area gets (Linux's `mm->def_flags`, set by
+    /// `mlockall(MCL_FUTURE)`).
+    def_lock: u8,
 }
 
 static SPACE: IrqLock<Space> = IrqLock::new(Space {
     areas: BTreeMap::new(),
     hidden: BTreeMap::new(),
+    def_lock: 0,
 });
 
 /// Top of the area `mmap` places mappings in when given no address.
@@ -171,6 +184,44 @@ impl Space {
     fn find(&self, va: u64) -> Option<(u64, &Area)> {
         let (&s, a) = self.areas.range(..=va).next_back()?;
         (va < a.end).then_some((s, a))
+    }
+
+    /// Pages of locked areas (Linux's `mm->locked_vm`).
+    fn locked_pages(&self) -> u64 {
+        self.areas
+            .iter()
+            .filter(|(_, a)| a.lock & VM_LOCKED != 0)
+            .map(|(&s, a)| (a.end - s) / PAGE)
+            .sum()
+    }
+
+    /// Locked pages in the range at `start` of `len` bytes (its end capped
+    /// at the top of the address space), as Linux's
+    /// `count_mm_mlocked_page_nr` counts them.
+    fn locked_in(&self, start: u64, len: u64) -> u64 {
+        let end = start.saturating_add(len);
+        let first = self.find(start).map_or(start, |(s, _)| s);
+        let mut count = 0u64;
+        for (&s, a) in self.areas.range(first..end) {
+            if a.lock & VM_LOCKED == 0 {
+                continue;
+            }
+            if start > s {
+                count = count.wrapping_sub(start - s);
+            }
+            if end < a.end {
+                count = count.wrapping_add(end - s);
+                break;
+            }
+            count = count.wrapping_add(a.end - s);
+        }
+        count / PAGE
+    }
+
+    /// Whether `pages` more locked pages stay within `RLIMIT_MEMLOCK`
+    /// (Linux's `mlock_future_ok`; the program has no `CAP_IPC_LOCK`).
+    fn lock_ok(&self, pages: u64) -> bool {
+        self.locked_pages().saturating_add(pages) <= memlock_limit_pages()
     }
 
     fn overlaps(&self, start: u64, end: u64) -> bool {
@@ -264,6 +315,9 @@ pub enum Placement {
 }
 
 /// Makes a new area of `len` bytes (rounded up to pages); returns its start.
+/// `map_locked` (`MAP_LOCKED`) locks it, as `mlockall(MCL_FUTURE)` locks
+/// every new area: within `RLIMIT_MEMLOCK` (else `EAGAIN`, and `EPERM` for
+/// `MAP_LOCKED` under a limit of 0), and populated at once.
 pub fn map(
     placement: Placement,
     len: u64,
@@ -271,6 +325,7 @@ pub fn map(
     shared: bool,
     backing: Backing,
     name: Option<Arc<str>>,
+    map_locked: bool,
 ) -> Result<u64, Errno> {
     // Stores in shared file mappings about to be replaced (whole pages)
     // reach their files.
@@ -278,12 +333,18 @@ pub fn map(
         let pages = len.checked_next_multiple_of(PAGE).unwrap_or(u64::MAX);
         let _ = write_back(a, a.saturating_add(pages));
     }
-    place(placement, len, prot, shared, backing, name, false)?.ok_or(Errno::EINVAL)
+    let start = place(
+        placement, len, prot, shared, backing, name, map_locked, false,
+    )?
+    .ok_or(Errno::EINVAL)?;
+    let _ = populate_locked(start, start.saturating_add(len), false);
+    Ok(start)
 }
 
 /// [`map`] of a private anonymous area for a direct call, which must not
 /// wait for I/O: `None` when `MAP_FIXED` would replace anything but
-/// anonymous areas (a shared file page to write back, a file to close);
+/// anonymous areas (a shared file page to write back, a file to close),
+/// or when new areas are locked (populating them is the trap path's);
 /// decided under the same lock as the mapping, so another thread cannot
 /// map a file there in between.
 pub fn map_anonymous_no_io(
@@ -291,9 +352,20 @@ pub fn map_anonymous_no_io(
     len: u64,
     prot: u32,
 ) -> Option<Result<u64, Errno>> {
-    place(placement, len, prot, false, Backing::Anon, None, true).transpose()
+    place(
+        placement,
+        len,
+        prot,
+        false,
+        Backing::Anon,
+        None,
+        false,
+        true,
+    )
+    .transpose()
 }
 
+#[allow(clippy::too_many_arguments)]
 fn place(
     placement: Placement,
     len: u64,
@@ -301,6 +373,7 @@ fn place(
     shared: bool,
     backing: Backing,
     name: Option<Arc<str>>,
+    map_locked: bool,
     only_anonymous: bool,
 ) -> Result<Option<u64>, Errno> {
     let len = len.checked_next_multiple_of(PAGE).ok_or(Errno::ENOMEM)?;
@@ -310,6 +383,10 @@ fn place(
     // Replaced areas die after the lock is released (see `Space::remove`).
     let mut _replaced = alloc::vec::Vec::new();
     let mut sp = SPACE.lock();
+    if only_anonymous && sp.def_lock != 0 {
+        return Ok(None);
+    }
+    let mut replace = false;
     let start = match placement {
         Placement::Hint(h) => sp.find_free(h, len).ok_or(Errno::ENOMEM)?,
         Placement::Fixed(a) | Placement::NoReplace(a) => {
@@ -327,11 +404,23 @@ fn place(
                 if only_anonymous && !sp.only_anonymous(a, end) {
                     return Ok(None);
                 }
-                _replaced = sp.remove(a, end);
+                replace = true;
             }
             a
         }
     };
+    // As Linux's `do_mmap`, after the placement and before anything is
+    // replaced (whose locked pages still count).
+    let lock = sp.def_lock | if map_locked { VM_LOCKED } else { 0 };
+    if map_locked && crate::process::rlimit(crate::process::RLIMIT_MEMLOCK).0 == 0 {
+        return Err(Errno::EPERM);
+    }
+    if lock & VM_LOCKED != 0 && !sp.lock_ok(len / PAGE) {
+        return Err(Errno::EAGAIN);
+    }
+    if replace {
+        _replaced = sp.remove(start, start + len);
+    }
     // An anonymous area that continues the one before it with the same
     // properties joins it (the break grows this way).
     if let Backing::Anon = backing
@@ -342,6 +431,7 @@ fn place(
         && !shared
         && matches!(prev.backing, Backing::Anon)
         && prev.name == name
+        && prev.lock == lock
     {
         prev.end = start + len;
         return Ok(Some(start));
@@ -356,6 +446,7 @@ fn place(
             backing,
             name,
             may_write,
+            lock,
         },
     );
     Ok(Some(start))
@@ -443,6 +534,11 @@ pub fn remap(
     );
     write_orphans(&gone);
     drop(gone);
+    if let Ok(at) = r
+        && new_len > old_len
+    {
+        let _ = populate_locked(at, at.saturating_add(new_len), false);
+    }
     r
 }
 
@@ -466,6 +562,12 @@ fn remap_locked(
         }
     } else if old + old_len > area.end {
         return Err(Errno::EFAULT);
+    }
+    // A locked area grows only within RLIMIT_MEMLOCK (Linux's
+    // `resize_is_valid`); a duplicate (`old_len` 0) is all new pages.
+    let grow = new_len.saturating_sub(old_len);
+    if grow > 0 && area.lock & VM_LOCKED != 0 && !sp.lock_ok(grow / PAGE) {
+        return Err(Errno::EAGAIN);
     }
     let fixed = flags & MREMAP_FIXED != 0;
     if !fixed && old_len != 0 {
@@ -547,6 +649,8 @@ fn remap_locked(
         // The old range stays mapped, empty: zeros or the file again.
         let mut empty = moved;
         empty.end = old + kept;
+        // Linux clears the old area's lock: its pages went with the move.
+        empty.lock = 0;
         if shared_anon {
             empty.backing = Backing::Anon;
         }
@@ -567,6 +671,7 @@ fn grow_area(sp: &mut Space, start: u64, area: &Area, end: u64) {
             backing: Backing::Beyond,
             name: area.name.clone(),
             may_write: area.may_write,
+            lock: area.lock,
         };
         sp.areas.insert(area.end, tail);
     } else if let Some(a) = sp.areas.get_mut(&start) {
@@ -661,6 +766,190 @@ pub fn protect(start: u64, len: u64, prot: u32) -> Result<(), Errno> {
         }
     }
     r
+}
+
+/// `RLIMIT_MEMLOCK`'s soft limit in pages.
+fn memlock_limit_pages() -> u64 {
+    crate::process::rlimit(crate::process::RLIMIT_MEMLOCK).0 / PAGE
+}
+
+/// Pages of locked areas, for `VmLck`.
+pub fn locked_bytes() -> u64 {
+    SPACE.lock().locked_pages() * PAGE
+}
+
+/// `mlock`, `mlock2` and `munlock` of the page-aligned range at `start` of
+/// `len` bytes (Linux's `do_mlock` and `apply_vma_lock_flags`): every area
+/// in it gets the lock bits `lock`, in address order. When locking
+/// (`check_limit`), `ENOMEM` first if the pages locked would pass
+/// `RLIMIT_MEMLOCK` (those of the range already locked counted once); then
+/// `EINVAL` for a range that wraps, `ENOMEM` for one that starts unmapped
+/// (nothing changes) or has a hole (the areas before it change). Locked
+/// pages are populated at once, unless `VM_LOCKONFAULT`: `ENOMEM` (the
+/// lock kept) where one cannot be (`PROT_NONE`, past a file's end).
+pub fn set_lock(start: u64, len: u64, lock: u8, check_limit: bool) -> Result<(), Errno> {
+    let end = start.wrapping_add(len);
+    {
+        let mut sp = SPACE.lock();
+        if check_limit {
+            let limit = memlock_limit_pages();
+            let mut locked = len / PAGE + sp.locked_pages();
+            if locked > limit {
+                locked = locked.wrapping_sub(sp.locked_in(start, len));
+            }
+            if locked > limit {
+                return Err(Errno::ENOMEM);
+            }
+        }
+        if end < start {
+            return Err(Errno::EINVAL);
+        }
+        if end == start {
+            return Ok(());
+        }
+        if sp.find(start).is_none() {
+            return Err(Errno::ENOMEM);
+        }
+        let mut at = start;
+        while at < end {
+            let Some((_, a)) = sp.find(at) else { break };
+            let (stop, same) = (a.end.min(end), a.lock == lock);
+            if !same {
+                sp.split_at(at);
+                sp.split_at(stop);
+                if let Some(a) = sp.areas.get_mut(&at) {
+                    a.lock = lock;
+                }
+            }
+            at = stop;
+        }
+        if at < end {
+            return Err(Errno::ENOMEM);
+        }
+    }
+    // Linux's `__mlock_posix_error_return`: a page that cannot be
+    // populated is ENOMEM, no memory for one EAGAIN.
+    populate_locked(start, end, lock == VM_LOCKED).map_err(|e| match e {
+        Errno::EFAULT => Errno::ENOMEM,
+        Errno::ENOMEM => Errno::EAGAIN,
+        e => e,
+    })
+}
+
+/// `MCL_CURRENT`.
+pub const MCL_CURRENT: u32 = 1;
+/// `MCL_FUTURE`.
+pub const MCL_FUTURE: u32 = 2;
+/// `MCL_ONFAULT`.
+pub const MCL_ONFAULT: u32 = 4;
+
+/// `mlockall(flags)` with checked flags, or `munlockall` (`flags` 0), as
+/// Linux's `apply_mlockall_flags`: `MCL_FUTURE` sets the lock bits of new
+/// areas (anything else clears them), `MCL_CURRENT` locks every area and
+/// populates them, 0 unlocks every area. `ENOMEM` for `MCL_CURRENT` when
+/// the whole address space is larger than `RLIMIT_MEMLOCK`.
+pub fn lock_all(flags: u32) -> Result<(), Errno> {
+    let onfault = if flags & MCL_ONFAULT != 0 {
+        VM_LOCKONFAULT
+    } else {
+        0
+    };
+    {
+        let mut sp = SPACE.lock();
+        if flags & MCL_CURRENT != 0 {
+            let total: u64 = sp.areas.iter().map(|(&s, a)| (a.end - s) / PAGE).sum();
+            if total > memlock_limit_pages() {
+                return Err(Errno::ENOMEM);
+            }
+        }
+        sp.def_lock = 0;
+        if flags & MCL_FUTURE != 0 {
+            sp.def_lock = VM_LOCKED | onfault;
+            if flags & MCL_CURRENT == 0 {
+                return Ok(());
+            }
+        }
+        let lock = if flags & MCL_CURRENT != 0 {
+            VM_LOCKED | onfault
+        } else {
+            0
+        };
+        for a in sp.areas.values_mut() {
+            a.lock = lock;
+        }
+    }
+    if flags & MCL_CURRENT != 0 {
+        let _ = populate_locked(USER_MIN, USER_MAX, false);
+    }
+    Ok(())
+}
+
+/// Populates the locked areas (not `VM_LOCKONFAULT`) in `[start, end)`, as
+/// Linux's `__mm_populate` after locking: writable private areas for
+/// writing (their copies made), others for reading. With `report`
+/// (`mlock`'s), the first area that cannot be (`PROT_NONE`, a file's end)
+/// stops it with `EFAULT`; without (`mlockall`, `MAP_LOCKED`), such pages
+/// are left and the others populated.
+fn populate_locked(start: u64, end: u64, report: bool) -> Result<(), Errno> {
+    populate_areas(start, end, report, true)
+}
+
+/// `MAP_POPULATE`: every area in `[start, end)` populated as a locked one
+/// would be (a private writable one gets its copies now, so later stores
+/// to the file do not show through it, as on Linux); what cannot be is left.
+pub fn map_populate(start: u64, end: u64) {
+    let _ = populate_areas(start, end, false, false);
+}
+
+fn populate_areas(start: u64, end: u64, report: bool, locked_only: bool) -> Result<(), Errno> {
+    let ranges: alloc::vec::Vec<(u64, u64, u32, bool)> = {
+        let sp = SPACE.lock();
+        let first = sp.find(start).map_or(start, |(s, _)| s);
+        sp.areas
+            .range(first..end)
+            .filter(|(_, a)| {
+                if locked_only {
+                    a.lock == VM_LOCKED
+                } else {
+                    true
+                }
+            })
+            .map(|(&s, a)| {
+                let write = a.prot & PROT_WRITE != 0 && !a.shared;
+                (s.max(start), a.end.min(end), a.prot, write)
+            })
+            .collect()
+    };
+    for (lo, hi, prot, write) in ranges {
+        let r = if prot & (PROT_READ | PROT_WRITE | PROT_EXEC) == 0 {
+            Err(Errno::EFAULT)
+        } else {
+            ensure(lo, hi - lo, write)
+        };
+        if report {
+            r?;
+        }
+    }
+    Ok(())
+}
+
+/// The files behind the shared file mappings in `[start, end)`, with the
+/// byte range each maps there: what `MADV_REMOVE` punches out of them.
+pub fn shared_file_ranges(start: u64, end: u64) -> alloc::vec::Vec<(Backing, u64, u64)> {
+    let sp = SPACE.lock();
+    let first = sp.find(start).map_or(start, |(s, _)| s);
+    sp.areas
+        .range(first..end)
+        .filter(|(_, a)| a.shared && a.backing.is_file())
+        .filter_map(|(&s, a)| {
+            let (lo, hi) = (s.max(start), a.end.min(end));
+            let mut b = a.backing.clone();
+            let off = b.offset_mut()?;
+            *off += lo - s;
+            let at = *off;
+            Some((b, at, hi - lo))
+        })
+        .collect()
 }
 
 /// `madvise(MADV_DONTNEED)` (`keep_shared_anon`) or `MADV_REMOVE`: drops
@@ -1622,14 +1911,37 @@ impl Space {
     }
 }
 
-/// (file-backed, shared, `PROT_*`) of each area meeting `[start, end)`,
-/// for `madvise`'s rules. Read-only.
-pub fn kinds(start: u64, end: u64) -> alloc::vec::Vec<(bool, bool, u32)> {
+/// What `madvise` and futexes ask of an area.
+#[derive(Debug, Clone, Copy)]
+pub struct Kind {
+    /// Where the area meets the range (its start, or the range's).
+    pub start: u64,
+    /// Where it stops meeting it (its end, or the range's).
+    pub end: u64,
+    /// File-backed (a file of the namespace or a memory-only file).
+    pub file: bool,
+    /// `MAP_SHARED`.
+    pub shared: bool,
+    /// `PROT_*` bits.
+    pub prot: u32,
+    /// `VM_LOCKED`.
+    pub locked: bool,
+}
+
+/// Each area meeting `[start, end)`, in address order. Read-only.
+pub fn kinds(start: u64, end: u64) -> alloc::vec::Vec<Kind> {
     let sp = SPACE.lock();
     let first = sp.find(start).map_or(start, |(s, _)| s);
     sp.areas
         .range(first..end)
-        .map(|(_, a)| (a.backing.is_file(), a.shared, a.prot))
+        .map(|(&s, a)| Kind {
+            start: s.max(start),
+            end: a.end.min(end),
+            file: a.backing.is_file(),
+            shared: a.shared,
+            prot: a.prot,
+            locked: a.lock & VM_LOCKED != 0,
+        })
         .collect()
 }
 
@@ -1690,6 +2002,7 @@ pub fn map_near(near: u64, reach: u64, len: u64, prot: u32, name: &str) -> Resul
         false,
         Backing::Anon,
         Some(Arc::from(name)),
+        false,
     )
 }
 

@@ -1,4 +1,5 @@
-//! `brk(2)`: the program break, an anonymous area named `[heap]`.
+//! `brk(2)`: the program break, an anonymous area named `[heap]`. After
+//! `mlockall(MCL_FUTURE)` it grows locked, within `RLIMIT_MEMLOCK`.
 
 use alloc::sync::Arc;
 
@@ -26,6 +27,7 @@ pub fn brk(a: &[u64; 6]) -> Result<u64, Errno> {
             false,
             Backing::Anon,
             Some(Arc::from("[heap]")),
+            false,
         );
         if grown.is_err() {
             return Ok(m.brk);

@@ -82,20 +82,7 @@ pub fn fallocate(a: &[u64; 6]) -> Result<u64, Errno> {
         .ok_or(EFBIG)?;
     match exclusive {
         0 => {}
-        FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE => {
-            let stop = end.min(st.size);
-            let zeros = vec![0u8; (c.iounit() as usize).min(64 * 1024)];
-            let mut at = offset;
-            while at < stop {
-                let n = (zeros.len() as u64).min(stop - at) as usize;
-                let w = c.write(fid, at, &zeros[..n])?;
-                crate::mm::shared::wrote(ino, at, &zeros[..w]);
-                if w == 0 {
-                    return Err(Errno::EIO);
-                }
-                at += w as u64;
-            }
-        }
+        FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE => zero(fid, ino, offset, end.min(st.size))?,
         _ => return Err(Errno::EOPNOTSUPP),
     }
     if mode & FALLOC_FL_KEEP_SIZE == 0 && end > st.size {
@@ -103,4 +90,35 @@ pub fn fallocate(a: &[u64; 6]) -> Result<u64, Errno> {
     }
     crate::vfs::inotify::notify(path, crate::vfs::inotify::IN_MODIFY);
     Ok(0)
+}
+
+/// Writes zeros over `[offset, stop)` of the file `fid` (inode `ino`),
+/// and into the partition's shared pages of it.
+fn zero(fid: u32, ino: u64, offset: u64, stop: u64) -> Result<(), Errno> {
+    let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
+    let zeros = vec![0u8; (c.iounit() as usize).min(64 * 1024)];
+    let mut at = offset;
+    while at < stop {
+        let n = (zeros.len() as u64).min(stop - at) as usize;
+        let w = c.write(fid, at, &zeros[..n])?;
+        crate::mm::shared::wrote(ino, at, &zeros[..w]);
+        if w == 0 {
+            return Err(Errno::EIO);
+        }
+        at += w as u64;
+    }
+    Ok(())
+}
+
+/// `MADV_REMOVE` of a shared mapping of `file`: a hole punched at
+/// `offset` for `len` bytes (within the file), as `fallocate` punches one.
+pub fn punch(file: &File, offset: u64, len: u64) -> Result<(), Errno> {
+    let File::P9 { fid, ino, path, .. } = file else {
+        return Err(Errno::ENODEV);
+    };
+    let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
+    let size = c.getattr(*fid)?.size;
+    zero(*fid, *ino, offset, offset.saturating_add(len).min(size))?;
+    crate::vfs::inotify::notify(path, crate::vfs::inotify::IN_MODIFY);
+    Ok(())
 }

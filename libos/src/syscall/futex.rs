@@ -382,7 +382,7 @@ pub(super) fn key(addr: u64, shared: bool, write: bool) -> Result<(), Errno> {
         let kinds = crate::mm::vma::kinds(addr, addr + 4);
         if kinds
             .iter()
-            .any(|&(file, shared, prot)| !file && !shared && prot & PROT_WRITE == 0)
+            .any(|k| !k.file && !k.shared && k.prot & PROT_WRITE == 0)
         {
             return Err(Errno::EFAULT);
         }

@@ -3,7 +3,9 @@
 //! huge pages, forks and core dumps has nothing to act on in a partition
 //! (no swap, 4 KiB pages, one process, no core dumps) and is accepted, as
 //! `MappedByteBuffer.load()` needs `MADV_WILLNEED` to succeed. Advice Linux
-//! does not know is `EINVAL`, as on Linux.
+//! does not know is `EINVAL`, as on Linux. Each area is checked in address
+//! order as Linux walks them (`refusal`), locked ones included
+//! (`tests/progs/mlockdiff.c`).
 
 use crate::errno::Errno;
 use crate::mm::vma;
@@ -32,6 +34,8 @@ const MADV_POPULATE_WRITE: u64 = 23;
 const MADV_DONTNEED_LOCKED: u64 = 24;
 const MADV_COLLAPSE: u64 = 25;
 const MADV_HWPOISON: u64 = 100;
+/// `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`, what `MADV_REMOVE` does.
+const PUNCH_HOLE_KEEP_SIZE: u32 = 0x03;
 const MADV_SOFT_OFFLINE: u64 = 101;
 
 /// `madvise(addr, length, advice)`.
@@ -58,38 +62,91 @@ pub fn madvise(a: &[u64; 6]) -> Result<u64, Errno> {
     if end == addr {
         return Ok(0);
     }
-    let covered = end <= crate::mm::user::USER_MAX && vma::covered(addr, end);
-    // Advice that only private anonymous memory takes, and MADV_REMOVE,
-    // which needs shared writable memory, as Linux checks per area.
-    let kinds = vma::kinds(addr, end);
-    match advice {
-        MADV_FREE | MADV_WIPEONFORK | MADV_KEEPONFORK
-            if kinds.iter().any(|&(file, shared, _)| file || shared) =>
-        {
-            return Err(Errno::EINVAL);
-        }
-        MADV_REMOVE if kinds.iter().any(|&(file, shared, _)| !file && !shared) => {
-            return Err(Errno::EINVAL);
-        }
-        // Linux asks for a shared mapping that may become writable; a
-        // shared file mapping is taken to be one.
-        MADV_REMOVE if kinds.iter().any(|&(_, shared, _)| !shared) => {
-            return Err(Errno::EACCES);
-        }
-        _ => {}
+    if end > crate::mm::user::USER_MAX {
+        return Err(Errno::ENOMEM);
     }
+    if matches!(advice, MADV_POPULATE_READ | MADV_POPULATE_WRITE) {
+        return populate(addr, end, advice == MADV_POPULATE_WRITE).map(|()| 0);
+    }
+    // As Linux's walk over the areas: advice an area refuses ends the walk
+    // there with its error, the areas before it taken; a hole is ENOMEM
+    // once the walk is done.
+    let kinds = vma::kinds(addr, end);
+    let refused = kinds
+        .iter()
+        .find_map(|k| refusal(advice, k).map(|e| (k.start, e)));
+    let upto = refused.map_or(end, |(at, _)| at);
     // MADV_FREE leaves the pages as they are: Linux frees them only under
     // memory pressure, and until then they read back as they were (and a
     // program must accept either).
-    match advice {
-        MADV_DONTNEED | MADV_DONTNEED_LOCKED | MADV_REMOVE if end <= crate::mm::user::USER_MAX => {
-            vma::discard(addr, end - addr, advice != MADV_REMOVE)?;
+    if advice == MADV_REMOVE && upto > addr {
+        // Linux punches the range out of the file (or shared memory),
+        // so every mapping of it reads zeros there.
+        for (backing, off, len) in vma::shared_file_ranges(addr, upto) {
+            match backing {
+                vma::Backing::Mem { memfd, .. } => {
+                    if let Some(m) = memfd.regular() {
+                        m.fallocate(PUNCH_HOLE_KEEP_SIZE, off, len)?;
+                    }
+                }
+                vma::Backing::File { file, .. } => {
+                    crate::syscall::fallocate::punch(&file, off, len)?;
+                }
+                vma::Backing::Anon | vma::Backing::Beyond => {}
+            }
         }
-        MADV_POPULATE_READ | MADV_POPULATE_WRITE if covered => {
-            // EFAULT where an access would have raised a signal, as Linux.
-            vma::ensure(addr, end - addr, advice == MADV_POPULATE_WRITE)?;
-        }
-        _ => {}
     }
-    if covered { Ok(0) } else { Err(Errno::ENOMEM) }
+    if matches!(advice, MADV_DONTNEED | MADV_DONTNEED_LOCKED | MADV_REMOVE) && upto > addr {
+        vma::discard(addr, upto - addr, advice != MADV_REMOVE)?;
+    }
+    if let Some((_, e)) = refused {
+        return Err(e);
+    }
+    if vma::covered(addr, end) {
+        Ok(0)
+    } else {
+        Err(Errno::ENOMEM)
+    }
+}
+
+/// Why an area refuses `advice`, as Linux's per-area checks: locked pages
+/// are not dropped nor aged (`MADV_DONTNEED_LOCKED` drops them);
+/// `MADV_FREE` and the fork advice take only private anonymous memory;
+/// `MADV_REMOVE` needs a shared mapping of a file or of shared memory (a
+/// shared file mapping is taken to be writable).
+fn refusal(advice: u64, k: &vma::Kind) -> Option<Errno> {
+    let anon_private = !k.file && !k.shared;
+    match advice {
+        MADV_DONTNEED | MADV_COLD | MADV_PAGEOUT if k.locked => Some(Errno::EINVAL),
+        MADV_FREE if k.locked || !anon_private => Some(Errno::EINVAL),
+        MADV_WIPEONFORK | MADV_KEEPONFORK if !anon_private => Some(Errno::EINVAL),
+        MADV_REMOVE if k.locked || anon_private => Some(Errno::EINVAL),
+        MADV_REMOVE if !k.shared => Some(Errno::EACCES),
+        _ => None,
+    }
+}
+
+/// `MADV_POPULATE_READ`/`WRITE` (Linux's `madvise_populate`): page by
+/// page until the first failure: `ENOMEM` at a hole, `EINVAL` at an area
+/// that forbids the access, `EFAULT` where the access would raise a
+/// signal (a file's end).
+fn populate(addr: u64, end: u64, write: bool) -> Result<(), Errno> {
+    let mut at = addr;
+    for k in vma::kinds(addr, end) {
+        if k.start > at {
+            return Err(Errno::ENOMEM);
+        }
+        let (lo, hi) = (k.start, k.end);
+        let need = if write {
+            vma::PROT_WRITE
+        } else {
+            vma::PROT_READ
+        };
+        if k.prot & need == 0 {
+            return Err(Errno::EINVAL);
+        }
+        vma::ensure(lo, hi - lo, write)?;
+        at = hi;
+    }
+    if at < end { Err(Errno::ENOMEM) } else { Ok(()) }
 }

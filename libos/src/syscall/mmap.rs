@@ -1,5 +1,6 @@
 //! `mmap(2)`, `munmap(2)`, `mprotect(2)`, `msync(2)`: areas of the
-//! program's memory, populated on first touch (see `mm::vma`).
+//! program's memory, populated on first touch (see `mm::vma`), or at once
+//! when locked (`MAP_LOCKED`, `mlockall(MCL_FUTURE)`).
 
 use alloc::sync::Arc;
 
@@ -12,6 +13,7 @@ const MAP_TYPE: u64 = 0xf;
 const MAP_SHARED_VALIDATE: u64 = 0x3;
 const MAP_FIXED: u64 = 0x10;
 const MAP_ANONYMOUS: u64 = 0x20;
+const MAP_LOCKED: u64 = 0x2000;
 const MAP_POPULATE: u64 = 0x8000;
 const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
 const PROT_ALL: u64 = 0x7;
@@ -73,10 +75,11 @@ pub fn mmap(a: &[u64; 6]) -> Result<u64, Errno> {
     } else {
         Placement::Hint(addr & !0xfff)
     };
-    let at = vma::map(placement, len, prot as u32, shared, backing, name)?;
+    let locked = flags & MAP_LOCKED != 0;
+    let at = vma::map(placement, len, prot as u32, shared, backing, name, locked)?;
     if flags & MAP_POPULATE != 0 {
         // Best effort, as on Linux: what cannot be populated faults later.
-        let _ = vma::ensure(at, len, false);
+        vma::map_populate(at, at.saturating_add(len));
     }
     Ok(at)
 }
@@ -88,7 +91,10 @@ pub fn mmap(a: &[u64; 6]) -> Result<u64, Errno> {
 /// `None` otherwise (the call traps).
 pub fn anonymous_direct(a: &[u64; 6]) -> Option<Result<u64, Errno>> {
     let (addr, len, prot, flags, offset) = (a[0], a[1], a[2], a[3], a[5]);
-    if flags & MAP_ANONYMOUS == 0 || flags & MAP_TYPE != MAP_PRIVATE || flags & MAP_POPULATE != 0 {
+    if flags & MAP_ANONYMOUS == 0
+        || flags & MAP_TYPE != MAP_PRIVATE
+        || flags & (MAP_POPULATE | MAP_LOCKED) != 0
+    {
         return None;
     }
     if flags & MAP_FIXED == 0 {

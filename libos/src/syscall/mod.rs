@@ -20,7 +20,7 @@ mod dirs;
 mod dup;
 mod epoll;
 mod exit;
-mod fallocate;
+pub(crate) mod fallocate;
 mod fsync;
 mod futex;
 mod futex_pi;
@@ -37,6 +37,7 @@ mod madvise;
 mod membarrier;
 mod memfd;
 mod mincore;
+mod mlock;
 mod mmap;
 mod mremap;
 mod names;
@@ -104,6 +105,11 @@ const TABLE: &[(u64, &str, Handler)] = &[
     (26, "msync", mmap::msync),
     (27, "mincore", mincore::mincore),
     (28, "madvise", madvise::madvise),
+    (149, "mlock", mlock::mlock),
+    (150, "munlock", mlock::munlock),
+    (151, "mlockall", mlock::mlockall),
+    (152, "munlockall", mlock::munlockall),
+    (325, "mlock2", mlock::mlock2),
     (13, "rt_sigaction", signal::rt_sigaction),
     (14, "rt_sigprocmask", signal::rt_sigprocmask),
     (15, "rt_sigreturn", signal::rt_sigreturn),

@@ -33,6 +33,8 @@ pub struct ProcessInfo {
     pub vsize: u64,
     /// Resident size in bytes.
     pub rss: u64,
+    /// Locked (`mlock`) size in bytes.
+    pub locked: u64,
     /// CPU time in user mode, nanoseconds.
     pub utime_ns: u64,
     /// Start of the main thread's stack (`startstack`; 0 if unknown).
@@ -499,7 +501,7 @@ pub fn status(p: &ProcessInfo) -> String {
     for (name, v) in [
         ("VmPeak:", kb(p.vsize)),
         ("VmSize:", kb(p.vsize)),
-        ("VmLck:", 0),
+        ("VmLck:", kb(p.locked)),
         ("VmPin:", 0),
         ("VmHWM:", kb(p.rss)),
         ("VmRSS:", kb(p.rss)),
@@ -636,6 +638,7 @@ mod tests {
             threads: 3,
             vsize: 1 << 20,
             rss: 8192,
+            locked: 0,
             utime_ns: 2_500_000_000,
             start_stack: 0x7fff_0000,
             cpus: 1,
@@ -683,6 +686,7 @@ mod tests {
             threads: 2,
             vsize: 4 << 20,
             rss: 2 << 20,
+            locked: 8192,
             cpus: 1,
             ..ProcessInfo::default()
         };
@@ -698,6 +702,7 @@ mod tests {
             "Gid:\t100\t100\t100\t100\n",
             "VmSize:\t    4096 kB\n",
             "VmRSS:\t    2048 kB\n",
+            "VmLck:\t       8 kB\n",
             "Threads:\t2\n",
             "Cpus_allowed_list:\t0\n",
         ] {

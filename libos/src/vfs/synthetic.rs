@@ -225,6 +225,7 @@ pub fn process_info() -> ProcessInfo {
         threads: threads(),
         vsize: mapped.max(used),
         rss: used,
+        locked: crate::mm::vma::locked_bytes(),
         utime_ns: crate::time::monotonic_ns(),
         // Any address inside the stack's area lets a reader (HotSpot)
         // find that area in /proc/self/maps.
