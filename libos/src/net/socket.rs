@@ -1843,6 +1843,10 @@ fn acceptor(sh: Arc<Shared>, conv: Arc<Conv>, local: Option<SocketAddr>) {
             Err(_) if sh.st.lock().closing => break,
             // The listener was hung up under us.
             Err(Errno::EINVAL) => break,
+            // Interrupted by a snapshot (`snapshot::take`): posted again
+            // at once (held until the snapshot is done), so that a
+            // restored listener takes its first call without waiting.
+            Err(Errno::EINTR) => continue,
             Err(e) => {
                 // Out of connections at the gateway (ENFILE), of the host's
                 // descriptors (EMFILE), or a call reset before it was

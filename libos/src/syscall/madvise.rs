@@ -34,9 +34,9 @@ const MADV_POPULATE_WRITE: u64 = 23;
 const MADV_DONTNEED_LOCKED: u64 = 24;
 const MADV_COLLAPSE: u64 = 25;
 const MADV_HWPOISON: u64 = 100;
+const MADV_SOFT_OFFLINE: u64 = 101;
 /// `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`, what `MADV_REMOVE` does.
 const PUNCH_HOLE_KEEP_SIZE: u32 = 0x03;
-const MADV_SOFT_OFFLINE: u64 = 101;
 
 /// `madvise(addr, length, advice)`.
 pub fn madvise(a: &[u64; 6]) -> Result<u64, Errno> {
@@ -76,9 +76,6 @@ pub fn madvise(a: &[u64; 6]) -> Result<u64, Errno> {
         .iter()
         .find_map(|k| refusal(advice, k).map(|e| (k.start, e)));
     let upto = refused.map_or(end, |(at, _)| at);
-    // MADV_FREE leaves the pages as they are: Linux frees them only under
-    // memory pressure, and until then they read back as they were (and a
-    // program must accept either).
     if advice == MADV_REMOVE && upto > addr {
         // Linux punches the range out of the file (or shared memory),
         // so every mapping of it reads zeros there.
@@ -96,6 +93,9 @@ pub fn madvise(a: &[u64; 6]) -> Result<u64, Errno> {
             }
         }
     }
+    // MADV_FREE leaves the pages as they are: Linux frees them only under
+    // memory pressure, and until then they read back as they were (and a
+    // program must accept either).
     if matches!(advice, MADV_DONTNEED | MADV_DONTNEED_LOCKED | MADV_REMOVE) && upto > addr {
         vma::discard(addr, upto - addr, advice != MADV_REMOVE)?;
     }
