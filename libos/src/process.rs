@@ -59,8 +59,12 @@ pub fn set_pid(pid: u64) {
 pub const RLIM_NLIMITS: usize = 16;
 /// `RLIMIT_NOFILE`.
 pub const RLIMIT_NOFILE: usize = 7;
+/// `RLIMIT_DATA`.
+pub const RLIMIT_DATA: usize = 2;
 /// `RLIMIT_MEMLOCK`.
 pub const RLIMIT_MEMLOCK: usize = 8;
+/// `RLIMIT_AS`.
+pub const RLIMIT_AS: usize = 9;
 /// `RLIM_INFINITY`.
 pub const RLIM_INFINITY: u64 = u64::MAX;
 

@@ -11,7 +11,10 @@
  * and holes; RLIMIT_MEMLOCK lowered and raised (0 included: EPERM); what
  * locking changes elsewhere: madvise refusing locked areas (and the areas
  * before them changed all the same), mremap growing a locked mapping past
- * the limit, MAP_FIXED over locked pages. Every line ends with the
+ * the limit, MAP_FIXED over locked pages. RLIMIT_AS and RLIMIT_DATA set a
+ * few pages above what is mapped (VmSize, VmData), then met by mmap,
+ * mprotect (a private area made writable is data) and mremap. Every line
+ * ends with the
  * process's locked size from /proc/self/status (VmLck), so the accounting
  * is compared after every call, and madvise prints the contents of the
  * pages it was given.
@@ -39,12 +42,14 @@
 
 static char *base;
 static int mfd = -1, ffd = -1;
+/* Whether RLIMIT_DATA is below its hard limit. */
+static int data_limited;
 /* Pages whose contents Linux leaves unspecified (after MADV_FREE). */
 static unsigned char fuzzy[NPAGES];
 
-/* VmLck of /proc/self/status in kB, or -1. Reads into the stack only: no
- * allocation while MCL_FUTURE is in force. */
-static long vmlck(void) {
+/* A field of /proc/self/status in kB ("VmLck:"), or -1. Reads into the
+ * stack only: no allocation while MCL_FUTURE is in force. */
+static long status_kb(const char *field) {
     char text[4096];
     int f = open("/proc/self/status", O_RDONLY);
     if (f < 0)
@@ -54,9 +59,13 @@ static long vmlck(void) {
         n += r;
     close(f);
     text[n < 0 ? 0 : n] = 0;
-    char *l = strstr(text, "\nVmLck:");
-    return l ? strtol(l + 7, NULL, 10) : -1;
+    char want[32];
+    snprintf(want, sizeof want, "\n%s", field);
+    char *l = strstr(text, want);
+    return l ? strtol(l + strlen(want), NULL, 10) : -1;
 }
+
+static long vmlck(void) { return status_kb("VmLck:"); }
 
 static sigjmp_buf fault;
 static volatile int fault_armed;
@@ -161,7 +170,7 @@ static void call(unsigned idx) {
     long r;
     unsigned p, n;
     range(&p, &n, 8);
-    switch (pick(18)) {
+    switch (pick(21)) {
     case 0:
     case 1:
     case 2: {
@@ -182,6 +191,11 @@ static void call(unsigned idx) {
         break;
     case 4: {
         int prot = prots[pick(5)];
+        /* Under a data limit, where a range stops (at an area) depends on
+         * how the kernel split and merged its areas: one page at a time
+         * then, whose answer depends only on the totals. */
+        if (data_limited)
+            n = 1;
         snprintf(args, sizeof args, "prot=%d page=%u n=%u", prot, p, n);
         what = "mprotect";
         r = mprotect(base + (size_t)p * PAGE, (size_t)n * PAGE, prot);
@@ -257,9 +271,10 @@ static void call(unsigned idx) {
         snprintf(args, sizeof args, "%s page=%u n=%u", advs[a].name, p, n);
         what = "madvise";
         r = madvise(base + (size_t)p * PAGE, (size_t)n * PAGE, advs[a].advice);
+        /* Freed lazily, up to where the walk stopped if it failed. */
         if (advs[a].advice == MADV_FREE)
             for (unsigned q = p; q < p + n; q++)
-                fuzzy[q] = r == 0 ? 1 : fuzzy[q];
+                fuzzy[q] = 1;
         /* A hole punched in a memory-only file reaches its other
          * mappings; contents are not compared after REMOVE. */
         if (advs[a].advice != MADV_REMOVE) {
@@ -293,6 +308,13 @@ static void call(unsigned idx) {
         unsigned m = n + 1 + pick(8);
         int how = pick(3), maymove = pick(2);
         char *a = mmap(NULL, 32 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (a == MAP_FAILED) {
+            /* Past RLIMIT_AS. */
+            snprintf(args, sizeof args, "n=%u reserve", n);
+            what = "mremap";
+            r = -1;
+            break;
+        }
         munmap(a + (size_t)n * PAGE, (32 - (size_t)n) * PAGE);
         mmap(a, (size_t)n * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
         long lr = how == 0 ? syscall(SYS_mlock, a, (size_t)n * PAGE)
@@ -312,6 +334,33 @@ static void call(unsigned idx) {
         munmap(a, (size_t)(n + 1) * PAGE);
         break;
     }
+    case 18:
+    case 19: {
+        /* The address-space or data limit, a few pages above what is
+         * mapped now (so that the next calls meet it), or none. */
+        int as = pick(2);
+        struct rlimit rl;
+        int res_ = as ? RLIMIT_AS : RLIMIT_DATA;
+        getrlimit(res_, &rl);
+        long now = status_kb(as ? "VmSize:" : "VmData:");
+        unsigned v = pick(6);
+        if (v == 0 || now < 0) {
+            rl.rlim_cur = rl.rlim_max;
+            snprintf(args, sizeof args, "none");
+        } else if (v == 1 && !as) {
+            rl.rlim_cur = 0;
+            snprintf(args, sizeof args, "zero");
+        } else {
+            long more = pick(12);
+            rl.rlim_cur = (rlim_t)now * 1024 + (rlim_t)more * PAGE;
+            snprintf(args, sizeof args, "now+%ld pages", more);
+        }
+        what = as ? "setrlimit(AS)" : "setrlimit(DATA)";
+        r = setrlimit(res_, &rl);
+        if (!as && r == 0)
+            data_limited = rl.rlim_cur != rl.rlim_max;
+        break;
+    }
     default: {
         static const long pages[] = {0, 2, 4, 8, 12, 16, 32};
         struct rlimit rl;
@@ -327,8 +376,17 @@ static void call(unsigned idx) {
     printf("%u %s %s = %s%s lck=%ld\n", idx, what, args, res(r), extra, vmlck());
 }
 
-/* A fresh region and files, nothing locked, a limit of 16 pages. */
+/* A fresh region and files, nothing locked, a limit of 16 pages locked,
+ * none on the address space and data. */
 static void begin(void) {
+    for (int k = 0; k < 2; k++) {
+        struct rlimit l;
+        int res_ = k ? RLIMIT_AS : RLIMIT_DATA;
+        getrlimit(res_, &l);
+        l.rlim_cur = l.rlim_max;
+        setrlimit(res_, &l);
+    }
+    data_limited = 0;
     syscall(SYS_munlockall);
     if (base)
         munmap(base, NPAGES * PAGE);

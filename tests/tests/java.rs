@@ -908,6 +908,57 @@ mod tests {
         }
     }
 
+    /// `ulimit -v` bounds a partition's JVM as a host JVM's: under an
+    /// address-space limit that leaves no room for a 4 GiB heap and its
+    /// class space, both fail to start (before, the partition's JVM
+    /// started: `RLIMIT_AS` was kept without effect). The partition's own
+    /// memory (4400 MiB) fits under the limit in the VMM.
+    #[test]
+    fn address_space_limit_as_on_the_host() {
+        let Some(fx) = fixture() else { return };
+        if !kvm_available() {
+            return;
+        }
+        let limited = |program: &Path, args: &[&str]| {
+            let mut c = Command::new("sh");
+            c.args(["-c", "ulimit -v 5000000 && exec \"$0\" \"$@\""])
+                .arg(program)
+                .args(args)
+                .arg("-Xmx4g")
+                .arg("-cp")
+                .arg(&fx.classes)
+                .arg("Exit3");
+            c
+        };
+        for (jdk_name, jdk) in jdks() {
+            let java = jdk.join("bin/java");
+            let host = run_timeout(limited(&java, &[]), HOST_TIMEOUT);
+            let java_s = java.to_string_lossy().into_owned();
+            let part = run_timeout(
+                limited(
+                    &astraea(),
+                    &["run", "--mem", "4400M", "--", java_s.as_str()],
+                ),
+                PARTITION_TIMEOUT,
+            );
+            // HotSpot prints this error on stdout.
+            assert_eq!(host.code, 1, "JDK {jdk_name}, host: {host:?}");
+            assert!(
+                host.stdout.contains("Could not"),
+                "JDK {jdk_name}, host: {host:?}"
+            );
+            // Which reservation meets the limit first depends on what each
+            // side had mapped by then (JDK 25's host JVM got its class
+            // space and then no thread stack): the JVM fails to start.
+            assert_eq!(part.code, host.code, "JDK {jdk_name}: {part:?}");
+            assert!(
+                part.stdout
+                    .contains("Error occurred during initialization of VM"),
+                "JDK {jdk_name}: the partition's JVM under ulimit -v: {part:?}"
+            );
+        }
+    }
+
     #[test]
     fn hello_host() {
         check(&HELLO, false);

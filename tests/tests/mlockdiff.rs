@@ -1,6 +1,7 @@
 //! Differential test of memory locking: `tests/progs/mlockdiff.c` runs the
 //! same random sequences of `mlock`, `mlock2`, `munlock`, `mlockall`,
-//! `munlockall`, `MAP_LOCKED`, `RLIMIT_MEMLOCK` changes, and of what
+//! `munlockall`, `MAP_LOCKED`, `RLIMIT_MEMLOCK` changes, `RLIMIT_AS` and
+//! `RLIMIT_DATA` set just above what is mapped, and of what
 //! locking changes elsewhere (`madvise` refusing locked areas, `mremap`
 //! growing a locked mapping, `MAP_FIXED` over locked pages) over mappings
 //! of every kind, on the host (without capabilities) and in a partition;

@@ -102,6 +102,11 @@ pub struct Area {
 }
 
 impl Area {
+    /// Linux's `is_data_mapping`: private, writable, not the stack.
+    fn is_data(&self) -> bool {
+        data_kind(self.shared, self.prot, &self.name)
+    }
+
     /// Whether `self` is still `other`, the area a fault looked up before
     /// its I/O ran unlocked: the same extent, protection and sharing, and
     /// the same backing (the same open file at the same offset). A
@@ -142,6 +147,11 @@ pub enum Fault {
     Bus,
     /// No memory left to populate the page.
     Oom,
+}
+
+/// Linux's `is_data_mapping` for an area's sharing, protection and name.
+fn data_kind(shared: bool, prot: u32, name: &Option<Arc<str>>) -> bool {
+    !shared && prot & PROT_WRITE != 0 && name.as_deref() != Some("[stack]")
 }
 
 /// `VM_LOCKED`: the area is `mlock`ed (its pages count in `VmLck`).
@@ -218,6 +228,50 @@ impl Space {
         count / PAGE
     }
 
+    /// Pages of every area (Linux's `mm->total_vm`).
+    fn total_pages(&self) -> u64 {
+        self.areas.iter().map(|(&s, a)| (a.end - s) / PAGE).sum()
+    }
+
+    /// Pages of data areas (Linux's `mm->data_vm`).
+    fn data_pages(&self) -> u64 {
+        self.areas
+            .iter()
+            .filter(|(_, a)| a.is_data())
+            .map(|(&s, a)| (a.end - s) / PAGE)
+            .sum()
+    }
+
+    /// Pages of areas in `[start, end)`.
+    fn pages_in(&self, start: u64, end: u64) -> u64 {
+        let first = self.find(start).map_or(start, |(s, _)| s);
+        self.areas
+            .range(first..end)
+            .map(|(&s, a)| (a.end.min(end) - s.max(start)) / PAGE)
+            .sum()
+    }
+
+    /// Whether `pages` more pages stay within `RLIMIT_AS`.
+    fn as_ok(&self, pages: u64) -> bool {
+        use crate::process::{RLIMIT_AS, rlimit};
+        self.total_pages().saturating_add(pages) <= rlimit(RLIMIT_AS).0 / PAGE
+    }
+
+    /// Whether `pages` more data pages stay within `RLIMIT_DATA` (a limit
+    /// of 0 lets them up to the hard limit, Linux's allowance for Valgrind).
+    fn data_ok(&self, pages: u64) -> bool {
+        use crate::process::{RLIMIT_DATA, rlimit};
+        let (soft, hard) = rlimit(RLIMIT_DATA);
+        let after = self.data_pages().saturating_add(pages);
+        after <= soft / PAGE || (soft == 0 && after <= hard / PAGE)
+    }
+
+    /// Linux's `may_expand_vm`: whether `pages` more pages of an area (a
+    /// data one if `data`) stay within `RLIMIT_AS` and `RLIMIT_DATA`.
+    fn may_expand(&self, data: bool, pages: u64) -> bool {
+        self.as_ok(pages) && (!data || self.data_ok(pages))
+    }
+
     /// Whether `pages` more locked pages stay within `RLIMIT_MEMLOCK`
     /// (Linux's `mlock_future_ok`; the program has no `CAP_IPC_LOCK`).
     fn lock_ok(&self, pages: u64) -> bool {
@@ -257,6 +311,61 @@ impl Space {
             lower.end = at;
         }
         self.areas.insert(at, upper);
+    }
+
+    /// Joins the areas meeting `[start, end]` with their neighbours where
+    /// Linux would have one area: the same protection, sharing, lock,
+    /// name and kind, and (for files) the next bytes of the same open
+    /// file. `mprotect` and `mlock` split areas; joining them again keeps
+    /// the areas Linux's walks see (and `/proc/self/maps`) Linux's.
+    fn merge(&mut self, start: u64, end: u64) {
+        let first = self
+            .areas
+            .range(..start)
+            .next_back()
+            .map_or(start, |(&s, _)| s);
+        let starts: alloc::vec::Vec<u64> = self.areas.range(first..=end).map(|(&s, _)| s).collect();
+        let mut prev: Option<u64> = None;
+        for s in starts {
+            let joins = prev.is_some_and(|p| {
+                let (Some(a), Some(b)) = (self.areas.get(&p), self.areas.get(&s)) else {
+                    return false;
+                };
+                a.end == s
+                    && a.prot == b.prot
+                    && a.shared == b.shared
+                    && a.lock == b.lock
+                    && a.may_write == b.may_write
+                    && a.name == b.name
+                    && match (&a.backing, &b.backing) {
+                        (Backing::Anon, Backing::Anon) => true,
+                        (
+                            Backing::File { file: f, offset: x },
+                            Backing::File { file: g, offset: y },
+                        ) => Arc::ptr_eq(f, g) && x + (s - p) == *y,
+                        (
+                            Backing::Mem {
+                                memfd: f,
+                                offset: x,
+                            },
+                            Backing::Mem {
+                                memfd: g,
+                                offset: y,
+                            },
+                        ) => Arc::ptr_eq(f, g) && x + (s - p) == *y,
+                        _ => false,
+                    }
+            });
+            if joins
+                && let Some(p) = prev
+                && let Some(b) = self.areas.remove(&s)
+                && let Some(a) = self.areas.get_mut(&p)
+            {
+                a.end = b.end;
+                continue;
+            }
+            prev = Some(s);
+        }
     }
 
     /// Removes `[start, end)` from the areas (splitting at the edges), and
@@ -418,6 +527,15 @@ fn place(
     if lock & VM_LOCKED != 0 && !sp.lock_ok(len / PAGE) {
         return Err(Errno::EAGAIN);
     }
+    // RLIMIT_AS and RLIMIT_DATA, counting what `MAP_FIXED` replaces as gone.
+    let replaced = if replace {
+        sp.pages_in(start, start + len)
+    } else {
+        0
+    };
+    if !sp.may_expand(data_kind(shared, prot, &name), len / PAGE - replaced) {
+        return Err(Errno::ENOMEM);
+    }
     if replace {
         _replaced = sp.remove(start, start + len);
     }
@@ -568,6 +686,9 @@ fn remap_locked(
     let grow = new_len.saturating_sub(old_len);
     if grow > 0 && area.lock & VM_LOCKED != 0 && !sp.lock_ok(grow / PAGE) {
         return Err(Errno::EAGAIN);
+    }
+    if grow > 0 && !sp.may_expand(area.is_data(), grow / PAGE) {
+        return Err(Errno::ENOMEM);
     }
     let fixed = flags & MREMAP_FIXED != 0;
     if !fixed && old_len != 0 {
@@ -724,19 +845,34 @@ pub fn protect(start: u64, len: u64, prot: u32) -> Result<(), Errno> {
     } else {
         Ok(())
     };
-    // Write access to a shared area that may not have it (a file opened
-    // read-only, a memory-only file sealed against writes): EACCES at that
-    // area, as Linux, whose walk has changed the areas before it.
+    // Walked as Linux walks the areas, each refusal ending the walk there
+    // with the areas before it changed: write access to a shared area that
+    // may not have it (a file opened read-only, a memory-only file sealed
+    // against writes) is EACCES; a private area that becomes writable
+    // (data) past RLIMIT_DATA is ENOMEM.
     if prot & PROT_WRITE != 0 {
         let first = sp.find(start).map_or(start, |(s, _)| s);
-        let denied = sp
-            .areas
-            .range(first..end)
-            .find(|(_, a)| a.shared && !a.may_write)
-            .map(|(&s, _)| s.max(start));
-        if let Some(at) = denied {
+        let mut added = 0u64;
+        let mut refused = None;
+        for (&s, a) in sp.areas.range(first..end) {
+            let (lo, hi) = (s.max(start), a.end.min(end));
+            if a.shared && !a.may_write {
+                refused = Some((lo, Errno::EACCES));
+                break;
+            }
+            if !a.is_data() && data_kind(a.shared, prot, &a.name) {
+                let n = (hi - lo) / PAGE;
+                // Linux: refused when the data limit is what stops it.
+                if sp.as_ok(n) && !sp.data_ok(added + n) {
+                    refused = Some((lo, Errno::ENOMEM));
+                    break;
+                }
+                added += n;
+            }
+        }
+        if let Some((at, e)) = refused {
             end = at;
-            r = Err(Errno::EACCES);
+            r = Err(e);
             if end == start {
                 return r;
             }
@@ -747,6 +883,7 @@ pub fn protect(start: u64, len: u64, prot: u32) -> Result<(), Errno> {
     for (_, a) in sp.areas.range_mut(start..end) {
         a.prot = prot;
     }
+    sp.merge(start, end);
     if prot & (PROT_READ | PROT_WRITE | PROT_EXEC) == 0 {
         // Hide populated pages: no present x86 page can forbid reads.
         let mut taken = alloc::vec::Vec::new();
@@ -773,9 +910,15 @@ fn memlock_limit_pages() -> u64 {
     crate::process::rlimit(crate::process::RLIMIT_MEMLOCK).0 / PAGE
 }
 
-/// Pages of locked areas, for `VmLck`.
+/// Bytes of locked areas, for `VmLck`.
 pub fn locked_bytes() -> u64 {
     SPACE.lock().locked_pages() * PAGE
+}
+
+/// Bytes of data areas (private and writable, not the stack), for
+/// `VmData`: what `RLIMIT_DATA` limits.
+pub fn data_bytes() -> u64 {
+    SPACE.lock().data_pages() * PAGE
 }
 
 /// `mlock`, `mlock2` and `munlock` of the page-aligned range at `start` of
@@ -823,6 +966,7 @@ pub fn set_lock(start: u64, len: u64, lock: u8, check_limit: bool) -> Result<(),
             }
             at = stop;
         }
+        sp.merge(start, at);
         if at < end {
             return Err(Errno::ENOMEM);
         }
@@ -877,6 +1021,7 @@ pub fn lock_all(flags: u32) -> Result<(), Errno> {
         for a in sp.areas.values_mut() {
             a.lock = lock;
         }
+        sp.merge(USER_MIN, USER_MAX);
     }
     if flags & MCL_CURRENT != 0 {
         let _ = populate_locked(USER_MIN, USER_MAX, false);

@@ -35,6 +35,8 @@ pub struct ProcessInfo {
     pub rss: u64,
     /// Locked (`mlock`) size in bytes.
     pub locked: u64,
+    /// Data (private writable, not stack) size in bytes.
+    pub data: u64,
     /// CPU time in user mode, nanoseconds.
     pub utime_ns: u64,
     /// Start of the main thread's stack (`startstack`; 0 if unknown).
@@ -508,7 +510,7 @@ pub fn status(p: &ProcessInfo) -> String {
         ("RssAnon:", kb(p.rss)),
         ("RssFile:", 0),
         ("RssShmem:", 0),
-        ("VmData:", kb(p.rss)),
+        ("VmData:", kb(p.data)),
         ("VmStk:", 132),
         ("VmExe:", 0),
         ("VmLib:", 0),
@@ -639,6 +641,7 @@ mod tests {
             vsize: 1 << 20,
             rss: 8192,
             locked: 0,
+            data: 0,
             utime_ns: 2_500_000_000,
             start_stack: 0x7fff_0000,
             cpus: 1,
@@ -687,6 +690,7 @@ mod tests {
             vsize: 4 << 20,
             rss: 2 << 20,
             locked: 8192,
+            data: 4096,
             cpus: 1,
             ..ProcessInfo::default()
         };

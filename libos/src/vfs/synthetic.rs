@@ -211,7 +211,7 @@ fn thread_info(tid: u64) -> ProcessInfo {
 pub fn process_info() -> ProcessInfo {
     let m = crate::mm::stats();
     let used = (m.total_pages - m.free_pages) as u64 * 4096;
-    let (mapped, stack_end) = proc::maps_summary(&crate::mm::vma::proc_maps());
+    let (_, stack_end) = proc::maps_summary(&crate::mm::vma::proc_maps());
     let (uid, gid) = super::identity::ids();
     let s = crate::sched::stats();
     ProcessInfo {
@@ -223,9 +223,11 @@ pub fn process_info() -> ProcessInfo {
         gid,
         umask: super::identity::umask(),
         threads: threads(),
-        vsize: mapped.max(used),
+        // Linux's `total_vm`: what RLIMIT_AS limits.
+        vsize: crate::mm::vma::total_size(),
         rss: used,
         locked: crate::mm::vma::locked_bytes(),
+        data: crate::mm::vma::data_bytes(),
         utime_ns: crate::time::monotonic_ns(),
         // Any address inside the stack's area lets a reader (HotSpot)
         // find that area in /proc/self/maps.
