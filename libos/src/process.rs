@@ -59,6 +59,8 @@ pub fn set_pid(pid: u64) {
 pub const RLIM_NLIMITS: usize = 16;
 /// `RLIMIT_NOFILE`.
 pub const RLIMIT_NOFILE: usize = 7;
+/// `RLIMIT_FSIZE`.
+pub const RLIMIT_FSIZE: usize = 1;
 /// `RLIMIT_DATA`.
 pub const RLIMIT_DATA: usize = 2;
 /// `RLIMIT_MEMLOCK`.

@@ -381,6 +381,41 @@ pub fn sigpipe(e: Errno, nosignal: bool) -> Errno {
     e
 }
 
+/// `SIGXFSZ`.
+const SIGXFSZ: u32 = 25;
+
+/// Linux's `generic_write_check_limits` for a write of `count` bytes at
+/// `pos` of a regular file: how many may be written under `RLIMIT_FSIZE`
+/// (fewer where the limit falls inside), or, at or past the limit,
+/// `SIGXFSZ` to the caller and `EFBIG` (HotSpot ignores the signal, so Java
+/// sees "File too large").
+pub fn fsize_clamp(pos: u64, count: u64) -> Result<u64, Errno> {
+    let limit = crate::process::rlimit(crate::process::RLIMIT_FSIZE).0;
+    if limit == crate::process::RLIM_INFINITY || count == 0 {
+        return Ok(count);
+    }
+    if pos >= limit {
+        return Err(fsize_exceeded());
+    }
+    Ok(count.min(limit - pos))
+}
+
+/// Linux's `inode_newsize_ok` for a file growing to `size` (`truncate`,
+/// `fallocate`): `SIGXFSZ` and `EFBIG` past `RLIMIT_FSIZE`.
+pub fn fsize_grow_ok(size: u64) -> Result<(), Errno> {
+    let limit = crate::process::rlimit(crate::process::RLIMIT_FSIZE).0;
+    if limit != crate::process::RLIM_INFINITY && size > limit {
+        return Err(fsize_exceeded());
+    }
+    Ok(())
+}
+
+fn fsize_exceeded() -> Errno {
+    let me = crate::sched::current().id();
+    let _ = send_info(me, SIGXFSZ, sent_info(SIGXFSZ, code::SI_USER));
+    Errno::EFBIG
+}
+
 /// Signals the VMM forwarded before the program had a thread to take
 /// them (bit `n - 1` for signal `n`); the first program thread gets them.
 static FROM_HOST_EARLY: AtomicU64 = AtomicU64::new(0);

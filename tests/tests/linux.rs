@@ -720,6 +720,28 @@ mod tests {
         }
     }
 
+    /// `RLIMIT_FSIZE` (tests/progs/fsize.c): writes cut short at the
+    /// limit, `EFBIG` and `SIGXFSZ` at or past it, truncate and fallocate
+    /// refused past it, memory-only files too, pipes not; then, with the
+    /// signal's default action, the process ends by it (exit 153, as a
+    /// shell reports it) in a partition as on the host.
+    fn fsize(b: Build) {
+        if let Some((dir, _)) = same_as_host("fsize", b, &["{data}"]) {
+            let data = dir.join("data-kill");
+            std::fs::create_dir_all(&data).unwrap();
+            let args = ["./fsize", data.to_str().unwrap(), "kill"];
+            let host = host_in(&dir, &args, ENV, TIMEOUT);
+            let part = astraea_in(&dir, &args, ENV, TIMEOUT);
+            assert_eq!(host.code, 128 + 25, "{host:?}");
+            assert_eq!(
+                (part.code, part.stdout.as_str()),
+                (host.code, host.stdout.as_str()),
+                "{part:?}"
+            );
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// Buffers with holes (tests/progs/holes.c): writes, sends and reads
     /// whose buffer ends in an unmapped or PROT_NONE page return what Linux
     /// returns (the count before the hole, or EFAULT), and a write whose
@@ -805,6 +827,7 @@ mod tests {
         robust: robust_glibc_dynamic, robust_musl_static, robust_musl_static_pie;
         pimutex: pimutex_glibc_dynamic, pimutex_musl_static, pimutex_musl_static_pie;
         rlimits: rlimits_glibc_dynamic, rlimits_musl_static, rlimits_musl_static_pie;
+        fsize: fsize_glibc_dynamic, fsize_musl_static, fsize_musl_static_pie;
         holes: holes_glibc_dynamic, holes_musl_static, holes_musl_static_pie;
         unixsock: unixsock_glibc_dynamic, unixsock_musl_static, unixsock_musl_static_pie;
         unixmsg: unixmsg_glibc_dynamic, unixmsg_musl_static, unixmsg_musl_static_pie;

@@ -80,6 +80,9 @@ pub fn fallocate(a: &[u64; 6]) -> Result<u64, Errno> {
         .checked_add(len)
         .filter(|&e| e <= MAX_SIZE)
         .ok_or(EFBIG)?;
+    if mode & FALLOC_FL_KEEP_SIZE == 0 && end > st.size {
+        crate::signal::fsize_grow_ok(end)?;
+    }
     match exclusive {
         0 => {}
         FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE => zero(fid, ino, offset, end.min(st.size))?,

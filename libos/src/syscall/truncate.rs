@@ -1,4 +1,5 @@
-//! `ftruncate(2)` and `truncate(2)`: a size change through `Tsetattr`.
+//! `ftruncate(2)` and `truncate(2)`: a size change through `Tsetattr`;
+//! growing past `RLIMIT_FSIZE` is `EFBIG` with `SIGXFSZ`, as on Linux.
 
 use crate::errno::Errno;
 use crate::fd::{self, File, O_ACCMODE, Object};
@@ -27,6 +28,7 @@ pub fn ftruncate(a: &[u64; 6]) -> Result<u64, Errno> {
         return Err(Errno::EINVAL);
     }
     let c = crate::p9::mounted().ok_or(Errno::EBADF)?;
+    grow_ok(c, *fid, len as u64)?;
     c.truncate(*fid, len as u64)?;
     crate::mm::vma::file_truncated(*ino, len as u64);
     if let File::P9 { path, .. } = &**f {
@@ -54,7 +56,7 @@ pub fn truncate(a: &[u64; 6]) -> Result<u64, Errno> {
         return Err(Errno::EISDIR);
     }
     let fid = c.walk_path(&path)?;
-    let r = c.truncate(fid, len as u64);
+    let r = grow_ok(c, fid, len as u64).and_then(|()| c.truncate(fid, len as u64));
     let ino = c.getattr(fid).map(|st| st.qid.path);
     c.clunk(fid);
     r?;
@@ -63,4 +65,17 @@ pub fn truncate(a: &[u64; 6]) -> Result<u64, Errno> {
     }
     crate::vfs::inotify::notify(&path, crate::vfs::inotify::IN_MODIFY);
     Ok(0)
+}
+
+/// `RLIMIT_FSIZE` for a file growing to `len` (`SIGXFSZ` and `EFBIG` past
+/// it); its size is asked for only under a limit.
+fn grow_ok(c: &crate::p9::Client, fid: crate::p9::Fid, len: u64) -> Result<(), Errno> {
+    let limit = crate::process::rlimit(crate::process::RLIMIT_FSIZE).0;
+    if limit == crate::process::RLIM_INFINITY || len <= limit {
+        return Ok(());
+    }
+    if len > c.getattr(fid)?.size {
+        crate::signal::fsize_grow_ok(len)?;
+    }
+    Ok(())
 }

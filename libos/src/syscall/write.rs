@@ -100,6 +100,7 @@ fn write_file(
                 Some(p) => p,
                 None => *offset.lock(),
             };
+            let total = crate::signal::fsize_clamp(pos, total as u64)? as usize;
             let mut done = 0usize;
             let mut failed = None;
             while done < total {

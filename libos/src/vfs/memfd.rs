@@ -128,6 +128,9 @@ impl crate::fd::RegularLike for MemFd {
         if size > MAX_SIZE {
             return Err(Errno::EINVAL);
         }
+        if size > self.size() {
+            crate::signal::fsize_grow_ok(size)?;
+        }
         let mut s = self.inode.size.lock();
         let old = *s;
         if size < old {
@@ -159,6 +162,9 @@ impl crate::fd::RegularLike for MemFd {
         match mode {
             0 | KEEP_SIZE => {
                 if mode == 0 {
+                    if end > self.size() {
+                        crate::signal::fsize_grow_ok(end)?;
+                    }
                     let mut s = self.inode.size.lock();
                     if end > *s {
                         self.sealed(SEAL_GROW)?;
@@ -196,6 +202,7 @@ impl crate::fd::RegularLike for MemFd {
         if data.is_empty() {
             return Ok(0);
         }
+        let data = &data[..crate::signal::fsize_clamp(off, data.len() as u64)? as usize];
         let end = off
             .checked_add(data.len() as u64)
             .filter(|&e| e <= MAX_SIZE)
