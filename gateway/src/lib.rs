@@ -58,7 +58,7 @@ pub use saved::{
 };
 pub use session::{Reply, Session, serve_here};
 pub use stream::{Stream, serve_stream};
-pub use sys::raise_descriptor_limit;
+pub use sys::{raise_descriptor_limit, tolerate_file_size_limit};
 pub use vhost::{
     KICK_POLL, MAX_TAG_LEN, PolledQueue, Request, VHOST_MOUNT_TAG, VHOST_QUEUE_SIZE, VhostError,
     VhostStats, VhostUserServer, gather_request, log_rejected_chain, scatter_reply, serve_kick,

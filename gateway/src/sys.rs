@@ -700,3 +700,35 @@ pub fn raise_descriptor_limit() -> Option<(u64, u64)> {
     }
     Some((l.rlim_cur, l.rlim_max))
 }
+
+/// Lets this process's own writes past `RLIMIT_FSIZE` fail with `EFBIG`
+/// instead of ending it by `SIGXFSZ`, and raises its soft limit to the hard
+/// one: the files it writes are its partitions' (whose programs' limit
+/// the library OS enforces itself, as it has it from the `rlimits=` the
+/// VMM recorded first) and its own (snapshots, logs). Returns the soft
+/// limit it raised, if it did.
+pub fn tolerate_file_size_limit() -> Option<u64> {
+    // SAFETY: ignoring SIGXFSZ changes no memory; a write past the limit
+    // then fails with EFBIG, which every writer here reports.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    let mut l = MaybeUninit::<libc::rlimit>::uninit();
+    // SAFETY: `l` is a writable `struct rlimit` for the call to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, l.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: getrlimit succeeded, so it filled `l`.
+    let l = unsafe { l.assume_init() };
+    if l.rlim_cur >= l.rlim_max {
+        return None;
+    }
+    let raised = libc::rlimit {
+        rlim_cur: l.rlim_max,
+        rlim_max: l.rlim_max,
+    };
+    // SAFETY: `raised` is a valid `struct rlimit`; raising a soft limit to
+    // its hard one needs no privilege.
+    if unsafe { libc::setrlimit(libc::RLIMIT_FSIZE, &raised) } != 0 {
+        return None;
+    }
+    Some(l.rlim_cur)
+}

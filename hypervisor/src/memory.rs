@@ -66,7 +66,15 @@ pub fn create(size: u64) -> Result<GuestMemory, VmmError> {
     // SAFETY: fd was just returned by memfd_create and is owned by nothing else.
     let file = unsafe { File::from_raw_fd(fd) };
     file.set_len(size)
-        .map_err(|e| VmmError::Memory(format!("cannot size guest RAM to {size} bytes: {e}")))?;
+        .map_err(|e| {
+            // Guest RAM is a memory file: `ulimit -f` (hard) bounds it too.
+            let hint = if e.raw_os_error() == Some(libc::EFBIG) {
+                " (guest RAM is a memory file, and this process's hard file size limit, `ulimit -Hf`, is below it: raise it, or set only a soft one with `ulimit -Sf`, which the program keeps)"
+            } else {
+                ""
+            };
+            VmmError::Memory(format!("cannot size guest RAM to {size} bytes: {e}{hint}"))
+        })?;
     let file = std::sync::Arc::new(file);
     let mut offset = 0u64;
     let ranges: Vec<_> = ram_ranges(size)

@@ -1280,4 +1280,12 @@ pub fn raise_descriptor_limit() {
             "raised astraea's own descriptor limit for the gateway's host sockets (the program keeps the one it was started with)"
         );
     }
+    // `ulimit -f`: the library OS enforces the program's file size limit;
+    // this process's writes for it and its own must not end it by SIGXFSZ.
+    if let Some(from) = astraea_gateway::tolerate_file_size_limit() {
+        tracing::info!(
+            from,
+            "raised astraea's own file size limit (the program keeps the one it was started with)"
+        );
+    }
 }

@@ -738,6 +738,22 @@ mod tests {
                 (host.code, host.stdout.as_str()),
                 "{part:?}"
             );
+            // Started under `ulimit -Sf`: the program keeps the limit, and
+            // `astraea` (whose guest RAM is a memory file far larger)
+            // neither fails nor ends by SIGXFSZ (it did, at start).
+            let limited = dir.join("data-limited");
+            std::fs::create_dir_all(&limited).unwrap();
+            let mut c = Command::new("sh");
+            c.args(["-c", "ulimit -Sf 20 && exec \"$0\" run -- ./fsize \"$1\""])
+                .arg(astraea())
+                .arg(&limited)
+                .current_dir(&dir);
+            let r = run_with_timeout(&mut c, TIMEOUT);
+            assert_eq!(
+                (r.code, r.stdout.as_str()),
+                (0, expected("fsize").as_str()),
+                "under ulimit -Sf 20: {r:?}"
+            );
             std::fs::remove_dir_all(dir).unwrap();
         }
     }

@@ -294,6 +294,11 @@ fn main() -> ExitCode {
             "raised the descriptor limit to the hard one (a host descriptor per client file and socket)"
         );
     }
+    // Each partition's library OS enforces its program's file size limit;
+    // a write past this process's must fail, not end it (SIGXFSZ).
+    if let Some(from) = astraea_gateway::tolerate_file_size_limit() {
+        tracing::info!(from, "raised the file size limit to the hard one");
+    }
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
