@@ -59,6 +59,8 @@ pub fn set_pid(pid: u64) {
 pub const RLIM_NLIMITS: usize = 16;
 /// `RLIMIT_NOFILE`.
 pub const RLIMIT_NOFILE: usize = 7;
+/// `RLIMIT_CPU`.
+pub const RLIMIT_CPU: usize = 0;
 /// `RLIMIT_FSIZE`.
 pub const RLIMIT_FSIZE: usize = 1;
 /// `RLIMIT_DATA`.
@@ -403,6 +405,8 @@ fn load_and_enter(path: &str, argv: &[String], envp: &[String]) -> Result<Never,
     // program's now (pending until it starts, as for a process signalled
     // right after fork).
     crate::signal::deliver_early_host_signals();
+    // `ulimit -t`: the CPU time limit counts from here.
+    crate::timers::cpu_limit_changed();
     // SAFETY: the segments and the stack were just mapped as user memory.
     unsafe { crate::arch::user::enter_user(start, stack.sp) }
 }

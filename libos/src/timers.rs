@@ -2,7 +2,8 @@
 //! process's `setitimer` timers. One kernel thread sleeps until the next
 //! deadline and sends the signals; `ITIMER_VIRTUAL` and `ITIMER_PROF`
 //! count elapsed time, not CPU time (the partition's program has its vCPU
-//! to itself when it runs).
+//! to itself when it runs). The worker also enforces `RLIMIT_CPU` on the
+//! process's CPU time ([`cpu_limit`]).
 
 use alloc::collections::BTreeMap;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -180,12 +181,57 @@ fn kick() {
     crate::sched::make_ready(w.clone());
 }
 
+/// `RLIMIT_CPU` changed (or the process started with one): the worker
+/// looks at it.
+pub fn cpu_limit_changed() {
+    let soft = crate::process::rlimit(crate::process::RLIMIT_CPU).0;
+    if soft != crate::process::RLIM_INFINITY || WORKER.get().is_some() {
+        kick();
+    }
+}
+
+/// Linux's `RLIMIT_CPU` check (`check_process_timers`), done by the worker:
+/// at the hard limit `SIGKILL`; at the soft one `SIGXCPU`, and the soft
+/// limit moves a second on (so another comes each CPU second). Only with a
+/// soft limit, as Linux. Returns when to look again (monotonic ns): CPU
+/// time runs at most as fast as the clock, so not before the rest of the
+/// limit has passed on it.
+fn cpu_limit(now: u64) -> Option<u64> {
+    use crate::process::{RLIM_INFINITY, RLIMIT_CPU, rlimit, set_rlimit};
+    const SEC: u64 = 1_000_000_000;
+    let (soft, hard) = rlimit(RLIMIT_CPU);
+    if soft == RLIM_INFINITY {
+        return None;
+    }
+    let (user, sys) = crate::syscall::rusage::cpu_ns();
+    let cpu = user + sys;
+    // SI_KERNEL, as Linux's SEND_SIG_PRIV.
+    let mut info = [0u8; 128];
+    info[8..12].copy_from_slice(&0x80i32.to_le_bytes());
+    if hard != RLIM_INFINITY && cpu >= hard.saturating_mul(SEC) {
+        let _ = crate::signal::send_process(crate::signal::nr::SIGKILL, info);
+        return None;
+    }
+    let mut soft = soft;
+    if cpu >= soft.saturating_mul(SEC) {
+        let _ = crate::signal::send_process(SIGXCPU, info);
+        soft += 1;
+        set_rlimit(RLIMIT_CPU, (soft, hard));
+    }
+    // Looked at no more often than Linux's tick would (4 ms).
+    let left = soft.saturating_mul(SEC).saturating_sub(cpu).max(4_000_000);
+    Some(now.saturating_add(left))
+}
+
+/// `SIGXCPU`.
+const SIGXCPU: u32 = 24;
+
 fn worker() {
     loop {
         KICKED.store(false, Ordering::SeqCst);
         let now = crate::time::monotonic_ns();
         let mut fire = alloc::vec::Vec::new();
-        let mut next: Option<u64> = None;
+        let mut next: Option<u64> = cpu_limit(now);
         {
             let mut all = TIMERS.lock();
             for (&id, t) in all.iter_mut() {

@@ -758,6 +758,30 @@ mod tests {
         }
     }
 
+    /// `RLIMIT_CPU` (tests/progs/cpulimit.c): `SIGXCPU` at the soft limit
+    /// and each CPU second after (the soft limit moving on), `SIGKILL` at
+    /// the hard one, and `SIGXCPU`'s default action ending the process
+    /// (exit 152 and 137, as a shell reports them), as on the host. One
+    /// build only: each run spins 1–2.5 s of CPU time.
+    #[test]
+    fn cpulimit() {
+        let Some((dir, _)) = same_as_host("cpulimit", Build::GlibcDynamic, &[]) else {
+            return;
+        };
+        for (mode, code) in [("default", 128 + 24), ("hard", 128 + 9)] {
+            let args = ["./cpulimit", mode];
+            let host = host_in(&dir, &args, ENV, TIMEOUT);
+            let part = astraea_in(&dir, &args, ENV, TIMEOUT);
+            assert_eq!(host.code, code, "{mode} on the host: {host:?}");
+            assert_eq!(
+                (part.code, part.stdout.as_str()),
+                (host.code, host.stdout.as_str()),
+                "{mode}: {part:?}"
+            );
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
     /// Buffers with holes (tests/progs/holes.c): writes, sends and reads
     /// whose buffer ends in an unmapped or PROT_NONE page return what Linux
     /// returns (the count before the hole, or EFAULT), and a write whose

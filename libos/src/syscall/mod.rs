@@ -53,7 +53,7 @@ mod read;
 mod readlink;
 mod recv;
 mod robust;
-mod rusage;
+pub(crate) mod rusage;
 mod sched_policy;
 mod send;
 mod set_tid_address;

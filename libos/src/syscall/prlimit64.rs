@@ -3,8 +3,10 @@
 //! Linux's `do_prlimit` sets them: a soft limit above the hard one is
 //! `EINVAL`, raising a hard limit `EPERM` (the program has no
 //! `CAP_SYS_RESOURCE`), and so is an `RLIMIT_NOFILE` past `nr_open`.
-//! `RLIMIT_NOFILE` bounds descriptor numbers (`EMFILE`) and `poll`; the
-//! others are kept and reported (`/proc/self/limits`) without effect.
+//! `RLIMIT_NOFILE` bounds descriptor numbers (`EMFILE`) and `poll`,
+//! `RLIMIT_AS`, `RLIMIT_DATA` and `RLIMIT_MEMLOCK` memory (`mm::vma`),
+//! `RLIMIT_FSIZE` files (`signal::fsize_clamp`), `RLIMIT_CPU` CPU time
+//! (`timers`); the others are kept and reported (`/proc/self/limits`).
 
 use crate::errno::Errno;
 use crate::mm::user;
@@ -47,7 +49,11 @@ fn do_prlimit(resource: u64, new: Option<(u64, u64)>) -> Result<(u64, u64), Errn
     if max > crate::process::rlimit(r).1 {
         return Err(Errno::EPERM);
     }
-    Ok(crate::process::set_rlimit(r, (cur, max)))
+    let old = crate::process::set_rlimit(r, (cur, max));
+    if r == crate::process::RLIMIT_CPU {
+        crate::timers::cpu_limit_changed();
+    }
+    Ok(old)
 }
 
 /// `prlimit64(pid, resource, new, old)`: `pid` 0 or any thread of the
