@@ -679,26 +679,7 @@ pub(crate) fn ifaddrs() -> Result<Vec<IfAddr>, Errno> {
 /// JVM does: a gateway holds a host descriptor for each file and socket its
 /// clients have open. Returns the (old, new) soft limit if it was raised.
 pub fn raise_descriptor_limit() -> Option<(u64, u64)> {
-    let mut l = MaybeUninit::<libc::rlimit>::uninit();
-    // SAFETY: `l` is a writable `struct rlimit` for the call to fill.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, l.as_mut_ptr()) } != 0 {
-        return None;
-    }
-    // SAFETY: getrlimit succeeded, so it filled `l`.
-    let l = unsafe { l.assume_init() };
-    if l.rlim_cur >= l.rlim_max {
-        return None;
-    }
-    let raised = libc::rlimit {
-        rlim_cur: l.rlim_max,
-        rlim_max: l.rlim_max,
-    };
-    // SAFETY: `raised` is a valid `struct rlimit`; raising a soft limit to
-    // its hard one needs no privilege.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
-        return None;
-    }
-    Some((l.rlim_cur, l.rlim_max))
+    raise_soft_limit(libc::RLIMIT_NOFILE)
 }
 
 /// Lets this process's own writes past `RLIMIT_FSIZE` fail with `EFBIG`
@@ -711,9 +692,15 @@ pub fn tolerate_file_size_limit() -> Option<u64> {
     // SAFETY: ignoring SIGXFSZ changes no memory; a write past the limit
     // then fails with EFBIG, which every writer here reports.
     unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    raise_soft_limit(libc::RLIMIT_FSIZE).map(|(old, _)| old)
+}
+
+/// Raises the soft limit of `resource` to its hard one (no privilege
+/// needed): the (old, new) soft limit if it was below.
+fn raise_soft_limit(resource: libc::__rlimit_resource_t) -> Option<(u64, u64)> {
     let mut l = MaybeUninit::<libc::rlimit>::uninit();
     // SAFETY: `l` is a writable `struct rlimit` for the call to fill.
-    if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, l.as_mut_ptr()) } != 0 {
+    if unsafe { libc::getrlimit(resource, l.as_mut_ptr()) } != 0 {
         return None;
     }
     // SAFETY: getrlimit succeeded, so it filled `l`.
@@ -727,8 +714,8 @@ pub fn tolerate_file_size_limit() -> Option<u64> {
     };
     // SAFETY: `raised` is a valid `struct rlimit`; raising a soft limit to
     // its hard one needs no privilege.
-    if unsafe { libc::setrlimit(libc::RLIMIT_FSIZE, &raised) } != 0 {
+    if unsafe { libc::setrlimit(resource, &raised) } != 0 {
         return None;
     }
-    Some(l.rlim_cur)
+    Some((l.rlim_cur, l.rlim_max))
 }

@@ -203,33 +203,26 @@ static void call(unsigned idx) {
     }
     case 5:
     case 6:
-    case 7: {
-        char *a;
-        size_t l;
-        lock_args(p, n, &a, &l, args, sizeof args);
-        what = "mlock";
-        r = syscall(SYS_mlock, a, l);
-        break;
-    }
-    case 8: {
+    case 7:
+    case 8:
+    case 9:
+    case 10: {
+        /* mlock (3 in 6), mlock2 with flags (1 in 6), munlock (2 in 6). */
         static const unsigned flags[] = {0, MLOCK_ONFAULT, MLOCK_ONFAULT, 2, 3, 0x80000000u};
-        unsigned f = flags[pick(6)];
+        unsigned kind = pick(6), f = kind == 3 ? flags[pick(6)] : 0;
         char *a;
         size_t l;
         char t[64];
         lock_args(p, n, &a, &l, t, sizeof t);
-        snprintf(args, sizeof args, "%s flags=%#x", t, f);
-        what = "mlock2";
-        r = syscall(SYS_mlock2, a, l, f);
-        break;
-    }
-    case 9:
-    case 10: {
-        char *a;
-        size_t l;
-        lock_args(p, n, &a, &l, args, sizeof args);
-        what = "munlock";
-        r = syscall(SYS_munlock, a, l);
+        if (kind == 3) {
+            snprintf(args, sizeof args, "%s flags=%#x", t, f);
+            what = "mlock2";
+            r = syscall(SYS_mlock2, a, l, f);
+        } else {
+            snprintf(args, sizeof args, "%s", t);
+            what = kind < 3 ? "mlock" : "munlock";
+            r = syscall(kind < 3 ? SYS_mlock : SYS_munlock, a, l);
+        }
         break;
     }
     case 11: {
