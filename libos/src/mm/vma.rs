@@ -253,8 +253,10 @@ impl Space {
 
     /// Whether `pages` more pages stay within `RLIMIT_AS`.
     fn as_ok(&self, pages: u64) -> bool {
-        use crate::process::{RLIMIT_AS, rlimit};
-        self.total_pages().saturating_add(pages) <= rlimit(RLIMIT_AS).0 / PAGE
+        use crate::process::{RLIM_INFINITY, RLIMIT_AS, rlimit};
+        // No limit (the usual case): no walk over every area per mmap.
+        let limit = rlimit(RLIMIT_AS).0;
+        limit == RLIM_INFINITY || self.total_pages().saturating_add(pages) <= limit / PAGE
     }
 
     /// Whether `pages` more data pages stay within `RLIMIT_DATA` (a limit
@@ -262,6 +264,9 @@ impl Space {
     fn data_ok(&self, pages: u64) -> bool {
         use crate::process::{RLIMIT_DATA, rlimit};
         let (soft, hard) = rlimit(RLIMIT_DATA);
+        if soft == crate::process::RLIM_INFINITY {
+            return true;
+        }
         let after = self.data_pages().saturating_add(pages);
         after <= soft / PAGE || (soft == 0 && after <= hard / PAGE)
     }
@@ -528,13 +533,16 @@ fn place(
         return Err(Errno::EAGAIN);
     }
     // RLIMIT_AS and RLIMIT_DATA, counting what `MAP_FIXED` replaces as gone.
-    let replaced = if replace {
-        sp.pages_in(start, start + len)
-    } else {
-        0
-    };
-    if !sp.may_expand(data_kind(shared, prot, &name), len / PAGE - replaced) {
-        return Err(Errno::ENOMEM);
+    if !sp.may_expand(data_kind(shared, prot, &name), len / PAGE) {
+        // Past a limit: what `MAP_FIXED` replaces counts as gone.
+        let replaced = if replace {
+            sp.pages_in(start, start + len)
+        } else {
+            0
+        };
+        if !sp.may_expand(data_kind(shared, prot, &name), len / PAGE - replaced) {
+            return Err(Errno::ENOMEM);
+        }
     }
     if replace {
         _replaced = sp.remove(start, start + len);
