@@ -117,9 +117,9 @@ const NOTES: &[(&str, Status, &str)] = &[
     (
         "madvise",
         Partial,
-        "`MADV_GUARD_INSTALL`/`REMOVE` (Linux 6.13) answer EINVAL; `MADV_REMOVE` drops a shared \
-         file mapping's pages but does not punch a hole in the file; paging, huge-page, fork and \
-         dump advice is accepted without effect",
+        "`MADV_GUARD_INSTALL`/`REMOVE` (Linux 6.13) answer EINVAL; paging, huge-page, fork and \
+         dump advice is accepted without effect (no swap, 4 KiB pages, one process); each area \
+         is checked in Linux's order, locked ones included (`tests/progs/mlockdiff.c`)",
     ),
     (
         "fallocate",
