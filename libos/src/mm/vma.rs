@@ -343,7 +343,9 @@ impl Space {
                     && a.may_write == b.may_write
                     && a.name == b.name
                     && match (&a.backing, &b.backing) {
-                        (Backing::Anon, Backing::Anon) => true,
+                        // Two shared anonymous areas are two objects
+                        // (Linux's shmem files): never one area.
+                        (Backing::Anon, Backing::Anon) => !a.shared,
                         (
                             Backing::File { file: f, offset: x },
                             Backing::File { file: g, offset: y },
