@@ -46,18 +46,24 @@ static TIMERS: IrqLock<BTreeMap<i64, Timer>> = IrqLock::new(BTreeMap::new());
 /// id, overrun and value for a POSIX timer, `SI_KERNEL` for `setitimer`'s.
 fn info(id: i64, t: &Timer) -> crate::signal::SigInfo {
     use crate::signal::code::SI_TIMER;
-    const SI_KERNEL: i32 = 0x80;
-    let mut b = [0u8; 128];
     if id < 0 {
-        b[8..12].copy_from_slice(&SI_KERNEL.to_le_bytes());
-    } else {
-        b[8..12].copy_from_slice(&SI_TIMER.to_le_bytes());
-        b[16..20].copy_from_slice(&(id as i32).to_le_bytes());
-        b[20..24].copy_from_slice(&t.overrun.to_le_bytes());
-        b[24..32].copy_from_slice(&t.value.to_le_bytes());
+        return kernel_info();
     }
+    let mut b = [0u8; 128];
+    b[8..12].copy_from_slice(&SI_TIMER.to_le_bytes());
+    b[16..20].copy_from_slice(&(id as i32).to_le_bytes());
+    b[20..24].copy_from_slice(&t.overrun.to_le_bytes());
+    b[24..32].copy_from_slice(&t.value.to_le_bytes());
     b
 }
+/// A `siginfo` with `SI_KERNEL` and nothing else (Linux's `SEND_SIG_PRIV`).
+fn kernel_info() -> crate::signal::SigInfo {
+    const SI_KERNEL: i32 = 0x80;
+    let mut b = [0u8; 128];
+    b[8..12].copy_from_slice(&SI_KERNEL.to_le_bytes());
+    b
+}
+
 static NEXT_ID: IrqLock<i64> = IrqLock::new(0);
 static WORKER: spin::Once<crate::sched::ThreadRef> = spin::Once::new();
 static KICKED: AtomicBool = AtomicBool::new(false);
@@ -205,9 +211,7 @@ fn cpu_limit(now: u64) -> Option<u64> {
     }
     let (user, sys) = crate::syscall::rusage::cpu_ns();
     let cpu = user + sys;
-    // SI_KERNEL, as Linux's SEND_SIG_PRIV.
-    let mut info = [0u8; 128];
-    info[8..12].copy_from_slice(&0x80i32.to_le_bytes());
+    let info = kernel_info();
     if hard != RLIM_INFINITY && cpu >= hard.saturating_mul(SEC) {
         let _ = crate::signal::send_process(crate::signal::nr::SIGKILL, info);
         return None;
