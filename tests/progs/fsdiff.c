@@ -50,10 +50,11 @@ static char root[4096];
 static const char *names[] = {
     "f0", "f1", "f2", "d0", "d0/f3", "d0/d1", "d0/d1/f4", "s0", "s1", "d0/s2", "f0/x", "s0/x",
     "f0", "f1", "d0", "s0", "s1", "f2/", "d0/", "s1/", "d0/../f1", "d0/d1/../f3",
+    "s1/../f1", "s1/../d1/f4", "d0/s2/../f3",
 };
 #define NNAMES (sizeof names / sizeof *names)
 static const char *targets[] = {
-    "f0", "d0", "nope", "s0", "s1", "d0/f3", "d0/../f1", "d1", "f0/x", "f2",
+    "f0", "d0", "nope", "s0", "s1", "d0/f3", "d0/../f1", "d1", "f0/x", "f2", "d0/d1", "s1/..",
 };
 #define NTARGETS (sizeof targets / sizeof *targets)
 

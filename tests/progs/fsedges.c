@@ -2,15 +2,18 @@
  * directory argv[1]: no-follow stats of a link to a directory, O_CREAT |
  * O_EXCL of an existing name, symlink/link/chmod and their *at forms, a
  * path through a regular file, O_NOFOLLOW of a link, renameat2 flags,
- * SEEK_DATA/SEEK_HOLE, utimensat, access. One line per check. */
+ * SEEK_DATA/SEEK_HOLE, utimensat, access, links before "..". One line per
+ * check. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -147,6 +150,77 @@ static const char *err(long r) {
 
 static const char *kind(mode_t m) {
     return S_ISLNK(m) ? "link" : S_ISDIR(m) ? "dir" : S_ISREG(m) ? "file" : "other";
+}
+
+/* Links met before "..": Linux resolves the link first ("down/.." is the
+ * parent of where down leads, not the directory down is in), follows at
+ * most 40 links in one lookup, and a chdir through a link leaves getcwd
+ * naming where it leads. Each once answered as text in a partition. */
+static void links_and_dotdot(void) {
+    struct stat st;
+    struct statfs sfs;
+    char real[4096], cwd[4096], path[4096];
+    mkdir(at("lk"), 0755);
+    mkdir(at("lk/a"), 0755);
+    mkdir(at("lk/a/b"), 0755);
+    close(open(at("lk/a/f"), O_CREAT | O_WRONLY, 0644));
+    close(open(at("lk/top"), O_CREAT | O_WRONLY, 0644));
+    symlink("a/b", at("lk/down"));
+    symlink("../a", at("lk/a/up"));
+    symlink("down/../f", at("lk/viadown"));
+    symlink("up/up/../f", at("lk/a/viaup"));
+    long r = stat(at("lk/down/.."), &st);
+    printf("stat down/..: %s %s\n", err(r), r ? "-" : kind(st.st_mode));
+    printf("stat down/../f: %s\n", err(stat(at("lk/down/../f"), &st)));
+    printf("stat down/../../top: %s\n", err(stat(at("lk/down/../../top"), &st)));
+    printf("stat down/../top (text would find it): %s\n", err(stat(at("lk/down/../top"), &st)));
+    printf("stat down/b/..: %s\n", err(stat(at("lk/down/b/.."), &st)));
+    r = stat(at("lk/viadown"), &st);
+    printf("stat viadown: %s %s\n", err(r), r ? "-" : kind(st.st_mode));
+    printf("stat a/viaup: %s\n", err(stat(at("lk/a/viaup"), &st)));
+    r = lstat(at("lk/a/up/up/up"), &st);
+    printf("lstat a/up/up/up: %s %s\n", err(r), r ? "-" : kind(st.st_mode));
+    int first_bad = 0;
+    const char *first_err = "none";
+    for (int n = 1; n <= 45 && !first_bad; n++) {
+        snprintf(path, sizeof path, "%s/lk/a", base);
+        for (int i = 0; i < n; i++)
+            strcat(path, "/up");
+        r = stat(path, &st);
+        if (r) {
+            first_bad = n;
+            first_err = err(r);
+        }
+    }
+    printf("a/up x n: first failure at n=%d: %s\n", first_bad, first_err);
+    int dfd = open(at("lk/down"), O_RDONLY | O_DIRECTORY);
+    printf("openat down, ../f: %s\n", err(fstatat(dfd, "../f", &st, 0)));
+    printf("openat down, ../top: %s\n", err(fstatat(dfd, "../top", &st, 0)));
+    close(dfd);
+    printf("rename top to down/../moved: %s\n", err(rename(at("lk/top"), at("lk/down/../moved"))));
+    printf("stat a/moved: %s\n", err(stat(at("lk/a/moved"), &st)));
+    printf("link a/moved down/../hard: %s\n", err(link(at("lk/a/moved"), at("lk/down/../hard"))));
+    r = stat(at("lk/a/hard"), &st);
+    printf("stat a/hard: %s nlink=%ld\n", err(r), r ? 0L : (long)st.st_nlink);
+    printf("mkdir down/../m: %s\n", err(mkdir(at("lk/down/../m"), 0755)));
+    r = stat(at("lk/a/m"), &st);
+    printf("stat a/m: %s %s\n", err(r), r ? "-" : kind(st.st_mode));
+    printf("unlink down/../hard: %s\n", err(unlink(at("lk/down/../hard"))));
+    printf("statfs down/../f: %s\n", err(statfs(at("lk/down/../f"), &sfs)));
+    int here = open(".", O_RDONLY | O_DIRECTORY);
+    if (!realpath(at("lk/a/b"), real))
+        strcpy(real, "?");
+    printf("chdir down: %s\n", err(chdir(at("lk/down"))));
+    printf("getcwd after chdir down: %s\n",
+           !getcwd(cwd, sizeof cwd) ? "error" : !strcmp(cwd, real) ? "the target" : cwd);
+    printf("chdir ..: %s\n", err(chdir("..")));
+    if (!realpath(at("lk/a"), real))
+        strcpy(real, "?");
+    printf("getcwd after chdir ..: %s\n",
+           !getcwd(cwd, sizeof cwd) ? "error" : !strcmp(cwd, real) ? "its parent" : cwd);
+    printf("stat f from there: %s\n", err(stat("f", &st)));
+    fchdir(here);
+    close(here);
 }
 
 int main(int argc, char **argv) {
@@ -362,5 +436,6 @@ int main(int argc, char **argv) {
     printf("stat via missing dir: %s\n", err(stat(at("viagone"), &st)));
     big_dir();
     trunc_read_only();
+    links_and_dotdot();
     return 0;
 }

@@ -4,6 +4,7 @@
 //! waits for its own reply). Fids are allocated here; the root of the
 //! namespace is attached at mount.
 
+use alloc::collections::VecDeque;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -65,7 +66,22 @@ struct WalkFailed {
     errno: Errno,
     matched: usize,
     last_ty: Option<u8>,
+    /// The first of the walked names that is a symbolic link.
+    first_link: Option<usize>,
 }
+
+/// A walk that reached its last name.
+struct Walked {
+    fid: Fid,
+    last_ty: u8,
+    /// The first of the names that is a symbolic link (the gateway walks
+    /// through a relative link inside its export as the host resolves it).
+    first_link: Option<usize>,
+}
+
+/// Linux's `MAXSYMLINKS`: links followed in one path lookup, nested ones
+/// included.
+const MAX_LINKS: u32 = 40;
 
 /// A mounted 9P connection.
 pub struct Client {
@@ -508,18 +524,20 @@ impl Client {
     /// Walks from `from` along `names` to a new fid.
     pub fn walk(&self, from: Fid, names: &[&str]) -> Result<Fid, Errno> {
         self.walk_detail(from, names)
-            .map(|(fid, _)| fid)
+            .map(|w| w.fid)
             .map_err(|w| w.errno)
     }
 
     /// Walks from `from` along `names`; on success also gives the type of
     /// the last element's qid, on failure how many names were walked and
-    /// the type of the last one that was.
-    fn walk_detail(&self, from: Fid, names: &[&str]) -> Result<(Fid, u8), WalkFailed> {
-        let fail = |errno, matched, last_ty| WalkFailed {
+    /// the type of the last one that was; both say where the first link is.
+    fn walk_detail(&self, from: Fid, names: &[&str]) -> Result<Walked, WalkFailed> {
+        let mut first_link = None;
+        let fail = |errno, matched, last_ty, first_link| WalkFailed {
             errno,
             matched,
             last_ty,
+            first_link,
         };
         let newfid = self.alloc_fid();
         let mut buf = self.buffer();
@@ -536,22 +554,29 @@ impl Client {
             let w = TMessage::Walk {
                 fid: cur,
                 newfid,
-                names: WalkNames::new(&strs).map_err(|_| fail(Errno::ENAMETOOLONG, done, None))?,
+                names: WalkNames::new(&strs)
+                    .map_err(|_| fail(Errno::ENAMETOOLONG, done, None, first_link))?,
             };
             let result = match self.rpc(&w, &mut buf) {
                 Ok(RMessage::Walk { qids }) => {
                     if let Some(q) = qids.last() {
                         last_ty = q.ty;
                     }
+                    if first_link.is_none() {
+                        first_link = qids
+                            .iter()
+                            .position(|q| q.ty & astraea_9p::QTSYMLINK != 0)
+                            .map(|i| done + i);
+                    }
                     if qids.len() == chunk.len() {
                         Ok(())
                     } else {
                         let ty = (!qids.is_empty()).then_some(last_ty);
-                        Err(fail(Errno::ENOENT, done + qids.len(), ty))
+                        Err(fail(Errno::ENOENT, done + qids.len(), ty, first_link))
                     }
                 }
-                Ok(_) => Err(fail(Errno::EPROTO, done, None)),
-                Err(e) => Err(fail(e, done, None)),
+                Ok(_) => Err(fail(Errno::EPROTO, done, None, first_link)),
+                Err(e) => Err(fail(e, done, None, first_link)),
             };
             if let Err(e) = result {
                 if cur == newfid {
@@ -564,7 +589,11 @@ impl Client {
             cur = newfid;
             done += chunk.len();
         }
-        Ok((newfid, last_ty))
+        Ok(Walked {
+            fid: newfid,
+            last_ty,
+            first_link,
+        })
     }
 
     /// Walks an absolute path, following symbolic links the way Linux's
@@ -572,13 +601,13 @@ impl Client {
     /// a relative one at the link's directory. The gateway itself never
     /// follows a link out of an export, so links are resolved here.
     pub fn walk_path(&self, path: &str) -> Result<Fid, Errno> {
-        self.walk_path_depth(path, true, 0).map(|(fid, _)| fid)
+        self.walk_path_ty(path, true).map(|(fid, _)| fid)
     }
 
     /// [`walk_path`](Self::walk_path) to a directory: `ENOTDIR` if the
     /// path names anything else (the parent of a name to create or remove).
     pub fn walk_path_dir(&self, path: &str) -> Result<Fid, Errno> {
-        let (fid, ty) = self.walk_path_depth(path, true, 0)?;
+        let (fid, ty) = self.walk_path_ty(path, true)?;
         if ty & astraea_9p::QTDIR == 0 && path.split('/').any(|c| !c.is_empty()) {
             self.clunk(fid);
             return Err(Errno::ENOTDIR);
@@ -589,111 +618,148 @@ impl Client {
     /// [`walk_path`](Self::walk_path), but a symbolic link in the last
     /// position is the result itself (`lstat`, `O_NOFOLLOW`, `unlink`).
     pub fn walk_path_nofollow(&self, path: &str) -> Result<Fid, Errno> {
-        self.walk_path_depth(path, false, 0).map(|(fid, _)| fid)
+        self.walk_path_ty(path, false).map(|(fid, _)| fid)
+    }
+
+    /// [`walk_path`](Self::walk_path) that also gives the path with every
+    /// link resolved and no `.` or `..` (Linux's `d_path` of the result:
+    /// what `getcwd` says after a `chdir` through a link).
+    pub fn walk_path_real(&self, path: &str) -> Result<(Fid, String), Errno> {
+        let (fid, _, names) = self.namei(path, true)?;
+        Ok((fid, alloc::format!("/{}", names.join("/"))))
     }
 
     /// The walk itself: the fid and the type of the file it reached.
-    fn walk_path_depth(
-        &self,
-        path: &str,
-        follow_last: bool,
-        depth: u32,
-    ) -> Result<(Fid, u8), Errno> {
-        const MAX_LINKS: u32 = 40;
-        let names: Vec<&str> = path
+    fn walk_path_ty(&self, path: &str, follow_last: bool) -> Result<(Fid, u8), Errno> {
+        // Most paths take one walk: no `..`, and no link to follow but those
+        // the gateway walked through inside its export, as the host
+        // resolves them. The rest go the long way, a name at a time.
+        if !path.split('/').any(|c| c == "..") {
+            let names: Vec<&str> = path
+                .split('/')
+                .filter(|c| !c.is_empty() && *c != ".")
+                .collect();
+            match self.walk_detail(self.root, &names) {
+                Ok(w) if names.is_empty() => return Ok((w.fid, astraea_9p::QTDIR)),
+                Ok(w) if w.last_ty & astraea_9p::QTSYMLINK == 0 || !follow_last => {
+                    return Ok((w.fid, w.last_ty));
+                }
+                Ok(w) => self.clunk(w.fid),
+                Err(w) if w.first_link.is_some() => {}
+                Err(w) => return Err(Self::walk_errno(&w)),
+            }
+        }
+        self.namei(path, follow_last).map(|(fid, ty, _)| (fid, ty))
+    }
+
+    /// The errno of a walk that stopped short with no link before where it
+    /// stopped. One that stopped after a file that is neither a directory
+    /// nor a link stopped because it cannot be walked through: Linux says
+    /// ENOTDIR for `file/x`, not ENOENT.
+    fn walk_errno(w: &WalkFailed) -> Errno {
+        let plain = |t: u8| t & (astraea_9p::QTDIR | astraea_9p::QTSYMLINK) == 0;
+        if w.errno == Errno::ENOENT && w.matched > 0 && w.last_ty.is_some_and(plain) {
+            Errno::ENOTDIR
+        } else {
+            w.errno
+        }
+    }
+
+    /// Linux's path walk, a run of names at a time: `done` holds the
+    /// names walked so far with every link in them resolved, so a `..`
+    /// takes the last of them off (`link/..` is the parent of where the
+    /// link leads, not the link's own directory), and each link met is
+    /// replaced by its target (at most [`MAX_LINKS`] in all). Gives the
+    /// fid, its type and the resolved names.
+    fn namei(&self, path: &str, follow_last: bool) -> Result<(Fid, u8, Vec<String>), Errno> {
+        let mut done: Vec<String> = Vec::new();
+        let mut todo: VecDeque<String> = path
+            .split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .map(String::from)
+            .collect();
+        let mut links = 0u32;
+        loop {
+            // What `done` holds are directories (walked through, or checked
+            // before a `..`), so `..` is theirs to take off.
+            while todo.front().is_some_and(|c| c == "..") {
+                todo.pop_front();
+                done.pop();
+            }
+            let run = todo.iter().position(|c| c == "..").unwrap_or(todo.len());
+            let ends = run == todo.len();
+            let names: Vec<&str> = done
+                .iter()
+                .chain(todo.iter().take(run))
+                .map(String::as_str)
+                .collect();
+            let walked = self.walk_detail(self.root, &names);
+            let first_link = match &walked {
+                Ok(w) => w.first_link,
+                Err(w) => w.first_link,
+            };
+            // A link is followed unless it is the path's last name and the
+            // caller wants the link itself.
+            let last = names.len().wrapping_sub(1);
+            if let Some(at) = first_link.filter(|&at| !(ends && at == last && !follow_last)) {
+                if let Ok(w) = &walked {
+                    self.clunk(w.fid);
+                }
+                links += 1;
+                if links > MAX_LINKS {
+                    return Err(Errno::ELOOP);
+                }
+                let link = self.walk(self.root, &names[..=at])?;
+                let target = self.readlink(link);
+                self.clunk(link);
+                let target = target?;
+                let in_todo = at - done.len();
+                let before: Vec<String> = todo.drain(..=in_todo).take(in_todo).collect();
+                if target.starts_with('/') {
+                    done.clear();
+                } else {
+                    done.extend(before);
+                }
+                for c in target.rsplit('/').filter(|c| !c.is_empty() && *c != ".") {
+                    todo.push_front(String::from(c));
+                }
+                continue;
+            }
+            let w = walked.map_err(|w| Self::walk_errno(&w))?;
+            let ty = if names.is_empty() {
+                astraea_9p::QTDIR
+            } else {
+                w.last_ty
+            };
+            done.extend(todo.drain(..run));
+            if ends {
+                return Ok((w.fid, ty, done));
+            }
+            self.clunk(w.fid);
+            // `file/..`: what precedes a `..` must be a directory.
+            if ty & astraea_9p::QTDIR == 0 {
+                return Err(Errno::ENOTDIR);
+            }
+        }
+    }
+
+    /// Folds the `..` of the absolute path `raw` as Linux walks them: what
+    /// precedes each must exist and be a directory (`missing/..` is
+    /// ENOENT, `file/..` ENOTDIR, a looping link ELOOP), and a link before
+    /// one is resolved first. Gives the path without `.` and `..` (names
+    /// after the last `..` stay as they are, links included).
+    pub fn fold_dotdot(&self, raw: &str) -> Result<String, Errno> {
+        let comps: Vec<&str> = raw
             .split('/')
             .filter(|c| !c.is_empty() && *c != ".")
             .collect();
-        let link_at = match self.walk_detail(self.root, &names) {
-            Ok((fid, ty))
-                if ty & astraea_9p::QTSYMLINK == 0 || names.is_empty() || !follow_last =>
-            {
-                // The root's walk of no names says nothing of its type.
-                let ty = if names.is_empty() {
-                    astraea_9p::QTDIR
-                } else {
-                    ty
-                };
-                return Ok((fid, ty));
-            }
-            Ok((fid, _)) => {
-                self.clunk(fid);
-                names.len()
-            }
-            Err(w)
-                if w.matched > 0 && w.last_ty.is_some_and(|t| t & astraea_9p::QTSYMLINK != 0) =>
-            {
-                w.matched
-            }
-            // A walk that stopped after a file that is neither a directory
-            // nor a link stopped because it cannot be walked through: Linux
-            // says ENOTDIR for `file/x`, not ENOENT.
-            Err(w)
-                if w.errno == Errno::ENOENT
-                    && w.matched > 0
-                    && w.last_ty
-                        .is_some_and(|t| t & (astraea_9p::QTDIR | astraea_9p::QTSYMLINK) == 0) =>
-            {
-                return Err(Errno::ENOTDIR);
-            }
-            Err(w) => return Err(w.errno),
+        let Some(last) = comps.iter().rposition(|c| *c == "..") else {
+            return Ok(alloc::format!("/{}", comps.join("/")));
         };
-        if depth >= MAX_LINKS {
-            return Err(Errno::ELOOP);
-        }
-        let link = self.walk(self.root, &names[..link_at])?;
-        let target = self.readlink(link);
-        self.clunk(link);
-        let target = target?;
-        let mut next = if target.starts_with('/') {
-            target
-        } else {
-            let mut p = String::from("/");
-            p.push_str(&names[..link_at - 1].join("/"));
-            p.push('/');
-            p.push_str(&target);
-            p
-        };
-        for rest in &names[link_at..] {
-            next.push('/');
-            next.push_str(rest);
-        }
-        self.check_dotdot_depth(&next, depth)?;
-        self.walk_path_depth(&crate::fd::absolute(&next), follow_last, depth + 1)
-    }
-
-    /// Paths are made absolute by text, but Linux walks `a/..` through
-    /// `a`, which must be a directory: `missing/..` is ENOENT, `file/..`
-    /// ENOTDIR, a looping link ELOOP. This walks what precedes each `..`
-    /// of the absolute path `raw`. (A link before `..` is still taken as
-    /// text: `link/..` is the link's own directory.)
-    pub fn check_dotdot(&self, raw: &str) -> Result<(), Errno> {
-        self.check_dotdot_depth(raw, 0)
-    }
-
-    fn check_dotdot_depth(&self, raw: &str, depth: u32) -> Result<(), Errno> {
-        if !raw.split('/').any(|c| c == "..") {
-            return Ok(());
-        }
-        let mut prefix: Vec<&str> = Vec::new();
-        for c in raw.split('/') {
-            match c {
-                "" | "." => {}
-                ".." => {
-                    if !prefix.is_empty() {
-                        let p = alloc::format!("/{}", prefix.join("/"));
-                        let (fid, ty) = self.walk_path_depth(&p, true, depth + 1)?;
-                        self.clunk(fid);
-                        if ty & astraea_9p::QTDIR == 0 {
-                            return Err(Errno::ENOTDIR);
-                        }
-                        prefix.pop();
-                    }
-                }
-                c => prefix.push(c),
-            }
-        }
-        Ok(())
+        let (fid, _, mut names) = self.namei(&comps[..=last].join("/"), true)?;
+        self.clunk(fid);
+        names.extend(comps[last + 1..].iter().map(|c| String::from(*c)));
+        Ok(alloc::format!("/{}", names.join("/")))
     }
 
     /// Opens a walked fid with Linux `O_*` flags.

@@ -20,9 +20,15 @@ pub fn getcwd(a: &[u64; 6]) -> Result<u64, Errno> {
     Ok(b.len() as u64)
 }
 
-/// `chdir(path)`: the directory must exist.
+/// `chdir(path)`: the directory must exist. The new working directory is
+/// where the path leads, links resolved, as Linux keeps it (`getcwd`
+/// after a `chdir` through a link names the link's target).
 pub fn chdir(a: &[u64; 6]) -> Result<u64, Errno> {
-    let path = fd::absolute(&super::open::user_path(a[0])?);
+    let path = super::open::abs(&super::open::user_path(a[0])?)?;
+    let path = match path.trim_end_matches('/') {
+        "" => alloc::string::String::from("/"),
+        p => alloc::string::String::from(p),
+    };
     if !matches!(super::open::route_path(&path), Route::Namespace) {
         // Only generated directories are served outside the namespace.
         if super::stat::path_stat(&path)?.mode & S_IFMT != S_IFDIR {
@@ -32,13 +38,13 @@ pub fn chdir(a: &[u64; 6]) -> Result<u64, Errno> {
         return Ok(0);
     }
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
-    let fid = c.walk_path(&path)?;
+    let (fid, real) = c.walk_path_real(&path)?;
     let st = c.getattr(fid);
     c.clunk(fid);
     if st?.mode & S_IFMT != S_IFDIR {
         return Err(Errno::ENOTDIR);
     }
-    *fd::CWD.lock() = path;
+    *fd::CWD.lock() = real;
     Ok(0)
 }
 

@@ -183,8 +183,9 @@ fn target_arg(dirfd: u64, addr: u64) -> Result<Target, Errno> {
 fn rename_paths(from: &str, target: &Target) -> Result<u64, Errno> {
     let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
     with_dir(from, |_, _| Ok(()))?;
-    super::open::check_dotdot(&target.0, &target.1)?;
-    let to = target.0.as_str();
+    let mut to = target.0.clone();
+    super::open::fold_dotdot(&mut to, &target.1)?;
+    let to = to.as_str();
     let r = rename_slashes(from, to).and_then(|_| {
         with_dir(from, |fd, fname| {
             with_dir(to, |td, tname| c.renameat(fd, fname, td, tname).map(|_| 0))
@@ -236,7 +237,6 @@ pub fn renameat2(a: &[u64; 6]) -> Result<u64, Errno> {
     const RENAME_NOREPLACE: u64 = 1;
     let from = path_arg(a[0], a[1])?;
     let target = target_arg(a[2], a[3])?;
-    let to = target.0.as_str();
     match a[4] {
         0 => rename_paths(&from, &target),
         RENAME_NOREPLACE => {
@@ -244,7 +244,9 @@ pub fn renameat2(a: &[u64; 6]) -> Result<u64, Errno> {
             // In Linux's order: both parents, a read-only mount, then the
             // source, then the target's existence.
             with_dir(&from, |_, _| Ok(()))?;
-            super::open::check_dotdot(to, &target.1)?;
+            let mut to = target.0.clone();
+            super::open::fold_dotdot(&mut to, &target.1)?;
+            let to = to.as_str();
             with_dir(&from, |_, _| with_dir(to, |_, _| Ok(())))?;
             let r = c
                 .walk_path_nofollow(from.trim_end_matches('/'))

@@ -30,11 +30,12 @@ fn link_at(old: &str, new: &(String, String), follow: bool) -> Result<u64, Errno
     } else {
         c.walk_path_nofollow(old)?
     };
-    if let Err(e) = super::open::check_dotdot(&new.0, &new.1) {
+    let mut new_abs = new.0.clone();
+    if let Err(e) = super::open::fold_dotdot(&mut new_abs, &new.1) {
         c.clunk(fid);
         return Err(e);
     }
-    let new = new.0.as_str();
+    let new = new_abs.as_str();
     let r = super::dirs::with_dir(new, |d, name| {
         if super::open::dir_slash(new) {
             // The new name would be a file, not a directory.

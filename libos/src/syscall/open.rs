@@ -36,13 +36,13 @@ pub fn user_path(addr: u64) -> Result<String, Errno> {
 /// must name a directory (see [`dir_slash`]). Each `..` is checked as Linux
 /// walks it: what precedes it must be a directory.
 pub fn resolve(dirfd: u64, path: &str) -> Result<String, Errno> {
-    let (abs, raw) = resolve_unchecked(dirfd, path)?;
-    check_dotdot(&abs, &raw)?;
+    let (mut abs, raw) = resolve_unchecked(dirfd, path)?;
+    fold_dotdot(&mut abs, &raw)?;
     Ok(abs)
 }
 
-/// [`resolve`] without the `..` check, which the caller makes later with
-/// [`check_dotdot`] (the second path of `link` and `rename` is looked up
+/// [`resolve`] without the `..` walk, which the caller makes later with
+/// [`fold_dotdot`] (the second path of `link` and `rename` is looked up
 /// after the first). Returns the absolute path and the raw one.
 pub fn resolve_unchecked(dirfd: u64, path: &str) -> Result<(String, String), Errno> {
     if path.is_empty() {
@@ -71,13 +71,23 @@ pub fn resolve_unchecked(dirfd: u64, path: &str) -> Result<(String, String), Err
     Ok((abs, raw))
 }
 
-/// The `..` check of [`resolve`] (see `p9::Client::check_dotdot`), for
-/// paths of the 9P namespace.
-pub fn check_dotdot(abs: &str, raw: &str) -> Result<(), Errno> {
-    if !raw.contains("..") || !matches!(route_path(abs), Route::Namespace) {
+/// The `..` walk of [`resolve`] (see `p9::Client::fold_dotdot`), for
+/// paths of the 9P namespace: `abs` was folded as text, which is right
+/// only where no link precedes a `..`; it becomes what Linux's walk
+/// reaches.
+pub fn fold_dotdot(abs: &mut String, raw: &str) -> Result<(), Errno> {
+    if !raw.split('/').any(|c| c == "..") || !matches!(route_path(abs), Route::Namespace) {
         return Ok(());
     }
-    crate::p9::mounted().ok_or(Errno::ENOENT)?.check_dotdot(raw)
+    let slash = dir_slash(abs);
+    let mut folded = crate::p9::mounted()
+        .ok_or(Errno::ENOENT)?
+        .fold_dotdot(raw)?;
+    if slash && folded != "/" {
+        folded.push('/');
+    }
+    *abs = folded;
+    Ok(())
 }
 
 /// [`resolve`] against the working directory.

@@ -43,7 +43,7 @@ fn write_statfs(addr: u64, magic: u64) -> Result<u64, Errno> {
 
 /// `statfs(path, buf)`.
 pub fn statfs(a: &[u64; 6]) -> Result<u64, Errno> {
-    let path = crate::fd::absolute(&super::open::user_path(a[0])?);
+    let path = super::open::abs(&super::open::user_path(a[0])?)?;
     let magic = magic_of(&path);
     if magic == V9FS_MAGIC {
         let c = crate::p9::mounted().ok_or(Errno::ENOENT)?;
