@@ -46,6 +46,7 @@
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
     use std::io::{BufRead, BufReader, Read};
     use std::path::{Path, PathBuf};
     use std::process::{Child, Command, Stdio};
@@ -780,5 +781,188 @@ mod tests {
     #[test]
     fn jetty_jdk25() {
         jetty(JDK25);
+    }
+
+    // ---- Apache Commons IO's own test suite ----
+
+    /// The packages and classes of the suite that are run: the ones about
+    /// files, directories, links, attributes and their walks. Left out:
+    /// the in-memory streams (no system call of interest), the monitor and
+    /// `Tailer` tests (their outcome depends on thread timing), and the tests
+    /// that start processes (`ln`, `chmod`, Mockito's agent), which a
+    /// partition cannot (docs/linux.md, "Not supported").
+    const COMMONS_IO_SELECT: &[&str] = &[
+        "--select-package=org.apache.commons.io.file",
+        "--select-package=org.apache.commons.io.filefilter",
+        "--select-package=org.apache.commons.io.comparator",
+        "--select-class=org.apache.commons.io.FileUtilsTest",
+    ];
+
+    /// Each test of a JUnit XML report and its outcome: `ok`, `failed` or
+    /// `skipped`, by (class, method).
+    fn junit_outcomes(report: &Path) -> BTreeMap<(String, String), &'static str> {
+        let xml = std::fs::read_to_string(report)
+            .unwrap_or_else(|e| panic!("no JUnit report {}: {e}", report.display()));
+        let attr = |tag: &str, name: &str| -> String {
+            let key = format!(" {name}=\"");
+            tag.find(&key)
+                .and_then(|i| {
+                    let v = &tag[i + key.len()..];
+                    v.find('"').map(|j| v[..j].to_string())
+                })
+                .unwrap_or_default()
+        };
+        let mut out = BTreeMap::new();
+        for case in xml.split("<testcase ").skip(1) {
+            // (The split took the space before the first attribute.)
+            let head = format!(" {}", case.split('>').next().unwrap_or(""));
+            let body = case.split("</testcase>").next().unwrap_or("");
+            let outcome = if body.contains("<failure") || body.contains("<error") {
+                "failed"
+            } else if body.contains("<skipped") {
+                "skipped"
+            } else {
+                "ok"
+            };
+            out.insert((attr(&head, "classname"), attr(&head, "name")), outcome);
+        }
+        out
+    }
+
+    /// Apache Commons IO's own tests of files, directories and links (≈ 720
+    /// of them, from its published tests jar, run by the JUnit console
+    /// launcher) on the host JVM and in a partition: every test must end
+    /// the same way on both (some fail on both: the host runs them as root).
+    fn commons_io(jdk: Jdk) {
+        let Some(Some(jars)) = ready(jdk, Some("commonsio"), true) else {
+            return;
+        };
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(&jars)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jar"))
+            .collect();
+        entries.sort();
+        let named = |f: &dyn Fn(&str) -> bool| {
+            entries
+                .iter()
+                .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(f))
+                .cloned()
+                .expect("a jar of the commonsio set is missing")
+        };
+        let console = named(&|n| n.starts_with("junit-platform-console-standalone"));
+        let sources = named(&|n| n.ends_with("-test-sources.jar"));
+        let cp: Vec<String> = entries
+            .iter()
+            .filter(|p| **p != sources)
+            .map(|p| p.display().to_string())
+            .collect();
+        let cp = cp.join(":");
+        // The suite reads files under src/test/resources and writes some
+        // under target/, as in the project's own Maven build.
+        let prepare = |side: &str| -> PathBuf {
+            let dir = workdir(&["commons-io", jdk.name, side]);
+            std::fs::create_dir_all(dir.join("target")).unwrap();
+            let res = dir.join("src/test/resources");
+            std::fs::create_dir_all(&res).unwrap();
+            let st = Command::new(Path::new(jdk.home).join("bin/jar"))
+                .arg("xf")
+                .arg(&sources)
+                .current_dir(&res)
+                .status()
+                .expect("cannot run jar");
+            assert!(st.success(), "jar xf {} failed", sources.display());
+            dir
+        };
+        let args = |dir: &Path| -> Vec<String> {
+            let mut a = vec![
+                format!("-Djava.io.tmpdir={}", dir.display()),
+                "-jar".to_string(),
+                console.display().to_string(),
+                "execute".to_string(),
+                "-cp".to_string(),
+                cp.clone(),
+                "--details=none".to_string(),
+                "--disable-banner".to_string(),
+                format!("--reports-dir={}", dir.join("rep").display()),
+            ];
+            a.extend(COMMONS_IO_SELECT.iter().map(|s| s.to_string()));
+            a
+        };
+        let report = |dir: &Path| dir.join("rep/TEST-junit-jupiter.xml");
+        let ctx = format!("commons-io tests on JDK {}", jdk.name);
+
+        let hdir = prepare("host");
+        let t0 = Instant::now();
+        let host = run_with_timeout(&mut host_cmd(jdk, &hdir, &args(&hdir)), HOST_TIMEOUT);
+        let host_time = t0.elapsed();
+        let pdir = prepare("partition");
+        let t0 = Instant::now();
+        let part = run_with_timeout(
+            &mut partition_cmd(jdk, &pdir, 1, &args(&pdir)),
+            PARTITION_TIMEOUT,
+        );
+        eprintln!(
+            "{ctx}: host {host_time:.1?}, partition {:.1?}",
+            t0.elapsed()
+        );
+        assert!(
+            report(&hdir).is_file(),
+            "{ctx}: the host run left no report:\n{}\n{}",
+            host.stdout,
+            host.stderr
+        );
+        assert!(
+            report(&pdir).is_file(),
+            "{ctx}: the partition left no report (exit {}):\n{}",
+            part.code,
+            tail(&part.stderr)
+        );
+        let h = junit_outcomes(&report(&hdir));
+        let p = junit_outcomes(&report(&pdir));
+        let ok = h.values().filter(|o| **o == "ok").count();
+        eprintln!("{ctx}: {} tests, {ok} pass on the host", h.len());
+        assert!(
+            h.len() >= 700 && ok >= 650,
+            "{ctx}: the host ran {} tests, {ok} passed: the suite did not run as it should",
+            h.len()
+        );
+        let differ: Vec<String> = h
+            .keys()
+            .chain(p.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .filter(|k| h.get(*k) != p.get(*k))
+            .map(|k| {
+                format!(
+                    "{}#{}: host {}, partition {}",
+                    k.0,
+                    k.1,
+                    h.get(k).copied().unwrap_or("absent"),
+                    p.get(k).copied().unwrap_or("absent")
+                )
+            })
+            .collect();
+        assert!(
+            differ.is_empty(),
+            "{ctx}: {} of {} tests end differently (details in {}):\n{}\n--- partition stderr (end) ---\n{}",
+            differ.len(),
+            h.len(),
+            pdir.join("rep").display(),
+            differ.join("\n"),
+            tail(&part.stderr)
+        );
+        assert_eq!(part.code, host.code, "{ctx}: exit codes differ");
+        assert!(
+            !part.stderr.contains("unimplemented system call"),
+            "{ctx}: the JVM reached a system call the library OS lacks:\n{}",
+            tail(&part.stderr)
+        );
+    }
+
+    #[test]
+    fn commons_io_jdk17() {
+        commons_io(JDK17);
     }
 }
