@@ -665,7 +665,9 @@ impl Virtio9p {
         block: bool,
         ours: bool,
     ) -> Result<Option<u16>, DeviceError> {
-        let posted = crate::sched::current().posts();
+        let me = crate::sched::current();
+        let (posted, file_io) = (me.posts(), me.file_io());
+        drop(me);
         let need = parts.len()
             + if posted {
                 RESERVED.min(self.slots.len() / 2)
@@ -710,8 +712,10 @@ impl Virtio9p {
                         t == astraea_9p::MsgType::Tread as u8
                             || t == astraea_9p::MsgType::Tlopen as u8
                     });
-                slot.quick
-                    .store(ty.is_some_and(doorbell::quick), Ordering::Relaxed);
+                slot.quick.store(
+                    ty.is_some_and(|t| doorbell::quick_here(t, file_io)),
+                    Ordering::Relaxed,
+                );
                 slot.waits.store(waits, Ordering::Relaxed);
                 if waits {
                     self.waiting.fetch_add(1, Ordering::Relaxed);

@@ -49,6 +49,9 @@ pub struct Thread {
     /// Its 9P requests may wait for the network indefinitely (a socket's
     /// posted read or listen): they leave room in the queue for others.
     posts: AtomicBool,
+    /// In a read or write of a file of the namespace (see
+    /// `drivers::doorbell::file_io`).
+    file_io: AtomicBool,
     /// It left the CPU inside a direct system call (`sched::leave_direct`),
     /// where it can go on in either mode of a PVM host: another direct call
     /// may switch to it without entering supervisor mode.
@@ -139,6 +142,7 @@ impl Thread {
             done: AtomicBool::new(false),
             exited: WaitQueue::new(),
             posts: AtomicBool::new(false),
+            file_io: AtomicBool::new(false),
             resume_direct: AtomicBool::new(false),
             woke_ns: AtomicU64::new(0),
             preempted_ns: AtomicU64::new(0),
@@ -171,6 +175,17 @@ impl Thread {
     /// Whether its 9P requests may wait indefinitely.
     pub fn posts(&self) -> bool {
         self.posts.load(Ordering::Relaxed)
+    }
+
+    /// Marks the thread as reading or writing a file of the namespace
+    /// (`drivers::doorbell::file_io`), or no longer.
+    pub fn set_file_io(&self, on: bool) {
+        self.file_io.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether it is reading or writing a file of the namespace.
+    pub fn file_io(&self) -> bool {
+        self.file_io.load(Ordering::Relaxed)
     }
 
     /// Thread id.

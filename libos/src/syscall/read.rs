@@ -86,10 +86,11 @@ fn read_chunk(
     at: u64,
     buf: &mut [u8],
 ) -> Result<usize, Errno> {
+    use crate::drivers::doorbell::file_io;
     match key.and_then(|k| crate::cache::current().map(|cache| (k, cache))) {
-        Some((k, cache)) => cache.read(k, at, buf, &mut |o, b| c.read(fid, o, b)),
+        Some((k, cache)) => cache.read(k, at, buf, &mut |o, b| file_io(|| c.read(fid, o, b))),
         None => {
-            let n = c.read(fid, at, buf)?;
+            let n = file_io(|| c.read(fid, at, buf))?;
             crate::mm::shared::overlay(ino, at, &mut buf[..n]);
             Ok(n)
         }

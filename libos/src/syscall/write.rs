@@ -112,7 +112,7 @@ fn write_file(
                         break;
                     }
                 };
-                let n = c.write(*fid, pos, piece)?;
+                let n = crate::drivers::doorbell::file_io(|| c.write(*fid, pos, piece))?;
                 crate::mm::shared::wrote(*ino, pos, &piece[..n]);
                 done += n;
                 pos += n as u64;
