@@ -51,6 +51,11 @@ const IP_TOS: u32 = 1;
 const IP_TTL: u32 = 2;
 const IP_MULTICAST_TTL: u32 = 33;
 const IP_MULTICAST_LOOP: u32 = 34;
+const IP_FREEBIND: u32 = 15;
+const IP_TRANSPARENT: u32 = 19;
+const IP_BIND_ADDRESS_NO_PORT: u32 = 24;
+const IPV6_TRANSPARENT: u32 = 75;
+const IPV6_FREEBIND: u32 = 78;
 const IPV6_UNICAST_HOPS: u32 = 16;
 const IPV6_MULTICAST_HOPS: u32 = 18;
 const IPV6_MULTICAST_LOOP: u32 = 19;
@@ -153,6 +158,9 @@ enum Kind {
     WindowClamp,
     /// An IP option that also takes a single byte.
     IpByte(IpRule),
+    /// Settable to 0 only without `CAP_NET_RAW`/`CAP_NET_ADMIN` (`EPERM`),
+    /// which a partition's program never has.
+    Privileged,
 }
 
 /// How an IP option's value is checked.
@@ -161,7 +169,12 @@ enum IpRule {
     Tos,
     Ttl,
     MulticastTtl,
+    /// Any value, kept as 0 or 1 (`IP_MULTICAST_LOOP`, `IP_FREEBIND`).
     Loop,
+    /// As `Loop`, and nothing at all is 0 (`IP_BIND_ADDRESS_NO_PORT`).
+    Flag,
+    /// `IP_TRANSPARENT`: privileged.
+    Transparent,
 }
 /// `TCP_NODELAY`.
 pub const TCP_NODELAY: u32 = 1;
@@ -262,7 +275,11 @@ impl Options {
             (IPPROTO_IP, IP_TOS) => IpByte(IpRule::Tos),
             (IPPROTO_IP, IP_TTL) => IpByte(IpRule::Ttl),
             (IPPROTO_IP, IP_MULTICAST_TTL) => IpByte(IpRule::MulticastTtl),
-            (IPPROTO_IP, IP_MULTICAST_LOOP) => IpByte(IpRule::Loop),
+            (IPPROTO_IP, IP_MULTICAST_LOOP | IP_FREEBIND) => IpByte(IpRule::Loop),
+            (IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT) => IpByte(IpRule::Flag),
+            (IPPROTO_IP, IP_TRANSPARENT) => IpByte(IpRule::Transparent),
+            (IPPROTO_IPV6, IPV6_FREEBIND) => Bool,
+            (IPPROTO_IPV6, IPV6_TRANSPARENT) => Privileged,
             (IPPROTO_IPV6, IPV6_V6ONLY) => Bool,
             (IPPROTO_IPV6, IPV6_UNICAST_HOPS | IPV6_MULTICAST_HOPS) => Hops,
             (IPPROTO_IPV6, IPV6_TCLASS) => Int(-1, 0xff),
@@ -335,15 +352,20 @@ impl Options {
         let int = match value.len() {
             n if n >= 4 => i32::from_le_bytes([value[0], value[1], value[2], value[3]]),
             n if n >= 1 && matches!(kind, IpByte(_)) => i32::from(value[0]),
-            0 if matches!(kind, IpByte(IpRule::Tos)) => 0,
+            0 if matches!(kind, IpByte(IpRule::Tos | IpRule::Flag)) => 0,
             _ => return Err(Errno::EINVAL),
         };
+        // IPv6's free-bind and transparent flags are IPv4's (one bit each
+        // in `inet_sock`): kept once.
+        let (level, name) = Self::shared_bit(level, name);
         let stored: Vec<u8> = match kind {
             ReadOnly => return Err(Errno::ENOPROTOOPT),
             Bool if level == SOL_SOCKET && name == 1 && int != 0 => return Err(Errno::EACCES),
             Bool => i32::from(int != 0).to_le_bytes().to_vec(),
             ReusePort if int != 0 && !self.inet() => return Err(Errno::EOPNOTSUPP),
             ReusePort => i32::from(int != 0).to_le_bytes().to_vec(),
+            Privileged if int != 0 => return Err(Errno::EPERM),
+            Privileged => 0i32.to_le_bytes().to_vec(),
             Buffer => {
                 // min(value, the sysctl's maximum) as unsigned numbers, then
                 // doubled for Linux's bookkeeping, which reports that.
@@ -360,8 +382,13 @@ impl Options {
                 }
                 let secs = i32::from_le_bytes([value[4], value[5], value[6], value[7]]);
                 let mut v = i32::from(int != 0).to_le_bytes().to_vec();
-                // The time is kept only when lingering is turned on.
-                let kept = if int != 0 {
+                // The time is kept only when lingering is turned on, in
+                // ticks: a negative one, taken as unsigned, is the longest
+                // timeout (`MAX_SCHEDULE_TIMEOUT`), which reads back as
+                // `LONG_MAX / HZ` cut to an int.
+                let kept = if int != 0 && secs < 0 {
+                    (i64::MAX / i64::from(HZ.load(Ordering::Relaxed))) as i32
+                } else if int != 0 {
                     secs
                 } else {
                     self.get(SOL_SOCKET, SO_LINGER)
@@ -452,20 +479,30 @@ impl Options {
                     // A byte; the ECN bits stay the kernel's on a TCP
                     // socket; a new TOS sets the priority
                     // (`rt_tos2priority`).
+                    // Linux compares the int given (an ECN-masked one on
+                    // TCP) with the byte kept: 256 is "new" every time.
                     IpRule::Tos => {
-                        let tos = if self.tcp() { int & 0xfc } else { int & 0xff };
-                        if self
+                        let old = self
                             .get(IPPROTO_IP, IP_TOS)
                             .ok()
                             .and_then(|v| v.first().copied())
-                            != Some(tos as u8)
-                        {
+                            .unwrap_or(0);
+                        let tos = if self.tcp() {
+                            (int & !3) | i32::from(old & 3)
+                        } else {
+                            int
+                        };
+                        if tos != i32::from(old) {
                             const PRIO: [i32; 8] = [0, 0, 2, 2, 6, 6, 4, 4];
                             let prio = PRIO[((tos & 0x1e) >> 2) as usize];
                             self.keep(SOL_SOCKET, SO_PRIORITY, prio.to_le_bytes().to_vec());
                         }
-                        tos
+                        tos & 0xff
                     }
+                    IpRule::Flag => i32::from(int != 0),
+                    // Linux refuses a privileged value before it looks at
+                    // the length.
+                    IpRule::Transparent if int != 0 => return Err(Errno::EPERM),
                     _ if value.is_empty() => return Err(Errno::EINVAL),
                     IpRule::Ttl if int != -1 && !(1..=255).contains(&int) => {
                         return Err(Errno::EINVAL);
@@ -478,6 +515,7 @@ impl Options {
                     }
                     IpRule::MulticastTtl => int,
                     IpRule::Loop => i32::from(int != 0),
+                    IpRule::Transparent => 0,
                 };
                 v.to_le_bytes().to_vec()
             }
@@ -505,6 +543,7 @@ impl Options {
             _ => {}
         }
         let kind = self.kind(level, name, false)?;
+        let (level, name) = Self::shared_bit(level, name);
         if let Some(o) = self.set.iter().find(|o| o.level == level && o.name == name) {
             let mut v = o.value.clone();
             match (level, name) {
@@ -556,7 +595,26 @@ impl Options {
     /// a buffer of fewer than four bytes as a single byte (when 0..=255).
     pub fn ip_byte(level: u32, name: u32) -> bool {
         level == IPPROTO_IP
-            && matches!(name, IP_TOS | IP_TTL | IP_MULTICAST_TTL | IP_MULTICAST_LOOP)
+            && matches!(
+                name,
+                IP_TOS
+                    | IP_TTL
+                    | IP_MULTICAST_TTL
+                    | IP_MULTICAST_LOOP
+                    | IP_FREEBIND
+                    | IP_TRANSPARENT
+                    | IP_BIND_ADDRESS_NO_PORT
+            )
+    }
+
+    /// Where an option is kept: IPv6's `IPV6_FREEBIND` and
+    /// `IPV6_TRANSPARENT` set and show IPv4's bits.
+    fn shared_bit(level: u32, name: u32) -> (u32, u32) {
+        match (level, name) {
+            (IPPROTO_IPV6, IPV6_FREEBIND) => (IPPROTO_IP, IP_FREEBIND),
+            (IPPROTO_IPV6, IPV6_TRANSPARENT) => (IPPROTO_IP, IP_TRANSPARENT),
+            other => other,
+        }
     }
 
     /// An integer option's value as `getsockopt` reports it, or `default`.
