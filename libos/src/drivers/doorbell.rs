@@ -72,6 +72,7 @@ pub fn quick_here(ty: u8, file_io: bool) -> bool {
 /// Runs `f`, the current thread's read or write of a file of the
 /// namespace (never a socket's), with its requests counted by
 /// [`quick_here`].
+#[cfg(target_os = "none")]
 pub fn file_io<R>(f: impl FnOnce() -> R) -> R {
     let me = crate::sched::current();
     me.set_file_io(true);
