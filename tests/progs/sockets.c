@@ -347,6 +347,14 @@ static void nonblocking(void)
     int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     int r = connect(c, (void *)&a, sizeof a);
     printf("nonblocking connect: %s\n", r == 0 ? "0 (done at once)" : errname(errno));
+    /* Linux has chosen the source address and port by now (Netty's epoll
+     * transport reads them here). */
+    struct sockaddr_in me = {0};
+    socklen_t ml = sizeof me;
+    getsockname(c, (void *)&me, &ml);
+    printf("  getsockname while connecting: %s, port %s\n",
+           me.sin_addr.s_addr == htonl(INADDR_LOOPBACK) ? "127.0.0.1" : "not the source",
+           me.sin_port ? "chosen" : "0");
     struct pollfd p = {.fd = c, .events = POLLOUT};
     poll(&p, 1, 5000);
     int err = -1;

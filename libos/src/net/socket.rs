@@ -317,6 +317,9 @@ struct St {
     port_locked: bool,
     /// Bound again after its connection failed or was reset.
     rebound: bool,
+    /// The dial under way has reached the gateway, which started the
+    /// host's `connect` (and the local address is known).
+    dial_started: bool,
     /// `bind` named an address, not the wildcard (Linux's
     /// `SOCK_BINDADDR_LOCK`): a disconnect keeps it.
     addr_locked: bool,
@@ -448,6 +451,7 @@ impl Socket {
                     backlog: 0,
                     port_locked: false,
                     rebound: false,
+                    dial_started: false,
                     addr_locked: false,
                     shut_rd: false,
                     shut_wr: false,
@@ -753,6 +757,7 @@ impl Socket {
             }
             st.phase = Phase::Connecting;
             st.rebound = false;
+            st.dial_started = false;
             st.so_error = None;
             st.remote = Some(addr);
             st.conv.take()
@@ -792,6 +797,15 @@ impl Socket {
             return Err(Errno::ENOMEM);
         }
         if self.nonblocking() {
+            // When Linux's connect answers EINPROGRESS it has chosen the
+            // source address and port (`getsockname` shows them; Netty reads
+            // them there): wait until the dial has reached the gateway, a few
+            // quick requests.
+            let sh = &*self.sh;
+            sh.writable.wait_while(|| {
+                let st = sh.st.lock();
+                st.phase == Phase::Connecting && !st.dial_started
+            });
             return Err(Errno::EINPROGRESS);
         }
         self.wait_connected()
@@ -1448,10 +1462,23 @@ fn dialer(sh: Arc<Shared>, bound: Option<Conv>, msg: String, setup: &[&str]) {
         for ctl in setup {
             conv.ctl(c, ctl).map_err(|e| (e, None))?;
         }
+        // The dial goes in, then a read of the local address behind it:
+        // the gateway starts the host's connect as it takes the ctl write
+        // off the ring, and answers `/net` requests in ring order, so the
+        // read gives the address and port the host chose.
+        let dialed = match c.write_post(conv.ctl, 0, msg.as_bytes()) {
+            Some(posted) => {
+                dial_started(&sh, conv.address(c, "local"));
+                posted.wait().map(|_| ())
+            }
+            None => {
+                dial_started(&sh, None);
+                conv.ctl(c, &msg)
+            }
+        };
         // A failed dial's port is still the socket's name (Linux keeps
         // it for `getsockname`, the address cleared).
-        conv.ctl(c, &msg)
-            .map_err(|e| (e, conv.address(c, "local")))?;
+        dialed.map_err(|e| (e, conv.address(c, "local")))?;
         conv.open_data(c).map_err(|e| (e, None))?;
         let local = conv.address(c, "local");
         Ok::<_, (Errno, Option<SocketAddr>)>((Arc::new(conv), local))
@@ -1487,6 +1514,21 @@ fn dialer(sh: Arc<Shared>, bound: Option<Conv>, msg: String, setup: &[&str]) {
     if let Some(conv) = conv {
         reader(sh, conv);
     }
+}
+
+/// The dial of a connecting socket reached the gateway: its local address
+/// (when the gateway had one) is the socket's name from now on, and a
+/// non-blocking `connect` waiting for this may answer `EINPROGRESS`.
+fn dial_started(sh: &Shared, local: Option<SocketAddr>) {
+    let mut st = sh.st.lock();
+    if st.phase == Phase::Connecting {
+        if let Some(l) = local.filter(|l| l.port() != 0) {
+            st.local = Some(l);
+        }
+        st.dial_started = true;
+    }
+    drop(st);
+    sh.writable.wake_all();
 }
 
 /// What a send that stops early returns: the bytes it took, else the error.
