@@ -713,7 +713,11 @@ impl Client {
                 let target = self.readlink(link);
                 self.clunk(link);
                 let target = target?;
-                let in_todo = at - done.len();
+                // `done` holds no link; one there now means the tree
+                // changed under the walk.
+                let Some(in_todo) = at.checked_sub(done.len()) else {
+                    return Err(Errno::ENOENT);
+                };
                 let before: Vec<String> = todo.drain(..=in_todo).take(in_todo).collect();
                 if target.starts_with('/') {
                     done.clear();
