@@ -1466,9 +1466,11 @@ fn dialer(sh: Arc<Shared>, bound: Option<Conv>, msg: String, setup: &[&str]) {
         // the gateway starts the host's connect as it takes the ctl write
         // off the ring, and answers `/net` requests in ring order, so the
         // read gives the address and port the host chose.
+        let mut early = None;
         let dialed = match c.write_post(conv.ctl, 0, msg.as_bytes()) {
             Some(posted) => {
-                dial_started(&sh, conv.address(c, "local"));
+                early = conv.address(c, "local").filter(|l| l.port() != 0);
+                dial_started(&sh, early);
                 posted.wait().map(|_| ())
             }
             None => {
@@ -1480,7 +1482,9 @@ fn dialer(sh: Arc<Shared>, bound: Option<Conv>, msg: String, setup: &[&str]) {
         // it for `getsockname`, the address cleared).
         dialed.map_err(|e| (e, conv.address(c, "local")))?;
         conv.open_data(c).map_err(|e| (e, None))?;
-        let local = conv.address(c, "local");
+        // The host fixed the source address and port when its connect
+        // began: what the read behind the dial gave stays true.
+        let local = early.or_else(|| conv.address(c, "local"));
         Ok::<_, (Errno, Option<SocketAddr>)>((Arc::new(conv), local))
     })();
     let conv = {
