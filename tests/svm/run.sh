@@ -58,7 +58,8 @@ mods="$cache/pkg/lib/modules/$kver/kernel"
 # `depends=` names only modules before it), and an init that loads kvm_amd,
 # mounts this machine's files and runs the command in a chroot.
 root=$(mktemp -d)
-trap 'rm -rf "$root"' EXIT
+qemu=
+trap 'rm -rf "$root"; [ -z "$qemu" ] || kill -KILL "$qemu" 2>/dev/null' EXIT
 mkdir -p "$root"/{bin,proc,sys,dev,tmp,host,mods}
 cp /bin/busybox "$root/bin/busybox"
 order=(
@@ -124,16 +125,37 @@ chmod +x "$root/init"
 rm -f "$scratch/svm-status"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$scratch/svm-initrd.gz"
 
+# QEMU's monitor on a socket in the scratch directory, for watchdog.py:
+# it kicks QEMU when its TCG loses an interrupt (see there) and, when the
+# run overstays SVM_TIMEOUT, writes the emulated CPU's state and the guest
+# kernel's backtraces (an NMI: unknown_nmi_panic, panic_print) to the
+# console log before stopping QEMU: a hang leaves a diagnosis.
+monitor="$scratch/svm-monitor.sock"
+rm -f "$monitor"
+# Appended to, by QEMU and the watchdog both.
+: > "$scratch/svm-console.log"
 set +e
-timeout -s KILL "${SVM_TIMEOUT:-1500}" qemu-system-x86_64 -accel tcg -cpu EPYC,+svm \
+qemu-system-x86_64 -accel tcg -cpu EPYC,+svm \
     -m "${SVM_MEM:-6G}" -smp 1 -kernel "$cache/pkg/boot/vmlinuz-$kver" -initrd "$scratch/svm-initrd.gz" \
-    -append "console=ttyS0 panic=-1 loglevel=4 quiet" \
+    -append "console=ttyS0 panic=-1 loglevel=4 quiet unknown_nmi_panic panic_print=0x5" \
     -fsdev local,id=hostfs,path=/,security_model=none,readonly=on \
     -device virtio-9p-pci,fsdev=hostfs,mount_tag=host \
     -fsdev "local,id=scratchfs,path=$scratch,security_model=none" \
     -device virtio-9p-pci,fsdev=scratchfs,mount_tag=scratch \
-    -nographic -no-reboot -monitor none -serial stdio </dev/null > "$scratch/svm-console.log" 2>&1
+    -nographic -no-reboot -monitor "unix:$monitor,server,nowait" -serial stdio \
+    </dev/null >> "$scratch/svm-console.log" 2>&1 &
+qemu=$!
+if command -v python3 >/dev/null; then
+    python3 "$here/watchdog.py" "$monitor" "$scratch/svm-console.log" "${SVM_TIMEOUT:-1500}" "$qemu" &
+else
+    echo "svm: python3 is missing: no watchdog, only a timeout" >&2
+    (sleep "${SVM_TIMEOUT:-1500}"; kill -KILL "$qemu" 2>/dev/null) &
+fi
+watchdog=$!
+wait "$qemu"
 qrc=$?
+kill "$watchdog" 2>/dev/null
+wait "$watchdog" 2>/dev/null
 set -e
 rm -f "$scratch/svm-initrd.gz"
 if [ ! -f "$scratch/svm-status" ]; then

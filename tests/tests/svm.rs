@@ -134,6 +134,14 @@ mod tests {
             return;
         }
         let console = std::fs::read_to_string(dir.join("svm-console.log")).unwrap_or_default();
+        // QEMU's TCG losing an interrupt (tests/svm/watchdog.py): kicked,
+        // and said, so that how often it happens stays visible.
+        let kicks = console.matches("QEMU lost an interrupt").count();
+        if kicks > 0 {
+            eprintln!(
+                "svm: QEMU lost an interrupt {kicks} time(s); the watchdog kicked it (see tests/svm/watchdog.py)"
+            );
+        }
         assert_eq!(
             r.code, 0,
             "the emulated SVM machine failed: {r:?}\nconsole:\n{console}"
