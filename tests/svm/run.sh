@@ -59,7 +59,7 @@ mods="$cache/pkg/lib/modules/$kver/kernel"
 # mounts this machine's files and runs the command in a chroot.
 root=$(mktemp -d)
 qemu=
-trap 'rm -rf "$root"; [ -z "$qemu" ] || kill -KILL "$qemu" 2>/dev/null' EXIT
+trap 'rm -rf "$root"; [ -z "$qemu" ] || kill -KILL "$qemu" 2>/dev/null || true' EXIT
 mkdir -p "$root"/{bin,proc,sys,dev,tmp,host,mods}
 cp /bin/busybox "$root/bin/busybox"
 order=(
