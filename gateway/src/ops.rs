@@ -250,8 +250,8 @@ impl SessionInner {
     fn creatable_dir(&self, node: &Node, name: &CString) -> Result<(usize, Vec<Vec<u8>>), Errno> {
         let r = self.writable_dir(node);
         if r == Err(errno(libc::EROFS))
-            && let Some((e, rel)) = self.ns().host(node)
-            && let Ok(dir) = self.ns().dir_fd(e, rel)
+            && let Some((e, rel)) = self.dir_host(node)
+            && let Ok(dir) = self.ns().dir_fd(e, &rel)
             && sys::fstatat_nofollow(dir.as_fd(), name).is_ok()
         {
             return Err(errno(libc::EEXIST));
@@ -259,14 +259,26 @@ impl SessionInner {
         r
     }
 
+    /// The host directory whose entries a directory node shows: an
+    /// export's, or for a synthetic directory that only holds a deeper
+    /// mount point, the same path in the enclosing export (the current
+    /// directory mounted at `/tmp/a/work` leaves `/tmp/a` the host's, as a
+    /// bind mount on Linux does: files are made there as in any other).
+    fn dir_host(&self, node: &Node) -> Option<(usize, Vec<Vec<u8>>)> {
+        match node {
+            Node::VDir(i) if self.ns().host(node).is_none() => self.ns().underlying(*i),
+            _ => self.ns().host(node).map(|(e, rel)| (e, rel.to_vec())),
+        }
+    }
+
     /// The export and path of a directory whose contents a request changes.
     fn writable_dir(&self, node: &Node) -> Result<(usize, Vec<Vec<u8>>), Errno> {
-        match self.ns().host(node) {
+        match self.dir_host(node) {
             Some((e, rel)) => {
                 if self.ns().read_only(e) {
                     Err(errno(libc::EROFS))
                 } else {
-                    Ok((e, rel.to_vec()))
+                    Ok((e, rel))
                 }
             }
             None => Err(errno(match node {

@@ -152,7 +152,7 @@ mod tests {
                 char line[256]; int n = 0;
                 while (fgets(line, sizeof line, f)) { n++; fputs(line, stdout); }
                 fclose(f);
-                struct stat st; stat(argv[1], &st);
+                struct stat st = {0}; stat(argv[1], &st);
                 printf("lines=%d size=%ld regular=%d\n", n, (long)st.st_size, S_ISREG(st.st_mode));
                 DIR *d = opendir(argv[2]); int k = 0; struct dirent *e;
                 while ((e = readdir(d))) if (e->d_name[0] == 'f') k++;
@@ -212,6 +212,79 @@ mod tests {
         assert!(stderr.contains("[strace] openat("), "{stderr}");
         assert!(stderr.contains("[strace] write(0x1,"), "{stderr}");
         assert!(!stdout.contains("[strace]"), "{stdout}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The current directory two levels below the shared `/tmp`: the
+    /// partition mounts it over the host's `/tmp`, and the directory
+    /// between (`/tmp/…/a`) is still the host's, writable as it is for a
+    /// host process (it was read-only: `mkdir ../x` was `EROFS`; found by
+    /// the JUnit launcher making its reports directory `../reports`).
+    #[test]
+    fn files_made_beside_a_nested_working_directory_as_on_the_host() {
+        if !kvm_available() {
+            return;
+        }
+        let src = r#"
+            #include <errno.h>
+            #include <fcntl.h>
+            #include <stdio.h>
+            #include <string.h>
+            #include <sys/stat.h>
+            #include <unistd.h>
+            static void r(const char *what, int rc) {
+                printf("%s = %d %s\n", what, rc, rc < 0 ? strerror(errno) : "");
+            }
+            int main(void) {
+                r("mkdir ../made", mkdir("../made", 0755));
+                int fd = open("../made/f", O_CREAT | O_WRONLY | O_EXCL, 0644);
+                r("create ../made/f", fd < 0 ? fd : 0);
+                r("write", (int)write(fd, "hello", 5));
+                close(fd);
+                r("rename to ../g", rename("../made/f", "../g"));
+                struct stat st = {0};
+                r("stat ../g", stat("../g", &st));
+                printf("size %ld\n", (long)st.st_size);
+                r("symlink ../ln", symlink("g", "../ln"));
+                char buf[16] = {0};
+                r("readlink ../ln", (int)readlink("../ln", buf, sizeof buf - 1));
+                printf("target %s\n", buf);
+                r("unlink ../ln", unlink("../ln"));
+                r("unlink ../g", unlink("../g"));
+                r("rmdir ../made", rmdir("../made"));
+                r("mkdir ../wd (this directory)", mkdir("../wd", 0755));
+                r("mkdir ../../top", mkdir("../../top", 0755));
+                r("rmdir ../../top", rmdir("../../top"));
+                r("mkdir /tmp (a mount point)", mkdir("/tmp", 0755));
+                return 0;
+            }
+        "#;
+        let Some(dir) = compile("nested", src, &["-O2", "-static-pie"]) else {
+            return;
+        };
+        let wd = dir.join("a").join("wd");
+        std::fs::create_dir_all(&wd).unwrap();
+        let exe = dir.join("nested");
+        let host = Command::new(&exe).current_dir(&wd).output().unwrap();
+        let part = Command::new(astraea())
+            .arg("run")
+            .arg("--")
+            .arg(&exe)
+            .current_dir(&wd)
+            .output()
+            .unwrap();
+        let (host_out, part_out) = (
+            String::from_utf8_lossy(&host.stdout),
+            String::from_utf8_lossy(&part.stdout),
+        );
+        assert!(host.status.success(), "{host_out}");
+        assert!(host_out.contains("mkdir ../made = 0"), "{host_out}");
+        assert_eq!(
+            (part.status.code(), part_out.as_ref()),
+            (host.status.code(), host_out.as_ref()),
+            "stderr: {}",
+            String::from_utf8_lossy(&part.stderr)
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -362,7 +435,7 @@ mod tests {
                 if (rename("out/a.txt", "out/b.txt") != 0) { perror("rename"); return 1; }
                 FILE *g = fopen("out/tmp", "w"); fputs("x", g); fclose(g);
                 if (unlink("out/tmp") != 0) { perror("unlink"); return 1; }
-                struct stat st; stat("out/b.txt", &st);
+                struct stat st = {0}; stat("out/b.txt", &st);
                 printf("size=%ld\n", (long)st.st_size);
                 return 0;
             }
