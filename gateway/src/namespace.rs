@@ -364,6 +364,9 @@ impl Namespace {
         if let Some((e, rel)) = self.host(node) {
             return Ok(self.qid_of_stat(&self.lstat(e, rel)?));
         }
+        if let Some(st) = self.between_mounts(node) {
+            return Ok(self.qid_of_stat(&st));
+        }
         Ok(match node {
             Node::VDir(i) => Qid {
                 ty: QTDIR,
@@ -406,6 +409,20 @@ impl Namespace {
             Node::Net(n) => Ok(n.parent()?.map_or(Node::VDir(0), Node::Net)),
             Node::Cons | Node::EnvVar(_) => Err(Errno(libc::ENOTDIR)),
         }
+    }
+
+    /// For a synthetic directory that only holds a deeper mount point (no
+    /// export of its own) and is a directory of the enclosing export, that
+    /// directory's attributes: it is the host's, as the directory under a
+    /// bind mount's mount point is on Linux (its inode, owner, mode, times).
+    pub(crate) fn between_mounts(&self, node: &Node) -> Option<libc::stat> {
+        let Node::VDir(i) = node else { return None };
+        if self.vdirs.get(*i)?.backing.is_some() {
+            return None;
+        }
+        let (e, rel) = self.underlying(*i)?;
+        let st = self.lstat(e, &rel).ok()?;
+        (st.st_mode & libc::S_IFMT == libc::S_IFDIR).then_some(st)
     }
 
     /// The host directory behind synthetic directory `i`: its own export, or
@@ -496,6 +513,13 @@ impl Namespace {
                 path_fd.as_fd()
             };
             return Ok(self.stat_with_btime(&sys::fstat(fd)?, fd));
+        }
+        if let Node::VDir(i) = node
+            && self.between_mounts(node).is_some()
+            && let Some((e, rel)) = self.underlying(*i)
+        {
+            let fd = self.open(e, &rel, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+            return Ok(self.stat_with_btime(&sys::fstat(fd.as_fd())?, fd.as_fd()));
         }
         let (mode, size, nlink) = match node {
             Node::VDir(i) => (

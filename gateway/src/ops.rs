@@ -261,12 +261,16 @@ impl SessionInner {
 
     /// The host directory whose entries a directory node shows: an
     /// export's, or for a synthetic directory that only holds a deeper
-    /// mount point, the same path in the enclosing export (the current
-    /// directory mounted at `/tmp/a/work` leaves `/tmp/a` the host's, as a
-    /// bind mount on Linux does: files are made there as in any other).
+    /// mount point, the same directory of the enclosing export if it has
+    /// one (the current directory mounted at `/tmp/a/work` leaves `/tmp/a`
+    /// the host's, as a bind mount on Linux does: files are made there as
+    /// in any other).
     fn dir_host(&self, node: &Node) -> Option<(usize, Vec<Vec<u8>>)> {
         match node {
-            Node::VDir(i) if self.ns().host(node).is_none() => self.ns().underlying(*i),
+            Node::VDir(i) if self.ns().host(node).is_none() => self
+                .ns()
+                .between_mounts(node)
+                .and_then(|_| self.ns().underlying(*i)),
             _ => self.ns().host(node).map(|(e, rel)| (e, rel.to_vec())),
         }
     }
@@ -1000,7 +1004,8 @@ impl SessionInner {
     fn setattr(&self, tag: u16, fid: u32, attr: &SetAttr) -> Res {
         let f = self.fid(fid)?;
         let node = f.node();
-        let Some((e, rel)) = self.ns().host(&node) else {
+        // A directory between mounts is the host's, its attributes too.
+        let Some((e, rel_path)) = self.dir_host(&node) else {
             // Truncating or touching the console is harmless (shells open it
             // with O_TRUNC); everything else synthetic is read-only.
             let benign = P9_SETATTR_SIZE
@@ -1017,6 +1022,7 @@ impl SessionInner {
                 Err(errno(libc::EROFS))
             };
         };
+        let rel = rel_path.as_slice();
         if self.ns().read_only(e) {
             // truncate(2) of a directory is EISDIR before the mount is
             // read-only (Linux's do_sys_truncate).

@@ -256,6 +256,9 @@ mod tests {
                 r("mkdir ../../top", mkdir("../../top", 0755));
                 r("rmdir ../../top", rmdir("../../top"));
                 r("mkdir /tmp (a mount point)", mkdir("/tmp", 0755));
+                r("chmod .. 0750", chmod("..", 0750));
+                r("stat ..", stat("..", &st));
+                printf("mode %o\n", st.st_mode & 07777);
                 return 0;
             }
         "#;
