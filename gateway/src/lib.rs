@@ -2,8 +2,10 @@
 //! its files and console.
 //!
 //! * A [`Gateway`] holds the namespace built from a [`GatewayConfig`]: host
-//!   directories exported read-only or read-write at guest paths (the
-//!   directories that only hold mount points are synthetic and read-only),
+//!   directories exported read-only or read-write at guest paths (a
+//!   directory that only holds a deeper mount point is the enclosing
+//!   export's, as under a bind mount, or synthetic and read-only where
+//!   that export has none),
 //!   `/dev/cons` (the [`Console`]), `/env` (one file per variable) and
 //!   `/net/tcp` when asked for (TCP connections as files, Plan 9 style,
 //!   subject to a [`NetPolicy`]).
