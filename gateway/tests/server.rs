@@ -1192,4 +1192,32 @@ mod tests {
         c.mkdir(3, "made", 0o755).unwrap();
         assert!(t.root().join("made").is_dir());
     }
+
+    /// A directory between an export and a deeper mount point is the
+    /// export's own directory (as under a bind mount on Linux): files are
+    /// made and removed there, and it has the host directory's attributes.
+    #[test]
+    fn directory_between_mounts_is_the_enclosing_exports() {
+        use std::os::unix::fs::MetadataExt;
+        let t = Tree::new();
+        let mut cfg = t.config();
+        cfg.exports[1].guest = "/sub/deep".into();
+        let (gw, _) = t.gateway_with(cfg);
+        let c = Client::attached(&gw);
+        let mut names = c.ls("sub").unwrap();
+        names.sort();
+        assert_eq!(names, vec!["a.txt", "deep", "esc_dir"]);
+        c.walk_path(1, "sub").unwrap();
+        let host = std::fs::metadata(t.root().join("sub")).unwrap();
+        assert_eq!(c.getattr(1).unwrap().mode, host.mode());
+        c.mkdir(1, "made", 0o755).unwrap();
+        assert!(t.root().join("sub/made").is_dir());
+        assert_eq!(c.unlinkat(1, "made", libc::AT_REMOVEDIR as u32), Ok(()));
+        assert!(!t.root().join("sub/made").exists());
+        // The mount point itself is not the host's to change.
+        assert_eq!(c.mkdir(1, "deep", 0o755), Err(libc::EEXIST as u32));
+        // The mounted export keeps its own rules.
+        c.walk_path(2, "sub/deep").unwrap();
+        assert_eq!(c.mkdir(2, "x", 0o755), Err(EROFS));
+    }
 }
