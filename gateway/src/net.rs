@@ -1355,6 +1355,16 @@ impl Conv {
     /// UDP `connect`: binds to any address of `addr`'s family if not bound
     /// yet, then connects the host socket (datagrams come only from
     /// `addr`; writes without headers go there).
+    /// A multicast option on the UDP host socket (which the client binds
+    /// first): the host's answer is the program's.
+    fn udp_sockopt(self: &Arc<Self>, level: i32, name: i32, value: &[u8]) -> Result<(), Errno> {
+        let st = self.lock();
+        let Sock::Udp(u) = &st.sock else {
+            return Err(einval());
+        };
+        sys::setsockopt_bytes(u.as_fd(), level, name, value)
+    }
+
     fn udp_connect(self: &Arc<Self>, addr: SocketAddr) -> Result<(), Errno> {
         self.with_state(|st| {
             if matches!(st.sock, Sock::None) {
@@ -1568,6 +1578,15 @@ enum Ctl {
     Shutdown(Shutdown),
     /// UDP: datagrams carry [`UDP_HEADER`] bytes of addresses.
     Headers,
+    /// UDP: a multicast option for the host socket (`sockopt LEVEL NAME
+    /// HEX`), one of [`MULTICAST_OPTS`]: group membership, the interface,
+    /// TTL/hops and loopback of what it sends.
+    SockOpt {
+        level: i32,
+        name: i32,
+        len: u8,
+        value: [u8; MAX_SOCKOPT],
+    },
 }
 
 fn einval() -> Errno {
@@ -1608,11 +1627,81 @@ fn parse_addr(s: &str, announce: bool) -> Result<SocketAddr, Errno> {
     Ok(SocketAddr::new(ip, port))
 }
 
+/// The longest option value a `sockopt` ctl carries (`group_req` is 136
+/// bytes, but only the fixed-size requests below are taken).
+const MAX_SOCKOPT: usize = 32;
+
+/// The options `sockopt` may set on a UDP host socket, as
+/// `(level, name)`: IPv4's and IPv6's multicast ones.
+const MULTICAST_OPTS: [(i32, i32); 12] = [
+    (libc::IPPROTO_IP, libc::IP_MULTICAST_IF),
+    (libc::IPPROTO_IP, libc::IP_MULTICAST_TTL),
+    (libc::IPPROTO_IP, libc::IP_MULTICAST_LOOP),
+    (libc::IPPROTO_IP, libc::IP_ADD_MEMBERSHIP),
+    (libc::IPPROTO_IP, libc::IP_DROP_MEMBERSHIP),
+    (libc::IPPROTO_IP, libc::IP_MULTICAST_ALL),
+    (libc::IPPROTO_IPV6, libc::IPV6_MULTICAST_IF),
+    (libc::IPPROTO_IPV6, libc::IPV6_MULTICAST_HOPS),
+    (libc::IPPROTO_IPV6, libc::IPV6_MULTICAST_LOOP),
+    (libc::IPPROTO_IPV6, libc::IPV6_ADD_MEMBERSHIP),
+    (libc::IPPROTO_IPV6, libc::IPV6_DROP_MEMBERSHIP),
+    (libc::IPPROTO_IPV6, libc::IPV6_MULTICAST_ALL),
+];
+
+/// `sockopt LEVEL NAME HEX`: a [`Ctl::SockOpt`] of an allowed option.
+fn parse_sockopt(level: &str, name: &str, hex: &str) -> Result<Ctl, Errno> {
+    let level: i32 = level.parse().map_err(|_| einval())?;
+    let name: i32 = name.parse().map_err(|_| einval())?;
+    if !MULTICAST_OPTS.contains(&(level, name)) {
+        return Err(Errno(libc::ENOPROTOOPT));
+    }
+    if !hex.len().is_multiple_of(2) || hex.len() / 2 > MAX_SOCKOPT {
+        return Err(einval());
+    }
+    let mut value = [0u8; MAX_SOCKOPT];
+    for (i, pair) in hex.as_bytes().chunks(2).enumerate() {
+        let pair = std::str::from_utf8(pair).map_err(|_| einval())?;
+        value[i] = u8::from_str_radix(pair, 16).map_err(|_| einval())?;
+    }
+    Ok(Ctl::SockOpt {
+        level,
+        name,
+        len: (hex.len() / 2) as u8,
+        value,
+    })
+}
+
+/// The group a membership request joins, for the network policy: an
+/// `ip_mreq`/`ip_mreqn` starts with an IPv4 group, an `ipv6_mreq` with an
+/// IPv6 one. `None` for other options (and for requests too short to
+/// carry one: the host refuses those).
+fn joined_group(level: i32, name: i32, value: &[u8]) -> Option<IpAddr> {
+    match (level, name) {
+        (libc::IPPROTO_IP, libc::IP_ADD_MEMBERSHIP) if value.len() >= 8 => {
+            let g: [u8; 4] = value[..4].try_into().ok()?;
+            Some(Ipv4Addr::from(g).into())
+        }
+        (libc::IPPROTO_IPV6, libc::IPV6_ADD_MEMBERSHIP) if value.len() >= 20 => {
+            let g: [u8; 16] = value[..16].try_into().ok()?;
+            Some(std::net::Ipv6Addr::from(g).into())
+        }
+        _ => None,
+    }
+}
+
 fn parse_ctl(data: &[u8]) -> Result<Ctl, Errno> {
     if data.len() > MAX_CTL {
         return Err(einval());
     }
     let text = std::str::from_utf8(data).map_err(|_| einval())?;
+    if let Some(rest) = text.strip_prefix("sockopt ") {
+        let w: Vec<&str> = rest.split_ascii_whitespace().collect();
+        return match w.as_slice() {
+            [level, name, hex] => parse_sockopt(level, name, hex),
+            [level, name] => parse_sockopt(level, name, ""),
+            _ => Err(einval()),
+        };
+    }
     let mut words = text.split_ascii_whitespace();
     let verb = words.next().ok_or_else(einval)?;
     let arg = words.next();
@@ -1931,6 +2020,22 @@ impl Net {
                     conv.set_headers();
                     Ok(None)
                 }
+                Ctl::SockOpt {
+                    level,
+                    name,
+                    len,
+                    value,
+                } => {
+                    let value = &value[..usize::from(len)];
+                    // Joining a group is listening on it, at the socket's port.
+                    if let Some(group) = joined_group(level, name, value) {
+                        let port = conv.lock().local.map_or(0, |l| l.port());
+                        if !self.policy.allow_announce(SocketAddr::new(group, port)) {
+                            return Err(Errno(libc::EACCES));
+                        }
+                    }
+                    conv.udp_sockopt(level, name, value).map(|()| None)
+                }
                 Ctl::Disconnect => conv.udp_disconnect().map(|()| None),
                 Ctl::Hangup => {
                     conv.hangup();
@@ -1951,7 +2056,7 @@ impl Net {
             };
         }
         match cmd {
-            Ctl::Headers | Ctl::Disconnect => Err(einval()),
+            Ctl::Headers | Ctl::Disconnect | Ctl::SockOpt { .. } => Err(einval()),
             Ctl::Connect(addr) => {
                 if !self.policy.allow_connect(addr) {
                     return Err(Errno(libc::EACCES));
@@ -2376,5 +2481,55 @@ mod tests {
             );
         }
         assert_eq!(parse_ctl(&[b'a'; 10_000]), Err(einval()));
+    }
+
+    #[test]
+    fn sockopt_ctl_takes_only_multicast_options() {
+        let mut value = [0u8; MAX_SOCKOPT];
+        value[..8].copy_from_slice(&[239, 1, 2, 3, 0, 0, 0, 0]);
+        assert_eq!(
+            parse_ctl(b"sockopt 0 35 ef010203 00000000".as_slice()),
+            Err(einval()),
+            "the value is one word"
+        );
+        assert_eq!(
+            parse_ctl(b"sockopt 0 35 ef01020300000000"),
+            Ok(Ctl::SockOpt {
+                level: 0,
+                name: 35,
+                len: 8,
+                value
+            })
+        );
+        assert_eq!(
+            joined_group(0, libc::IP_ADD_MEMBERSHIP, &value[..8]),
+            Some("239.1.2.3".parse().unwrap())
+        );
+        assert_eq!(joined_group(0, libc::IP_ADD_MEMBERSHIP, &value[..4]), None);
+        // Any other option, however well formed, is not the host's to set.
+        for refused in [
+            &b"sockopt 1 2 01000000"[..],
+            b"sockopt 6 1 01000000",
+            b"sockopt 0 1 01",
+        ] {
+            assert_eq!(parse_ctl(refused), Err(Errno(libc::ENOPROTOOPT)));
+        }
+        let long = format!("sockopt 0 35 {}", "00".repeat(MAX_SOCKOPT + 1));
+        for bad in [
+            &b"sockopt 0 35 0"[..],
+            b"sockopt 0 35 zz",
+            b"sockopt x 35 00",
+            b"sockopt 0",
+            b"sockopt 0 35 00 00 00",
+            b"sockopt 0 35 \xc3\xa9",
+            long.as_bytes(),
+        ] {
+            assert_eq!(
+                parse_ctl(bad),
+                Err(einval()),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 }

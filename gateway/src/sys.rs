@@ -544,6 +544,29 @@ pub(crate) fn set_abortive_close(fd: BorrowedFd<'_>, abort: bool) -> Result<(), 
     .map(drop)
 }
 
+/// `setsockopt(level, name, value)` with the caller's bytes as they are
+/// (the callers pass only options they checked: the multicast ones of a
+/// UDP socket, [`crate::net`]'s `sockopt` ctl).
+pub(crate) fn setsockopt_bytes(
+    fd: BorrowedFd<'_>,
+    level: i32,
+    name: i32,
+    value: &[u8],
+) -> Result<(), Errno> {
+    // SAFETY: `fd` is open for the call (borrowed); the option value points
+    // to `value.len()` live bytes, and that length is what is passed.
+    retry(|| unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            value.as_ptr().cast(),
+            value.len() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
 /// A TCP socket's state (`TCP_INFO`'s `tcpi_state`: `TCP_ESTABLISHED` 1
 /// … `TCP_CLOSE` 7 …), as the host's kernel has it now.
 pub(crate) fn tcp_state(fd: BorrowedFd<'_>) -> Result<u8, Errno> {

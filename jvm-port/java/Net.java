@@ -328,6 +328,21 @@ public class Net {
             System.out.println("DatagramChannel: " + in.position() + " bytes from b "
                     + from.equals(b.getLocalAddress()) + ", connected " + b.isConnected());
         }
+        // A multicast group: joined on the default interface, a datagram
+        // sent to it comes back through the host's multicast loopback.
+        InetAddress group = InetAddress.getByName("239.255.77.41");
+        try (java.net.MulticastSocket m = new java.net.MulticastSocket(0);
+                java.net.DatagramSocket s = new java.net.DatagramSocket()) {
+            m.joinGroup(new InetSocketAddress(group, 0), null);
+            m.setSoTimeout(10_000);
+            byte[] msg = "to the group".getBytes(StandardCharsets.UTF_8);
+            s.send(new java.net.DatagramPacket(msg, msg.length, group, m.getLocalPort()));
+            java.net.DatagramPacket got = new java.net.DatagramPacket(new byte[100], 100);
+            m.receive(got);
+            m.leaveGroup(new InetSocketAddress(group, 0), null);
+            System.out.println("multicast: " + new String(got.getData(), 0, got.getLength(), StandardCharsets.UTF_8)
+                    + ", ttl " + m.getTimeToLive());
+        }
     }
 
     static void serve(Path portFile) throws Exception {

@@ -643,7 +643,8 @@ mod tests {
 
     /// Sockets (issue 12): blocking and NIO, the HTTP server and both
     /// HTTP clients, transferTo, a refused connect, an asynchronous close,
-    /// UDP with `DatagramSocket` and `DatagramChannel`.
+    /// UDP with `DatagramSocket` and `DatagramChannel`, a multicast group
+    /// with `MulticastSocket`.
     const NET: Case = Case {
         name: "net",
         main: "Net",
@@ -661,7 +662,8 @@ mod tests {
                  missing page: 404\ntransferTo: 3145728 bytes, equal true\n\
                  refused: ConnectException\nasync close: SocketException: Socket closed\n\
                  udp: datagram über UDP, from b true\nudp reply: ack\n\
-                 DatagramChannel: 5 bytes from b true, connected true\ndone\n"
+                 DatagramChannel: 5 bytes from b true, connected true\n\
+                 multicast: to the group, ttl 1\ndone\n"
                     .into(),
             )
         },

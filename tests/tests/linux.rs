@@ -203,6 +203,15 @@ mod tests {
         }
     }
 
+    /// UDP multicast: membership, interface, TTL and loopback options,
+    /// a datagram to a group reaching a member through the host's
+    /// loopback: every result and errno the host's (tests/progs/mcast.c).
+    fn mcast(b: Build) {
+        if let Some((dir, _)) = same_as_host("mcast", b, &[]) {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     /// Unix stream sockets bound to paths and abstract names, and
     /// sendmmsg/recvmmsg: every result and errno the host's
     /// (tests/progs/unixsock.c).
@@ -870,6 +879,7 @@ mod tests {
         fsize: fsize_glibc_dynamic, fsize_musl_static, fsize_musl_static_pie;
         holes: holes_glibc_dynamic, holes_musl_static, holes_musl_static_pie;
         unixsock: unixsock_glibc_dynamic, unixsock_musl_static, unixsock_musl_static_pie;
+        mcast: mcast_glibc_dynamic, mcast_musl_static, mcast_musl_static_pie;
         unixmsg: unixmsg_glibc_dynamic, unixmsg_musl_static, unixmsg_musl_static_pie;
         locks: locks_glibc_dynamic, locks_musl_static, locks_musl_static_pie;
         sigwait: sigwait_glibc_dynamic, sigwait_musl_static, sigwait_musl_static_pie;

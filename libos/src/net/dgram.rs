@@ -15,6 +15,7 @@ use core::net::{IpAddr, Ipv6Addr, SocketAddr};
 use core::sync::atomic::AtomicU32;
 
 use super::addr;
+use super::multicast::{self, Multicast};
 use super::options::{
     IPPROTO_IPV6, IPV6_V6ONLY, Options, SO_ACCEPTCONN, SO_ERROR, SOCK_DGRAM, SOL_SOCKET,
 };
@@ -48,6 +49,7 @@ struct St {
     /// connected socket: `ECONNREFUSED`), returned once by the next
     /// receive or `SO_ERROR`, as Linux's `sk_err`.
     so_error: Option<Errno>,
+    mcast: Multicast,
 }
 
 struct Shared {
@@ -107,6 +109,7 @@ impl Dgram {
                     shut_wr: false,
                     closing: false,
                     so_error: None,
+                    mcast: Multicast::new(),
                 }),
                 readable: WaitQueue::new(),
                 wakes: Wakes::new(),
@@ -174,6 +177,15 @@ impl Dgram {
                 at.unwrap_or_else(|| addr::unspecified(self.family)),
             ),
         )?;
+        // Multicast options set while there was no host socket, in their
+        // order (a membership whose interface the host refuses is left
+        // out, as the program saw it succeed).
+        let pending = self.sh.st.lock().mcast.take_pending();
+        for (level, name, value) in pending {
+            if let Err(e) = conv.ctl(c, &multicast::ctl(level, name, &value)) {
+                log::debug!("udp: multicast option {level}/{name} on binding: {e}");
+            }
+        }
         conv.open_data(c)?;
         let local = conv.address(c, "local");
         let conv = Arc::new(conv);
@@ -391,6 +403,26 @@ impl Dgram {
 
     /// `setsockopt`.
     pub fn set_option(&self, level: u32, name: u32, value: &[u8]) -> Result<(), Errno> {
+        let ipv6 = self.family == addr::AF_INET6;
+        if multicast::own(level, name) {
+            Multicast::check(level, name, value, ipv6)?;
+            let conv = {
+                let mut st = self.sh.st.lock();
+                match st.conv.clone() {
+                    Some(conv) => conv,
+                    None => {
+                        st.mcast.defer(level, name, value);
+                        st.mcast.took(level, name, value);
+                        return Ok(());
+                    }
+                }
+            };
+            // The host's answer: the interface exists, the group is one,
+            // not joined twice, left only if joined.
+            conv.ctl(client()?, &multicast::ctl(level, name, value))?;
+            self.sh.st.lock().mcast.took(level, name, value);
+            return Ok(());
+        }
         let (int, conv) = {
             let mut st = self.sh.st.lock();
             // Fixed once the socket has a port (Linux's `do_ipv6_setsockopt`).
@@ -414,6 +446,21 @@ impl Dgram {
             let off = if int != 0 { "" } else { " off" };
             conv.ctl(client()?, &format!("{word}{off}"))?;
         }
+        // TTL, hop limit and loopback of multicast sends: the host
+        // socket's too (checked above as Linux checks them).
+        if multicast::also_host(level, name) {
+            let conv = {
+                let mut st = self.sh.st.lock();
+                let conv = st.conv.clone();
+                if conv.is_none() {
+                    st.mcast.defer(level, name, value);
+                }
+                conv
+            };
+            if let Some(conv) = conv {
+                conv.ctl(client()?, &multicast::ctl(level, name, value))?;
+            }
+        }
         Ok(())
     }
 
@@ -425,7 +472,13 @@ impl Dgram {
                 Ok(e.to_le_bytes().to_vec())
             }
             (SOL_SOCKET, SO_ACCEPTCONN) => Ok(0i32.to_le_bytes().to_vec()),
-            _ => self.sh.st.lock().opts.get(level, name),
+            _ => {
+                let st = self.sh.st.lock();
+                let ipv6 = self.family == addr::AF_INET6;
+                st.mcast
+                    .get(level, name, ipv6)
+                    .unwrap_or_else(|| st.opts.get(level, name))
+            }
         }
     }
 }

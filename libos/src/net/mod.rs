@@ -12,6 +12,7 @@
 pub mod addr;
 pub mod charge;
 pub mod ifaces;
+pub mod multicast;
 pub mod options;
 
 #[cfg(target_os = "none")]

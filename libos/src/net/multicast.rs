@@ -1,0 +1,229 @@
+//! A UDP socket's multicast options: group membership, the interface,
+//! TTL/hop limit and loopback of what it sends. They act on the host
+//! socket, so once the socket is bound at the gateway each one goes there
+//! (`sockopt LEVEL NAME HEX` on its `ctl`) and the host's answer is the
+//! program's; set before the socket is bound (Linux allows it), the host
+//! socket gets them when it is made, in the order they were set.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::options::{IPPROTO_IP, IPPROTO_IPV6};
+use crate::errno::Errno;
+
+const IP_MULTICAST_IF: u32 = 32;
+const IP_MULTICAST_TTL: u32 = 33;
+const IP_MULTICAST_LOOP: u32 = 34;
+const IP_ADD_MEMBERSHIP: u32 = 35;
+const IP_DROP_MEMBERSHIP: u32 = 36;
+const IP_MULTICAST_ALL: u32 = 49;
+const IPV6_MULTICAST_IF: u32 = 17;
+const IPV6_MULTICAST_HOPS: u32 = 18;
+const IPV6_MULTICAST_LOOP: u32 = 19;
+const IPV6_ADD_MEMBERSHIP: u32 = 20;
+const IPV6_DROP_MEMBERSHIP: u32 = 21;
+const IPV6_MULTICAST_ALL: u32 = 29;
+
+/// The most of an option's value the gateway takes (its `MAX_SOCKOPT`):
+/// more than any of these requests is, so what is cut is what Linux
+/// ignores too.
+const MAX_VALUE: usize = 32;
+
+/// Options kept here (not in [`super::options::Options`]): their values
+/// are the host's to check.
+pub fn own(level: u32, name: u32) -> bool {
+    matches!(
+        (level, name),
+        (
+            IPPROTO_IP,
+            IP_MULTICAST_IF | IP_ADD_MEMBERSHIP | IP_DROP_MEMBERSHIP | IP_MULTICAST_ALL
+        ) | (
+            IPPROTO_IPV6,
+            IPV6_MULTICAST_IF | IPV6_ADD_MEMBERSHIP | IPV6_DROP_MEMBERSHIP | IPV6_MULTICAST_ALL
+        )
+    )
+}
+
+/// Options checked and kept by [`super::options::Options`] that the host
+/// socket needs too (they change what it sends).
+pub fn also_host(level: u32, name: u32) -> bool {
+    matches!(
+        (level, name),
+        (IPPROTO_IP, IP_MULTICAST_TTL | IP_MULTICAST_LOOP)
+            | (IPPROTO_IPV6, IPV6_MULTICAST_HOPS | IPV6_MULTICAST_LOOP)
+    )
+}
+
+/// The `ctl` message that sets `value` on the host socket.
+pub fn ctl(level: u32, name: u32, value: &[u8]) -> String {
+    let mut s = format!("sockopt {level} {name} ");
+    for b in &value[..value.len().min(MAX_VALUE)] {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+fn int(value: &[u8]) -> Option<i32> {
+    Some(i32::from_le_bytes(value.get(..4)?.try_into().ok()?))
+}
+
+/// What a socket keeps of its multicast options.
+pub struct Multicast {
+    /// `IP_MULTICAST_IF`'s address (what `getsockopt` gives).
+    if4: [u8; 4],
+    /// `IPV6_MULTICAST_IF`'s interface index.
+    if6: i32,
+    all4: bool,
+    all6: bool,
+    /// Set before the host socket existed, for it when it does.
+    pending: Vec<(u32, u32, Vec<u8>)>,
+}
+
+impl Default for Multicast {
+    fn default() -> Multicast {
+        Multicast::new()
+    }
+}
+
+impl Multicast {
+    /// Linux's defaults: any interface, every group's datagrams
+    /// (`IP_MULTICAST_ALL` 1).
+    pub const fn new() -> Multicast {
+        Multicast {
+            if4: [0; 4],
+            if6: 0,
+            all4: true,
+            all6: true,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Checks what Linux checks before it looks at interfaces and groups
+    /// (`do_ip_setsockopt`, `do_ipv6_setsockopt`), for an option of
+    /// [`own`] on a socket of `family`'s (`ipv6`).
+    pub fn check(level: u32, name: u32, value: &[u8], ipv6: bool) -> Result<(), Errno> {
+        if level == IPPROTO_IPV6 && !ipv6 {
+            return Err(Errno::ENOPROTOOPT);
+        }
+        let min = match (level, name) {
+            (IPPROTO_IP, IP_ADD_MEMBERSHIP | IP_DROP_MEMBERSHIP) => 8,
+            (IPPROTO_IP, IP_MULTICAST_IF) => 4,
+            (IPPROTO_IP, IP_MULTICAST_ALL) => 1,
+            (IPPROTO_IPV6, IPV6_ADD_MEMBERSHIP | IPV6_DROP_MEMBERSHIP) => 20,
+            _ => 4,
+        };
+        if value.len() < min {
+            return Err(Errno::EINVAL);
+        }
+        if level == IPPROTO_IP && name == IP_MULTICAST_ALL {
+            let v = if value.len() >= 4 {
+                int(value).unwrap_or(0)
+            } else {
+                i32::from(value[0])
+            };
+            if v != 0 && v != 1 {
+                return Err(Errno::EINVAL);
+            }
+        }
+        Ok(())
+    }
+
+    /// The host socket took `value` (or will): what `getsockopt` shows.
+    pub fn took(&mut self, level: u32, name: u32, value: &[u8]) {
+        match (level, name) {
+            (IPPROTO_IP, IP_MULTICAST_IF) => {
+                // An `ip_mreq`/`ip_mreqn` names the interface's address
+                // after the group; a bare `in_addr` is that address.
+                let at = if value.len() >= 8 { 4 } else { 0 };
+                if let Some(a) = value.get(at..at + 4) {
+                    self.if4.copy_from_slice(a);
+                }
+            }
+            (IPPROTO_IP, IP_MULTICAST_ALL) => {
+                self.all4 = value.first().is_some_and(|b| *b != 0) || int(value).unwrap_or(0) != 0;
+            }
+            (IPPROTO_IPV6, IPV6_MULTICAST_IF) => self.if6 = int(value).unwrap_or(0),
+            (IPPROTO_IPV6, IPV6_MULTICAST_ALL) => self.all6 = int(value).unwrap_or(0) != 0,
+            _ => {}
+        }
+    }
+
+    /// Keeps an option for the host socket to come.
+    pub fn defer(&mut self, level: u32, name: u32, value: &[u8]) {
+        self.pending.push((level, name, value.to_vec()));
+    }
+
+    /// The options set before the host socket existed, in order.
+    pub fn take_pending(&mut self) -> Vec<(u32, u32, Vec<u8>)> {
+        core::mem::take(&mut self.pending)
+    }
+
+    /// `getsockopt` of an option of [`own`]; `None` for the others.
+    pub fn get(&self, level: u32, name: u32, ipv6: bool) -> Option<Result<Vec<u8>, Errno>> {
+        if !own(level, name) {
+            return None;
+        }
+        if level == IPPROTO_IPV6 && !ipv6 {
+            return Some(Err(Errno::EOPNOTSUPP));
+        }
+        Some(match (level, name) {
+            (IPPROTO_IP, IP_MULTICAST_IF) => Ok(self.if4.to_vec()),
+            (IPPROTO_IP, IP_MULTICAST_ALL) => Ok(i32::from(self.all4).to_le_bytes().to_vec()),
+            (IPPROTO_IPV6, IPV6_MULTICAST_IF) => Ok(self.if6.to_le_bytes().to_vec()),
+            (IPPROTO_IPV6, IPV6_MULTICAST_ALL) => Ok(i32::from(self.all6).to_le_bytes().to_vec()),
+            // Memberships are not options to read back.
+            _ => Err(Errno::ENOPROTOOPT),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_go_to_the_host_as_hex_and_read_back_as_linux_shows_them() {
+        assert_eq!(
+            ctl(IPPROTO_IP, IP_ADD_MEMBERSHIP, &[239, 1, 2, 3, 0, 0, 0, 0]),
+            "sockopt 0 35 ef01020300000000"
+        );
+        assert_eq!(ctl(0, 35, &[0; 40]).len(), "sockopt 0 35 ".len() + 64);
+        assert_eq!(
+            Multicast::check(IPPROTO_IP, IP_ADD_MEMBERSHIP, &[0; 4], true),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            Multicast::check(IPPROTO_IPV6, IPV6_MULTICAST_IF, &[0; 4], false),
+            Err(Errno::ENOPROTOOPT)
+        );
+        assert_eq!(
+            Multicast::check(IPPROTO_IP, IP_MULTICAST_ALL, &[2, 0, 0, 0], true),
+            Err(Errno::EINVAL)
+        );
+        let mut m = Multicast::new();
+        m.took(
+            IPPROTO_IP,
+            IP_MULTICAST_IF,
+            &[239, 1, 2, 3, 127, 0, 0, 1, 0, 0, 0, 0],
+        );
+        assert_eq!(
+            m.get(IPPROTO_IP, IP_MULTICAST_IF, false),
+            Some(Ok(alloc::vec![127, 0, 0, 1]))
+        );
+        m.took(IPPROTO_IPV6, IPV6_MULTICAST_IF, &2i32.to_le_bytes());
+        assert_eq!(
+            m.get(IPPROTO_IPV6, IPV6_MULTICAST_IF, true),
+            Some(Ok(2i32.to_le_bytes().to_vec()))
+        );
+        assert_eq!(
+            m.get(IPPROTO_IP, IP_MULTICAST_ALL, true),
+            Some(Ok(1i32.to_le_bytes().to_vec()))
+        );
+        assert_eq!(
+            m.get(IPPROTO_IP, IP_ADD_MEMBERSHIP, true),
+            Some(Err(Errno::ENOPROTOOPT))
+        );
+        assert_eq!(m.get(IPPROTO_IP, 1, true), None);
+    }
+}
