@@ -285,6 +285,51 @@ mod tests {
         assert_eq!(off.c.walk_path(1, "net"), Err(ENOENT));
     }
 
+    /// Multicast options through `sockopt`: set on the host socket (its
+    /// errno is the answer), hostile text refused, TCP refused.
+    #[test]
+    fn udp_multicast_options_reach_the_host_socket() {
+        let net = Net::new();
+        let ctl = net.open("net/udp/clone").unwrap();
+        let join = "sockopt 0 35 ef4d4d1f00000000"; // 239.77.77.31, any interface
+        // No host socket yet: the client binds first.
+        assert_eq!(net.ctl(ctl, join), Err(libc::EINVAL as u32));
+        net.ctl(ctl, "headers").unwrap();
+        net.ctl(ctl, "announce 0.0.0.0!0").unwrap();
+        net.ctl(ctl, join).unwrap();
+        assert_eq!(net.ctl(ctl, join), Err(libc::EADDRINUSE as u32));
+        // Not a multicast group; an interface index that does not exist.
+        assert_eq!(
+            net.ctl(ctl, "sockopt 0 35 0a01020300000000"),
+            Err(libc::EINVAL as u32)
+        );
+        assert_eq!(
+            net.ctl(ctl, "sockopt 0 35 ef4d4d2000000000e7030000"),
+            Err(libc::ENODEV as u32)
+        );
+        net.ctl(ctl, "sockopt 0 33 05000000").unwrap();
+        net.ctl(ctl, "sockopt 0 36 ef4d4d1f00000000").unwrap();
+        assert_eq!(
+            net.ctl(ctl, "sockopt 0 36 ef4d4d1f00000000"),
+            Err(libc::EADDRNOTAVAIL as u32)
+        );
+        let long = format!("sockopt 0 35 {}", "00".repeat(40));
+        for (text, e) in [
+            ("sockopt 1 2 01000000", libc::ENOPROTOOPT),
+            ("sockopt 6 1 01000000", libc::ENOPROTOOPT),
+            ("sockopt 0 35 zz", libc::EINVAL),
+            ("sockopt 0 35 0", libc::EINVAL),
+            ("sockopt 0", libc::EINVAL),
+            ("sockopt -1 -1 00", libc::ENOPROTOOPT),
+            (long.as_str(), libc::EINVAL),
+        ] {
+            assert_eq!(net.ctl(ctl, text), Err(e as u32), "{text}");
+        }
+        // A TCP connection takes none of them.
+        let (tcp, _) = net.clone_conv();
+        assert_eq!(net.ctl(tcp, join), Err(libc::EINVAL as u32));
+    }
+
     /// One UDP datagram each way through `/net/udp` in `headers` mode: the
     /// header carries the peer's address; the policy is checked for every
     /// datagram's destination.
