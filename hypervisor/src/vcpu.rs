@@ -59,10 +59,20 @@ pub fn setup_cpuid(supported: CpuId, vcpu: &VcpuFd, id: u32) -> Result<u64, VmmE
     // KVM's supported CPUID, as `hostcheck::check` fetched it (once: the
     // ioctl takes ≈ 0.5 ms on a PVM host).
     let mut cpuid = supported;
+    // Some PVM hosts leave XSAVE out of KVM's supported list, yet run the
+    // guest with the host's own CR4 and XCR0: its programs can use every
+    // enabled component (AVX, AVX-512), so say so, as the host's CPUID
+    // does — without XSAVE and OSXSAVE, glibc and HotSpot take AVX for
+    // unusable (a partition's JVM ran without it, and a program's feature
+    // checks differed from the host's).
+    let host_leaf1 = core::arch::x86_64::__cpuid(1);
+    let host_xsave = host_leaf1.ecx & (1 << 26) != 0 && host_leaf1.ecx & (1 << 27) != 0;
+    let pvm = is_pvm_host(vcpu);
     let xsave = cpuid
         .as_slice()
         .iter()
-        .any(|e| e.function == 1 && e.ecx & (1 << 26) != 0);
+        .any(|e| e.function == 1 && e.ecx & (1 << 26) != 0)
+        || (pvm && host_xsave);
     let supported = cpuid
         .as_slice()
         .iter()
@@ -87,6 +97,10 @@ pub fn setup_cpuid(supported: CpuId, vcpu: &VcpuFd, id: u32) -> Result<u64, VmmE
         match e.function {
             1 => {
                 e.ecx |= (1 << 31) | (1 << 24) | (1 << 21); // hypervisor, TSC-deadline, x2APIC
+                if xsave {
+                    // KVM sets OSXSAVE (bit 27) from the guest's CR4.
+                    e.ecx |= 1 << 26;
+                }
                 e.ebx = (e.ebx & 0x00ff_ffff) | (id << 24); // initial APIC ID
             }
             0xa => {
