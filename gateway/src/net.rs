@@ -1352,9 +1352,6 @@ impl Conv {
         Ok(())
     }
 
-    /// UDP `connect`: binds to any address of `addr`'s family if not bound
-    /// yet, then connects the host socket (datagrams come only from
-    /// `addr`; writes without headers go there).
     /// A multicast option on the UDP host socket (which the client binds
     /// first): the host's answer is the program's.
     fn udp_sockopt(self: &Arc<Self>, level: i32, name: i32, value: &[u8]) -> Result<(), Errno> {
@@ -1365,6 +1362,9 @@ impl Conv {
         sys::setsockopt_bytes(u.as_fd(), level, name, value)
     }
 
+    /// UDP `connect`: binds to any address of `addr`'s family if not bound
+    /// yet, then connects the host socket (datagrams come only from
+    /// `addr`; writes without headers go there).
     fn udp_connect(self: &Arc<Self>, addr: SocketAddr) -> Result<(), Errno> {
         self.with_state(|st| {
             if matches!(st.sock, Sock::None) {

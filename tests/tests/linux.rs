@@ -505,8 +505,8 @@ mod tests {
     /// system calls, page faults, signals and thread creation.
     ///
     /// A twentieth of the program's default work per round (`spin`): on
-    /// PVM hosts whose exits cost 50-80 µs the default took 4-8 minutes in
-    /// a partition, every signal and system call an exit or more (tens of
+    /// PVM hosts whose exits cost 50-80 µs the default had not ended after
+    /// 3.5 minutes in a partition (`3 12` took 128 s), every signal and system call an exit or more (tens of
     /// thousands of signals still arrive); `./x stress` runs the default.
     fn torture(b: Build) {
         if let Some((dir, _)) = same_as_host("torture", b, &["4", "30", "200000"]) {

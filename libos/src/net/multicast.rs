@@ -9,18 +9,17 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::options::{IPPROTO_IP, IPPROTO_IPV6};
+use super::options::{
+    IP_MULTICAST_LOOP, IP_MULTICAST_TTL, IPPROTO_IP, IPPROTO_IPV6, IPV6_MULTICAST_HOPS,
+    IPV6_MULTICAST_LOOP,
+};
 use crate::errno::Errno;
 
 const IP_MULTICAST_IF: u32 = 32;
-const IP_MULTICAST_TTL: u32 = 33;
-const IP_MULTICAST_LOOP: u32 = 34;
 const IP_ADD_MEMBERSHIP: u32 = 35;
 const IP_DROP_MEMBERSHIP: u32 = 36;
 const IP_MULTICAST_ALL: u32 = 49;
 const IPV6_MULTICAST_IF: u32 = 17;
-const IPV6_MULTICAST_HOPS: u32 = 18;
-const IPV6_MULTICAST_LOOP: u32 = 19;
 const IPV6_ADD_MEMBERSHIP: u32 = 20;
 const IPV6_DROP_MEMBERSHIP: u32 = 21;
 const IPV6_MULTICAST_ALL: u32 = 29;
@@ -66,6 +65,12 @@ pub fn ctl(level: u32, name: u32, value: &[u8]) -> String {
 
 fn int(value: &[u8]) -> Option<i32> {
     Some(i32::from_le_bytes(value.get(..4)?.try_into().ok()?))
+}
+
+/// An IPv4 option's value as `ip_setsockopt` reads it: an int, or a
+/// single byte when that is all there is.
+fn int_or_byte(value: &[u8]) -> i32 {
+    int(value).unwrap_or_else(|| value.first().map_or(0, |b| i32::from(*b)))
 }
 
 /// What a socket keeps of its multicast options.
@@ -117,11 +122,7 @@ impl Multicast {
             return Err(Errno::EINVAL);
         }
         if level == IPPROTO_IP && name == IP_MULTICAST_ALL {
-            let v = if value.len() >= 4 {
-                int(value).unwrap_or(0)
-            } else {
-                i32::from(value[0])
-            };
+            let v = int_or_byte(value);
             if v != 0 && v != 1 {
                 return Err(Errno::EINVAL);
             }
@@ -141,7 +142,7 @@ impl Multicast {
                 }
             }
             (IPPROTO_IP, IP_MULTICAST_ALL) => {
-                self.all4 = value.first().is_some_and(|b| *b != 0) || int(value).unwrap_or(0) != 0;
+                self.all4 = int_or_byte(value) != 0;
             }
             (IPPROTO_IPV6, IPV6_MULTICAST_IF) => self.if6 = int(value).unwrap_or(0),
             (IPPROTO_IPV6, IPV6_MULTICAST_ALL) => self.all6 = int(value).unwrap_or(0) != 0,
