@@ -480,6 +480,15 @@ pub fn run(cfg: &PartitionConfig) -> Result<Outcome, VmmError> {
     if let Some(hz) = host_hz() {
         cmdline += &format!(" net.hz={hz}");
     }
+    // The host's clocks as its programs see them: the coarse clocks'
+    // resolution (its tick), and whether the alarm clocks work (they need
+    // a real-time clock device).
+    if let Some(ns) = host_clock_res(libc::CLOCK_REALTIME_COARSE) {
+        cmdline += &format!(" time.coarse={ns}");
+    }
+    if host_clock_res(libc::CLOCK_REALTIME_ALARM).is_none() {
+        cmdline += " time.alarm=0";
+    }
     if let Some(name) = host_name() {
         // The program's `uname` is the host's: its name resolves as on the
         // host (`/etc/hosts`).
@@ -1190,6 +1199,23 @@ fn console_write(mem: &GuestMemory, gpa: u32) {
         let mut out = std::io::stdout().lock();
         out.write_all(&buf).and_then(|()| out.flush())
     };
+}
+
+/// The resolution the host reports for `clock` in ns (`None`: the host
+/// does not have that clock).
+fn host_clock_res(clock: libc::clockid_t) -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a local `timespec` the call writes.
+    if unsafe { libc::clock_getres(clock, &mut ts) } != 0 {
+        return None;
+    }
+    u64::try_from(ts.tv_sec)
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(u64::try_from(ts.tv_nsec).ok()?)
 }
 
 /// The host kernel's tick rate (`CONFIG_HZ`), which rounds socket time

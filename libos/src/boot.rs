@@ -519,6 +519,15 @@ fn run(
     if let Some(hz) = cfg.cmdline_value("net.hz").and_then(|v| v.parse().ok()) {
         crate::net::options::set_hz(hz);
     }
+    if let Some(ns) = cfg
+        .cmdline_value("time.coarse")
+        .and_then(|v| v.parse().ok())
+    {
+        time::set_coarse_res(ns);
+    }
+    if cfg.cmdline_value("time.alarm") == Some("0") {
+        time::set_alarm_clocks(false);
+    }
     if cfg.cmdline_value("profile") == Some("1") {
         crate::profile::enable();
     }

@@ -22,6 +22,8 @@ pub mod boot;
 pub mod cache;
 pub mod cache_image;
 #[cfg(target_os = "none")]
+pub mod clock;
+#[cfg(target_os = "none")]
 pub mod console;
 pub mod drivers;
 #[cfg(target_os = "none")]

@@ -2,7 +2,7 @@
 //! figure) or CPUID, gives a monotonic clock; the boot time from the boot info
 //! anchors the wall clock.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::arch::cpu::rdtsc;
 
@@ -11,6 +11,35 @@ static TSC_KHZ: AtomicU64 = AtomicU64::new(0);
 /// ns = ticks * NS_MULT >> 32.
 static NS_MULT: AtomicU64 = AtomicU64::new(0);
 static BOOT_UNIX_NS: AtomicU64 = AtomicU64::new(0);
+
+/// The coarse clocks' resolution: the host's tick (Debian's 250 Hz unless
+/// the VMM says otherwise).
+static COARSE_RES_NS: AtomicU64 = AtomicU64::new(4_000_000);
+/// Whether the host has the alarm clocks (`CLOCK_*_ALARM` need a
+/// real-time clock device; without one Linux refuses them).
+static ALARM_CLOCKS: AtomicBool = AtomicBool::new(true);
+
+/// Sets the coarse clocks' resolution (the host's, from the VMM).
+pub fn set_coarse_res(ns: u64) {
+    if ns != 0 {
+        COARSE_RES_NS.store(ns, Ordering::Relaxed);
+    }
+}
+
+/// The coarse clocks' resolution in ns.
+pub fn coarse_res_ns() -> u64 {
+    COARSE_RES_NS.load(Ordering::Relaxed)
+}
+
+/// Says whether the host has the alarm clocks.
+pub fn set_alarm_clocks(present: bool) {
+    ALARM_CLOCKS.store(present, Ordering::Relaxed);
+}
+
+/// Whether the alarm clocks work (as on the host).
+pub fn alarm_clocks() -> bool {
+    ALARM_CLOCKS.load(Ordering::Relaxed)
+}
 
 /// Starts the clocks. `tsc_khz` is the TSC frequency; `boot_unix_ns` the wall
 /// time at boot.
@@ -51,9 +80,10 @@ pub fn ticks_to_ns(ticks: u64) -> u64 {
     ((u128::from(ticks) * u128::from(NS_MULT.load(Ordering::Relaxed))) >> 32) as u64
 }
 
-/// Converts nanoseconds to TSC ticks (rounded up).
+/// Converts nanoseconds to TSC ticks (rounded up; saturating: a deadline
+/// centuries ahead must not wrap round to one in the past).
 pub fn ns_to_ticks(ns: u64) -> u64 {
-    (u128::from(ns) * u128::from(tsc_khz())).div_ceil(1_000_000) as u64
+    u64::try_from((u128::from(ns) * u128::from(tsc_khz())).div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }
 
 /// Nanoseconds since the kernel started.
@@ -63,7 +93,9 @@ pub fn monotonic_ns() -> u64 {
 
 /// The TSC value `ns` nanoseconds after boot.
 pub fn deadline_tsc(ns_since_boot: u64) -> u64 {
-    TSC_AT_BOOT.load(Ordering::Relaxed) + ns_to_ticks(ns_since_boot)
+    TSC_AT_BOOT
+        .load(Ordering::Relaxed)
+        .saturating_add(ns_to_ticks(ns_since_boot))
 }
 
 /// Nanoseconds since the Unix epoch.

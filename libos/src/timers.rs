@@ -1,9 +1,11 @@
 //! Interval timers that signal: POSIX timers (`timer_create`) and the
 //! process's `setitimer` timers. One kernel thread sleeps until the next
-//! deadline and sends the signals; `ITIMER_VIRTUAL` and `ITIMER_PROF`
-//! count elapsed time, not CPU time (the partition's program has its vCPU
-//! to itself when it runs). The worker also enforces `RLIMIT_CPU` on the
-//! process's CPU time ([`cpu_limit`]).
+//! deadline and sends the signals. Timers on a CPU-time clock (the
+//! process's or a thread's, and `ITIMER_VIRTUAL`/`ITIMER_PROF`) are looked
+//! at as Linux's tick would: CPU time runs at most as fast as the clock
+//! on one vCPU, so the worker looks again when the rest could have been
+//! used, and at most every tick. The worker also enforces `RLIMIT_CPU` on
+//! the process's CPU time ([`cpu_limit`]).
 
 use alloc::collections::BTreeMap;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -22,13 +24,40 @@ pub enum Notify {
     None,
 }
 
+/// The time a timer runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Base {
+    /// The monotonic clock.
+    Monotonic,
+    /// The wall clock: absolute times are Unix times (its deadline is kept
+    /// on the monotonic clock).
+    Wall,
+    /// CPU time: the deadline is in the target's CPU ns.
+    Cpu(crate::clock::CpuTarget),
+}
+
+impl Base {
+    /// The base's now, in the units of its deadlines (`None`: a thread
+    /// whose CPU time it counts has exited; its timers never fire).
+    pub fn now(self) -> Option<u64> {
+        match self {
+            Base::Monotonic | Base::Wall => Some(crate::time::monotonic_ns()),
+            Base::Cpu(c) => c.read().ok(),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Timer {
     notify: Notify,
-    /// Runs on the wall clock (absolute times are wall-clock times).
-    wall: bool,
-    /// Monotonic ns of the next expiry; 0 when disarmed.
+    base: Base,
+    /// The next expiry on `base`; 0 when disarmed.
     deadline: u64,
+    /// The last expiry it was armed for, once disarmed: Linux reads a
+    /// disarmed `SIGEV_NONE` timer's remaining time from it
+    /// (`common_timer_get`), so that one shows the time left to where it
+    /// was set before.
+    stale: u64,
     /// ns between expiries; 0 for one.
     interval: u64,
     /// Expiries missed at the last one (`timer_getoverrun`).
@@ -72,10 +101,9 @@ static KICKED: AtomicBool = AtomicBool::new(false);
 /// timer armed for later needs no wake-up: the worker looks again then.
 static WORKER_NEXT: AtomicU64 = AtomicU64::new(0);
 
-/// Makes a disarmed timer (`wall`: on the wall clock) whose signals carry
-/// `value` (`None`: its id, as Linux does without a `sigevent`); returns
-/// its id.
-pub fn create(notify: Notify, wall: bool, value: Option<u64>) -> Result<i64, Errno> {
+/// Makes a disarmed timer on `base` whose signals carry `value` (`None`:
+/// its id, as Linux does without a `sigevent`); returns its id.
+pub fn create(notify: Notify, base: Base, value: Option<u64>) -> Result<i64, Errno> {
     let mut next = NEXT_ID.lock();
     let mut t = TIMERS.lock();
     // Linux's limit is RLIMIT_SIGPENDING; this one is generous.
@@ -88,8 +116,9 @@ pub fn create(notify: Notify, wall: bool, value: Option<u64>) -> Result<i64, Err
         id,
         Timer {
             notify,
-            wall,
+            base,
             deadline: 0,
+            stale: 0,
             interval: 0,
             overrun: 0,
             value: value.unwrap_or(id as u64),
@@ -103,23 +132,25 @@ pub fn delete(id: i64) -> Result<(), Errno> {
     TIMERS.lock().remove(&id).map(|_| ()).ok_or(Errno::EINVAL)
 }
 
-/// Arms timer `id` to expire at monotonic `deadline` (0 disarms) and every
-/// `interval` ns after; returns the old (remaining, interval). An
-/// `setitimer` timer is made on first use with `notify`.
+/// Arms timer `id` to expire at `deadline` on its base (0 disarms) and
+/// every `interval` ns after; returns the old (remaining, interval). An
+/// `setitimer` timer is made on first use with `make`'s notification and
+/// base.
 pub fn set(
     id: i64,
     deadline: u64,
     interval: u64,
-    notify: Option<Notify>,
+    make: Option<(Notify, Base)>,
 ) -> Result<(u64, u64), Errno> {
     let now = crate::time::monotonic_ns();
     let old = {
         let mut all = TIMERS.lock();
-        if let Some(n) = notify {
+        if let Some((notify, base)) = make {
             all.entry(id).or_insert(Timer {
-                notify: n,
-                wall: false,
+                notify,
+                base,
                 deadline: 0,
+                stale: 0,
                 interval: 0,
                 overrun: 0,
                 value: 0,
@@ -127,12 +158,20 @@ pub fn set(
         }
         let t = all.get_mut(&id).ok_or(Errno::EINVAL)?;
         let old = (remaining(t, now), t.interval);
+        if deadline == 0 && t.deadline != 0 {
+            t.stale = t.deadline;
+        }
         t.deadline = deadline;
-        t.interval = if deadline == 0 { 0 } else { interval };
+        // A disarmed timer has no interval, but for `ITIMER_VIRTUAL` and
+        // `ITIMER_PROF`, whose interval Linux keeps (`set_cpu_itimer`).
+        let keep = id < 0 && matches!(t.base, Base::Cpu(_));
+        t.interval = if deadline == 0 && !keep { 0 } else { interval };
         t.overrun = 0;
         // Disarmed, or due after the worker's next look: no wake-up (a
-        // watchdog `alarm` re-armed before every step costs no switch).
-        let sooner = deadline != 0 && deadline < WORKER_NEXT.load(Ordering::SeqCst);
+        // watchdog `alarm` re-armed before every step costs no switch). A
+        // CPU-time deadline is no time on the clock: always a look.
+        let cpu = matches!(t.base, Base::Cpu(_));
+        let sooner = deadline != 0 && (cpu || deadline < WORKER_NEXT.load(Ordering::SeqCst));
         (old, sooner || WORKER_NEXT.load(Ordering::SeqCst) == 0)
     };
     let (old, wake) = old;
@@ -153,9 +192,9 @@ pub fn get(id: i64) -> Result<(u64, u64), Errno> {
     }
 }
 
-/// Whether timer `id` runs on the wall clock.
-pub fn wall(id: i64) -> bool {
-    TIMERS.lock().get(&id).is_some_and(|t| t.wall)
+/// The base timer `id` runs on.
+pub fn base(id: i64) -> Result<Base, Errno> {
+    TIMERS.lock().get(&id).map(|t| t.base).ok_or(Errno::EINVAL)
 }
 
 /// The overrun count of timer `id`'s last expiry.
@@ -169,11 +208,19 @@ pub fn overrun(id: i64) -> Result<u32, Errno> {
 
 fn remaining(t: &Timer, now: u64) -> u64 {
     if t.deadline == 0 {
-        0
-    } else {
-        // An expired timer not yet serviced reads as about to expire.
-        t.deadline.saturating_sub(now).max(1)
+        let hrtimer = !matches!(t.base, Base::Cpu(_));
+        return if t.notify == Notify::None && hrtimer {
+            t.stale.saturating_sub(now)
+        } else {
+            0
+        };
     }
+    let now = match t.base {
+        Base::Cpu(c) => c.read().unwrap_or(0),
+        _ => now,
+    };
+    // An expired timer not yet serviced reads as about to expire.
+    t.deadline.saturating_sub(now).max(1)
 }
 
 /// Wakes the worker (starting it on first use) to look at the deadlines.
@@ -222,8 +269,11 @@ fn cpu_limit(now: u64) -> Option<u64> {
         soft += 1;
         set_rlimit(RLIMIT_CPU, (soft, hard));
     }
-    // Looked at no more often than Linux's tick would (4 ms).
-    let left = soft.saturating_mul(SEC).saturating_sub(cpu).max(4_000_000);
+    // Looked at no more often than Linux's tick would.
+    let left = soft
+        .saturating_mul(SEC)
+        .saturating_sub(cpu)
+        .max(crate::time::coarse_res_ns());
     Some(now.saturating_add(left))
 }
 
@@ -239,18 +289,38 @@ fn worker() {
         {
             let mut all = TIMERS.lock();
             for (&id, t) in all.iter_mut() {
-                if t.deadline != 0 && t.deadline <= now {
-                    match (now - t.deadline).checked_div(t.interval) {
+                if t.deadline == 0 {
+                    continue;
+                }
+                let Some(at) = (match t.base {
+                    Base::Cpu(c) => c.read().ok(),
+                    _ => Some(now),
+                }) else {
+                    continue;
+                };
+                if t.deadline <= at {
+                    match (at - t.deadline).checked_div(t.interval) {
                         Some(missed) => {
                             t.overrun = u32::try_from(missed).unwrap_or(i32::MAX as u32);
                             t.deadline += (missed + 1) * t.interval;
                         }
-                        None => t.deadline = 0,
+                        None => {
+                            t.stale = t.deadline;
+                            t.deadline = 0;
+                        }
                     }
                     fire.push((t.notify, info(id, t)));
                 }
                 if t.deadline != 0 {
-                    next = Some(next.map_or(t.deadline, |n| n.min(t.deadline)));
+                    // A CPU-time deadline: not before the rest could have
+                    // been used, nor sooner than a tick.
+                    let look = match t.base {
+                        Base::Cpu(_) => {
+                            now.saturating_add((t.deadline - at).max(crate::time::coarse_res_ns()))
+                        }
+                        _ => t.deadline,
+                    };
+                    next = Some(next.map_or(look, |n| n.min(look)));
                 }
             }
             WORKER_NEXT.store(next.unwrap_or(u64::MAX), Ordering::SeqCst);

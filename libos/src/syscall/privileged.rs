@@ -49,18 +49,23 @@ pub fn settimeofday(a: &[u64; 6]) -> Result<u64, Errno> {
     Err(Errno::EPERM)
 }
 
-/// `clock_settime(clock, tp)`: only `CLOCK_REALTIME` can be set; its
-/// time, then `CAP_SYS_TIME`.
+/// `clock_settime(clock, tp)`: only `CLOCK_REALTIME` could be set (its
+/// time, then `CAP_SYS_TIME`); the CPU-time clocks refuse with `EPERM`.
 pub fn clock_settime(a: &[u64; 6]) -> Result<u64, Errno> {
-    // A negative id is a CPU-time clock, which reads the time before it
-    // refuses; the other fixed clocks cannot be set at all.
-    let clock = a[0] as i32;
-    if clock > 0 {
+    use crate::clock::Clock;
+    // Only the wall clock, the CPU-time clocks by id (not the fixed
+    // process and thread ones) and dynamic clocks have a way to be set;
+    // the CPU-time clocks are checked, then refused.
+    let clock = Clock::of(a[0])?;
+    let by_id = (a[0] as u32 as i32) < 0;
+    if !(clock == Clock::Realtime || by_id) {
         return Err(Errno::EINVAL);
     }
     let b = user::read_array::<16>(a[1])?;
-    if clock < 0 {
-        return Err(Errno::EINVAL);
+    match clock {
+        Clock::Cpu(c) => return c.target().and(Err(Errno::EPERM)),
+        Clock::Dynamic => return Err(Errno::EINVAL),
+        _ => {}
     }
     let sec = i64::from_le_bytes(b[..8].try_into().map_err(|_| Errno::EFAULT)?);
     let nsec = i64::from_le_bytes(b[8..16].try_into().map_err(|_| Errno::EFAULT)?);

@@ -3,12 +3,6 @@
 use crate::errno::Errno;
 use crate::mm::user;
 
-const CLOCK_REALTIME: u64 = 0;
-const CLOCK_MONOTONIC: u64 = 1;
-const CLOCK_BOOTTIME: u64 = 7;
-const CLOCK_REALTIME_ALARM: u64 = 8;
-const CLOCK_BOOTTIME_ALARM: u64 = 9;
-const CLOCK_TAI: u64 = 11;
 const TIMER_ABSTIME: u64 = 1;
 
 /// A `struct timespec` in nanoseconds (`EINVAL` if malformed).
@@ -49,32 +43,86 @@ pub fn nanosleep(a: &[u64; 6]) -> Result<u64, Errno> {
 }
 
 /// `clock_nanosleep(clock, flags, req, rem)`: relative or, with
-/// `TIMER_ABSTIME`, until a time of the realtime or monotonic clock.
+/// `TIMER_ABSTIME`, until a time of the clock: the wall and monotonic
+/// clocks, and the process's or another thread's CPU time. Checked in
+/// Linux's order: the clock, whether it can be slept on, the time, then
+/// what the clock itself refuses.
 pub fn clock_nanosleep(a: &[u64; 6]) -> Result<u64, Errno> {
-    let realtime = match a[0] {
-        CLOCK_REALTIME | CLOCK_REALTIME_ALARM | CLOCK_TAI => true,
-        CLOCK_MONOTONIC | CLOCK_BOOTTIME | CLOCK_BOOTTIME_ALARM => false,
-        // Clocks Linux knows but cannot sleep on (the thread CPU-time, raw
-        // and coarse clocks) answer EOPNOTSUPP there; others EINVAL.
-        3..=6 => return Err(Errno::EOPNOTSUPP),
-        _ => return Err(Errno::EINVAL),
-    };
-    let ns = timespec_ns(a[2])?;
-    if a[1] & TIMER_ABSTIME == 0 {
-        return sleep_relative(ns, a[3]);
+    use crate::clock::Clock;
+    let clock = Clock::of(a[0])?;
+    // Linux sleeps on neither the calling thread's fixed CPU-time clock,
+    // the raw and coarse clocks, nor dynamic ones.
+    let thread_fixed = a[0] as u32 == 3;
+    if thread_fixed || matches!(clock, Clock::Raw | Clock::Coarse | Clock::Dynamic) {
+        return Err(Errno::EOPNOTSUPP);
     }
-    let now_mono = crate::time::monotonic_ns();
-    let deadline = if realtime {
-        // The realtime clock is the monotonic one plus the boot time.
-        let now_real = crate::time::realtime_ns();
-        now_mono.saturating_add(ns.saturating_sub(now_real))
-    } else {
+    let ns = timespec_ns(a[2])?;
+    let absolute = a[1] & TIMER_ABSTIME != 0;
+    match clock {
+        Clock::Alarm(_) if !clock.present() => Err(Errno::EOPNOTSUPP),
+        Clock::Alarm(_) if a[1] & !TIMER_ABSTIME != 0 => Err(Errno::EINVAL),
+        // Alarm clocks need CAP_WAKE_ALARM.
+        Clock::Alarm(_) => Err(Errno::EPERM),
+        Clock::Cpu(c) => {
+            let me = crate::sched::current().id();
+            if c.thread && (c.id == 0 || c.id == me) {
+                return Err(Errno::EINVAL);
+            }
+            sleep_cpu(c.target()?, ns, absolute, a[3])
+        }
+        _ if !absolute => sleep_relative(ns, a[3]),
+        _ => {
+            let now_mono = crate::time::monotonic_ns();
+            let deadline = if clock.wall() {
+                // The realtime clock is the monotonic one plus the boot
+                // time.
+                let now_real = crate::time::realtime_ns();
+                now_mono.saturating_add(ns.saturating_sub(now_real))
+            } else {
+                ns
+            };
+            if crate::sched::sleep_until_interruptible(deadline) {
+                Ok(0)
+            } else {
+                Err(Errno::EINTR)
+            }
+        }
+    }
+}
+
+/// Sleeps until CPU time `target` reaches `ns` (from now unless
+/// `absolute`), looking at it as Linux's tick would: when the rest could
+/// have been used (CPU time runs at most as fast as the clock on one
+/// vCPU), at most every tick. A signal ends it with `EINTR`, the CPU time
+/// left in `rem` for a relative sleep.
+fn sleep_cpu(
+    target: crate::clock::CpuTarget,
+    ns: u64,
+    absolute: bool,
+    rem: u64,
+) -> Result<u64, Errno> {
+    let deadline = if absolute {
         ns
-    };
-    if crate::sched::sleep_until_interruptible(deadline) {
-        Ok(0)
     } else {
-        Err(Errno::EINTR)
+        target.read()?.saturating_add(ns)
+    };
+    loop {
+        let now = target.read()?;
+        if now >= deadline {
+            return Ok(0);
+        }
+        let look = crate::time::monotonic_ns()
+            .saturating_add((deadline - now).max(crate::time::coarse_res_ns()));
+        if !crate::sched::sleep_until_interruptible(look) {
+            if rem != 0 && !absolute {
+                let left = deadline.saturating_sub(target.read().unwrap_or(deadline));
+                let mut b = [0u8; 16];
+                b[..8].copy_from_slice(&(left / 1_000_000_000).to_le_bytes());
+                b[8..].copy_from_slice(&(left % 1_000_000_000).to_le_bytes());
+                user::copy_in(rem, &b)?;
+            }
+            return Err(Errno::EINTR);
+        }
     }
 }
 

@@ -50,7 +50,7 @@ fn timespec(b: &[u8]) -> Result<u64, Errno> {
     if sec < 0 || !(0..NS as i64).contains(&nsec) {
         return Err(Errno::EINVAL);
     }
-    Ok((sec as u64).saturating_mul(NS).saturating_add(nsec as u64))
+    Ok(super::timer::ktime(sec, nsec))
 }
 
 /// Writes a `struct itimerspec` (interval, value) at `addr`.
@@ -64,16 +64,18 @@ fn put_itimerspec(addr: u64, (value, interval): (u64, u64)) -> Result<(), Errno>
 }
 
 /// `timerfd_settime(fd, flags, new_value, old_value)`.
+/// Checked in Linux's order: the new time's copy, the flags and times,
+/// then the descriptor.
 pub fn timerfd_settime(a: &[u64; 6]) -> Result<u64, Errno> {
+    let b = &user::read_array::<32>(a[2])?;
     let flags = a[1] as u32 as u64;
     if flags & !(TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET) != 0 {
         return Err(Errno::EINVAL);
     }
-    let o = timer(a[0])?;
-    let t = o.like::<TimerFd>().ok_or(Errno::EINVAL)?;
-    let b = &user::read_array::<32>(a[2])?;
     let interval = timespec(&b[..16])?;
     let value = timespec(&b[16..])?;
+    let o = timer(a[0])?;
+    let t = o.like::<TimerFd>().ok_or(Errno::EINVAL)?;
     let old = t.set(value, interval, flags & TFD_TIMER_ABSTIME != 0);
     if a[3] != 0 {
         put_itimerspec(a[3], old)?;

@@ -44,12 +44,13 @@ impl Timer {
     }
 
     /// Arms (at `next`, 0 disarms) with `interval`, dropping unread
-    /// expirations; returns the old (remaining, interval) as of `now`.
+    /// expirations; returns the old (remaining, interval) as of `now`. A
+    /// disarmed timer keeps the interval it was given, as Linux's.
     pub fn set(&mut self, now: u64, next: u64, interval: u64) -> (u64, u64) {
         let old = self.get(now);
         *self = Timer {
             next,
-            interval: if next == 0 { 0 } else { interval },
+            interval,
             ticks: 0,
             fired: self.fired,
         };
@@ -264,7 +265,9 @@ mod tests {
         // Re-arming drops what was not read and reports the old setting.
         t.advance(200);
         assert_eq!(t.set(200, 0, 10), (10, 10));
-        assert_eq!((t.next, t.interval, t.ticks), (0, 0, 0));
+        // Disarmed, it keeps the interval it was given (as Linux's).
+        assert_eq!((t.next, t.interval, t.ticks), (0, 10, 0));
+        assert_eq!(t.get(300), (0, 10));
     }
 
     #[test]
