@@ -307,7 +307,14 @@ fn enqueue(
 /// first — is woken to take it. Dropped at once if its disposition
 /// ignores it and the main thread does not block it (Linux's
 /// `sig_ignored`). `EAGAIN` when the queue is full.
-pub fn send_process(sig: u32, mut info: SigInfo) -> Result<(), Errno> {
+pub fn send_process(sig: u32, info: SigInfo) -> Result<(), Errno> {
+    send_process_to(sig, info, None)
+}
+
+/// [`send_process`], woken in thread `prefer` if it does not block `sig`
+/// (Linux sends a CPU-time itimer's signal to the thread its tick charged:
+/// profilers' samples are of the thread that ran).
+pub fn send_process_to(sig: u32, mut info: SigInfo, prefer: Option<u64>) -> Result<(), Errno> {
     if !(1..=64).contains(&sig) {
         return Err(Errno::EINVAL);
     }
@@ -322,7 +329,12 @@ pub fn send_process(sig: u32, mut info: SigInfo) -> Result<(), Errno> {
     info[0..4].copy_from_slice(&(sig as i32).to_le_bytes());
     let full = enqueue(&mut SHARED_QUEUED.lock(), &SHARED_PENDING, sig, info);
     queued_wake();
-    if let Some(t) = crate::process::thread_not_blocking(sig).and_then(crate::process::thread) {
+    let preferred = prefer
+        .and_then(crate::process::thread)
+        .filter(|t| t.user.sigmask.load(Ordering::Relaxed) & bit(sig) == 0);
+    if let Some(t) = preferred
+        .or_else(|| crate::process::thread_not_blocking(sig).and_then(crate::process::thread))
+    {
         crate::sched::make_ready(t);
     }
     if full { Err(Errno::EAGAIN) } else { Ok(()) }

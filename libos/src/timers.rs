@@ -20,6 +20,10 @@ pub enum Notify {
     Process(u32),
     /// One thread (`SIGEV_THREAD_ID`).
     Thread(u32, u64),
+    /// The process, woken in the program thread that ran last
+    /// (`ITIMER_VIRTUAL`, `ITIMER_PROF`: Linux signals the thread whose
+    /// tick expired it).
+    Running(u32),
     /// Nobody (`SIGEV_NONE`): the timer is only read.
     None,
 }
@@ -206,9 +210,14 @@ pub fn overrun(id: i64) -> Result<u32, Errno> {
         .ok_or(Errno::EINVAL)
 }
 
+/// Timer `t`'s time to its next expiry as of monotonic `now`, as Linux's
+/// `common_timer_get` reads it: whether or not the worker has serviced an
+/// expiry yet, a periodic timer on the clock is read as moved on past
+/// `now`; an expired one-shot reads 0 without a signal (`SIGEV_NONE`) and
+/// 1 ns, about to expire, with one.
 fn remaining(t: &Timer, now: u64) -> u64 {
+    let hrtimer = !matches!(t.base, Base::Cpu(_));
     if t.deadline == 0 {
-        let hrtimer = !matches!(t.base, Base::Cpu(_));
         return if t.notify == Notify::None && hrtimer {
             t.stale.saturating_sub(now)
         } else {
@@ -219,8 +228,19 @@ fn remaining(t: &Timer, now: u64) -> u64 {
         Base::Cpu(c) => c.read().unwrap_or(0),
         _ => now,
     };
-    // An expired timer not yet serviced reads as about to expire.
-    t.deadline.saturating_sub(now).max(1)
+    if t.deadline > now {
+        return t.deadline - now;
+    }
+    match (now - t.deadline).checked_div(t.interval) {
+        Some(missed) if hrtimer => {
+            let next = t
+                .deadline
+                .saturating_add((missed + 1).saturating_mul(t.interval));
+            next.saturating_sub(now).max(1)
+        }
+        None if t.notify == Notify::None && hrtimer => 0,
+        _ => 1,
+    }
 }
 
 /// Wakes the worker (starting it on first use) to look at the deadlines.
@@ -329,6 +349,11 @@ fn worker() {
             let _ = match n {
                 Notify::Process(sig) => crate::signal::send_process(sig, info),
                 Notify::Thread(sig, tid) => crate::signal::send_info(tid, sig, info),
+                Notify::Running(sig) => crate::signal::send_process_to(
+                    sig,
+                    info,
+                    Some(crate::sched::last_program_thread()),
+                ),
                 Notify::None => Ok(()),
             };
         }

@@ -142,8 +142,9 @@ static void its_print(const struct itimerspec *its) {
  * expire at once or has (1), or is set far ahead (2). */
 static clockid_t fd_clock[SLOTS];
 static int fd_state[SLOTS];
-/* Per POSIX timer: whether its expiry sends a signal to this thread. */
-static int timer_sig[NTIMERS];
+/* Per POSIX timer: whether its expiry sends a signal to this thread, and
+ * whether it runs on CPU time. */
+static int timer_sig[NTIMERS], timer_cpu[NTIMERS];
 
 /* A time to set: nothing (disarm), 1 ns (expires at once), long (never
  * within a run), or one that is invalid. `*long_sec` says which long. */
@@ -210,7 +211,7 @@ static void begin(void) {
         if (timer_id[i] >= 0)
             syscall(SYS_timer_delete, timer_id[i]);
         timer_id[i] = -1;
-        timer_sig[i] = 0;
+        timer_sig[i] = timer_cpu[i] = 0;
     }
     for (int i = 0; i < SLOTS; i++)
         fd_state[i] = 0;
@@ -433,6 +434,7 @@ static void call(unsigned idx) {
         if (r == 0) {
             timer_id[s] = id;
             timer_sig[s] = ev.sigev_notify != SIGEV_NONE;
+            timer_cpu[s] = c == CLOCK_PROCESS_CPUTIME_ID || c == CLOCK_THREAD_CPUTIME_ID || c < 0;
         }
         return;
     }
@@ -467,6 +469,13 @@ static void call(unsigned idx) {
         if ((fl & TIMER_ABSTIME) && expires) {
             /* Near the epoch with a period, it would overrun as often as
              * the clock's now says. */
+            its.it_interval.tv_sec = its.it_interval.tv_nsec = 0;
+        }
+        if (expires && s >= 0 && timer_cpu[s]) {
+            /* Linux re-arms an expired CPU-time timer from samples of the
+             * process's time that a loaded machine makes disagree (its
+             * remaining time then reads 1 ns or the period at random):
+             * one-shot. */
             its.it_interval.tv_sec = its.it_interval.tv_nsec = 0;
         }
         int want_old = pick(4) != 0;

@@ -19,6 +19,12 @@
 //!   a reader's shared lock against a commit, a busy writer, interleaved
 //!   transactions, integrity check — SQLite's own use of the process's
 //!   POSIX locks.
+//! * async-profiler 3.0 (`AsyncProf`: its native library from the jar)
+//!   profiles the JVM's own busy loop with `itimer` (`ITIMER_PROF`),
+//!   `ctimer` (POSIX timers on each thread's CPU clock) and `wall`: it
+//!   finds its libraries in /proc/self/maps (device and inode included),
+//!   patches their imports, and its samples must land in the program's
+//!   code (a CPU-time itimer's signal goes to the thread that ran).
 //! * Jackson databind 2.21 (`JsonRoundTrip`): a 19 MB generated document,
 //!   objects → file → objects, tree and streaming parser, CRC32s.
 //! * `java.util.zip`/`java.util.jar` (`ZipJar`): multi-MB zip, jar, zip file
@@ -529,6 +535,32 @@ mod tests {
         host_vs_partition("sqlite", JDK25, "SqliteDb", Some("sqlite"), 1, &|d| {
             vec![d.join("db").display().to_string()]
         });
+    }
+
+    // ---- async-profiler ----
+
+    #[test]
+    fn async_profiler_jdk17() {
+        host_vs_partition(
+            "asyncprof",
+            JDK17,
+            "AsyncProf",
+            Some("asyncprofiler"),
+            1,
+            &|_| Vec::new(),
+        );
+    }
+
+    #[test]
+    fn async_profiler_jdk25() {
+        host_vs_partition(
+            "asyncprof",
+            JDK25,
+            "AsyncProf",
+            Some("asyncprofiler"),
+            1,
+            &|_| Vec::new(),
+        );
     }
 
     // ---- Jackson, zip/jar, parallel streams ----

@@ -1763,15 +1763,28 @@ pub fn proc_maps() -> String {
             Backing::File { offset, .. } | Backing::Mem { offset, .. } => *offset,
             Backing::Anon | Backing::Beyond => 0,
         };
+        // A file's device and inode as `stat` gives them: profilers and
+        // debuggers (async-profiler) take a mapping with inode 0 for
+        // anonymous memory and skip its library.
+        let (dev, ino) = match &a.backing {
+            Backing::File { file, .. } => match &**file {
+                crate::fd::File::P9 { path, ino, .. } => (crate::syscall::stat::dev_of(path), *ino),
+                crate::fd::File::Console { .. } => (0, 0),
+            },
+            Backing::Mem { memfd, .. } => (0x39, memfd.regular().map_or(0, |m| m.ino())),
+            Backing::Anon | Backing::Beyond => (0, 0),
+        };
         let line_start = out.len();
         let _ = write!(
             out,
-            "{s:08x}-{:08x} {}{}{}{} {offset:08x} 00:00 0",
+            "{s:08x}-{:08x} {}{}{}{} {offset:08x} {:02x}:{:02x} {ino}",
             a.end,
             r(PROT_READ, 'r'),
             r(PROT_WRITE, 'w'),
             r(PROT_EXEC, 'x'),
             if a.shared { 's' } else { 'p' },
+            (dev >> 8) & 0xfff,
+            dev & 0xff,
         );
         if let Some(n) = &a.name {
             // Linux pads the name to column 73.

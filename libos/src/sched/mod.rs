@@ -409,8 +409,26 @@ pub fn block() {
     block_current();
 }
 
+/// The program thread that last left the CPU (its id; 0 before any did):
+/// the one a CPU-time itimer's tick charged (see `timers`).
+static LAST_PROGRAM: AtomicU64 = AtomicU64::new(0);
+
+/// The program thread that last ran: the current one if it is a program
+/// thread, else the one that last left the CPU.
+pub fn last_program_thread() -> u64 {
+    let c = current();
+    if c.user.active.load(Ordering::Relaxed) {
+        c.id()
+    } else {
+        LAST_PROGRAM.load(Ordering::Relaxed)
+    }
+}
+
 /// Charges `prev` for its run on the CPU and starts `next`'s.
 fn account_switch(prev: &Thread, next: &Thread) {
+    if prev.user.active.load(Ordering::Relaxed) {
+        LAST_PROGRAM.store(prev.id(), Ordering::Relaxed);
+    }
     let now = time::monotonic_ns();
     let since = prev.user.on_cpu_since.load(Ordering::Relaxed);
     prev.user

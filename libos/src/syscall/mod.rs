@@ -66,7 +66,7 @@ mod sleep;
 mod socket;
 mod sockname;
 mod sockopt;
-mod stat;
+pub(crate) mod stat;
 mod statfs;
 mod stubs;
 mod symlink;

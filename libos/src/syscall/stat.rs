@@ -21,7 +21,7 @@ fn put(buf: &mut [u8; 144], off: usize, v: u64) {
 /// The device number of a file at `path`: Linux gives each mount its own,
 /// so one per mount point of the namespace (Java finds a file's store in
 /// `/proc/mounts` by it), from 0x39 ("9") up.
-fn dev_of(path: &str) -> u64 {
+pub(crate) fn dev_of(path: &str) -> u64 {
     0x39 + crate::cache::mount_index(path) as u64
 }
 

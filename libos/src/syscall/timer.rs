@@ -206,7 +206,11 @@ pub fn setitimer(a: &[u64; 6]) -> Result<u64, Errno> {
             .saturating_add(crate::time::coarse_res_ns()),
         _ => crate::time::monotonic_ns().saturating_add(value),
     };
-    let old = timers::set(id, deadline, interval, Some((Notify::Process(sig), base)))?;
+    let notify = match base {
+        Base::Cpu(_) => Notify::Running(sig),
+        _ => Notify::Process(sig),
+    };
+    let old = timers::set(id, deadline, interval, Some((notify, base)))?;
     if a[2] != 0 {
         put_itimerval(a[2], old)?;
     }

@@ -45,6 +45,9 @@ pub struct ProcessInfo {
     pub cpus: usize,
     /// Voluntary and involuntary context switches.
     pub switches: (u64, u64),
+    /// The thread's state: `R` running or ready to, `S` waiting
+    /// (profilers sample only the running ones).
+    pub state: char,
 }
 
 /// The CPU count as a list: `0` for one CPU, `0-3` for four.
@@ -411,11 +414,12 @@ pub fn loadavg(threads: u64, pid: u64) -> String {
 pub fn self_stat(p: &ProcessInfo) -> String {
     let ticks = p.utime_ns / (1_000_000_000 / USER_HZ);
     let mut s = format!(
-        "{tid} ({name}) R {ppid} {pid} {pid} 0 -1 4194560 0 0 0 0 {ticks} 0 0 0 20 0 {threads} 0 0 {vsize} {rss} 18446744073709551615 ",
+        "{tid} ({name}) {state} {ppid} {pid} {pid} 0 -1 4194560 0 0 0 0 {ticks} 0 0 0 20 0 {threads} 0 0 {vsize} {rss} 18446744073709551615 ",
         tid = p.tid,
         pid = p.pid,
         name = p.name,
         ppid = p.ppid,
+        state = p.state,
         threads = p.threads.max(1),
         vsize = p.vsize,
         rss = p.rss / 4096,
@@ -491,11 +495,16 @@ pub fn status(p: &ProcessInfo) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        "Name:\t{name}\nUmask:\t{umask:04o}\nState:\tR (running)\nTgid:\t{pid}\nNgid:\t0\nPid:\t{tid}\n\
+        "Name:\t{name}\nUmask:\t{umask:04o}\nState:\t{state}\nTgid:\t{pid}\nNgid:\t0\nPid:\t{tid}\n\
          PPid:\t{ppid}\nTracerPid:\t0\nUid:\t{u}\t{u}\t{u}\t{u}\nGid:\t{g}\t{g}\t{g}\t{g}\n\
          FDSize:\t64\nGroups:\t\nNStgid:\t{pid}\nNSpid:\t{tid}\nNSpgid:\t{pid}\nNSsid:\t{pid}\n",
         name = p.name,
         umask = p.umask,
+        state = if p.state == 'S' {
+            "S (sleeping)"
+        } else {
+            "R (running)"
+        },
         tid = p.tid,
         pid = p.pid,
         ppid = p.ppid,
@@ -645,6 +654,7 @@ mod tests {
             utime_ns: 2_500_000_000,
             start_stack: 0x7fff_0000,
             cpus: 1,
+            state: 'R',
             ..ProcessInfo::default()
         };
         let s = self_stat(&p);
@@ -692,6 +702,7 @@ mod tests {
             locked: 8192,
             data: 4096,
             cpus: 1,
+            state: 'R',
             ..ProcessInfo::default()
         };
         let s = status(&p);

@@ -200,10 +200,21 @@ pub fn generate(file: ProcFile) -> String {
 /// What `/proc/self/task/<tid>/stat` and `…/status` report: the process's
 /// figures under the thread's id and name.
 fn thread_info(tid: u64) -> ProcessInfo {
+    let t = crate::process::thread(tid);
     ProcessInfo {
         tid,
         name: crate::syscall::prctl::thread_name(tid),
+        state: t.as_ref().map_or('R', |t| state_of(t)),
+        utime_ns: t.as_ref().map_or(0, |t| crate::sched::cpu_ns(t)),
         ..process_info()
+    }
+}
+
+/// A thread's state letter: `R` on the CPU or ready for it, `S` waiting.
+fn state_of(t: &crate::sched::Thread) -> char {
+    match t.state() {
+        crate::sched::State::Blocked => 'S',
+        _ => 'R',
     }
 }
 
@@ -228,12 +239,16 @@ pub fn process_info() -> ProcessInfo {
         rss: used,
         locked: crate::mm::vma::locked_bytes(),
         data: crate::mm::vma::data_bytes(),
-        utime_ns: crate::time::monotonic_ns(),
+        // The process's user time (was the time since boot: `top` and
+        // profilers read CPU time here).
+        utime_ns: crate::syscall::rusage::cpu_ns().0,
         // Any address inside the stack's area lets a reader (HotSpot)
         // find that area in /proc/self/maps.
         start_stack: stack_end.map_or(0, |e| e - 8),
         cpus: cpus(),
         switches: (s.switches - s.preemptions, s.preemptions),
+        // The main thread's, as Linux's `/proc/<pid>/stat`.
+        state: crate::process::thread(pid()).map_or('R', |t| state_of(&t)),
     }
 }
 
