@@ -189,10 +189,40 @@ pub fn set(
 /// unused `setitimer` timer reads as disarmed).
 pub fn get(id: i64) -> Result<(u64, u64), Errno> {
     let now = crate::time::monotonic_ns();
-    match TIMERS.lock().get(&id) {
-        Some(t) => Ok((remaining(t, now), t.interval)),
+    match TIMERS.lock().get_mut(&id) {
+        Some(t) => {
+            forward(t, now);
+            Ok((remaining(t, now), t.interval))
+        }
         None if id < 0 => Ok((0, 0)),
         None => Err(Errno::EINVAL),
+    }
+}
+
+/// Moves a periodic `SIGEV_NONE` timer's expiry past `now`, as Linux's
+/// `common_timer_get` does when the timer is read (such a timer is never
+/// queued, so nothing else moves it: its expiry stays where it was set
+/// until it is read, and a disarm leaves it there).
+fn forward(t: &mut Timer, now: u64) {
+    if t.notify == Notify::None
+        && !matches!(t.base, Base::Cpu(_))
+        && t.deadline != 0
+        && t.deadline <= now
+        && let Some(missed) = (now - t.deadline).checked_div(t.interval)
+    {
+        t.deadline = t
+            .deadline
+            .saturating_add((missed + 1).saturating_mul(t.interval));
+    }
+}
+
+/// Reads timer `id` as `timer_settime` does before changing it when the
+/// old setting is asked for (Linux reads it then, which moves a periodic
+/// `SIGEV_NONE` timer on: see [`forward`]).
+pub fn read_before_set(id: i64) {
+    let now = crate::time::monotonic_ns();
+    if let Some(t) = TIMERS.lock().get_mut(&id) {
+        forward(t, now);
     }
 }
 
@@ -309,7 +339,8 @@ fn worker() {
         {
             let mut all = TIMERS.lock();
             for (&id, t) in all.iter_mut() {
-                if t.deadline == 0 {
+                // A `SIGEV_NONE` timer is never queued: it is only read.
+                if t.deadline == 0 || t.notify == Notify::None {
                     continue;
                 }
                 let Some(at) = (match t.base {

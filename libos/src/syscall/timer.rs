@@ -138,6 +138,9 @@ pub fn timer_settime(a: &[u64; 6]) -> Result<u64, Errno> {
         // A thread gone: its clock stands still.
         base.now().unwrap_or(0).saturating_add(value)
     };
+    if a[3] != 0 {
+        timers::read_before_set(id);
+    }
     let old = timers::set(id, deadline, interval, None)?;
     if a[3] != 0 {
         put_pair(a[3], old, 1)?;
