@@ -196,6 +196,30 @@ static struct timespec time_pick(int absolute, clockid_t clk, long long *long_se
     }
 }
 
+/* A time to sleep for (or until) that never waits: invalid (nanoseconds
+ * too many or negative, seconds negative), zero, or when `absolute` 5 ns
+ * after the clock's epoch, past on every clock (a CPU clock's too). */
+static struct timespec no_wait_time(int absolute) {
+    struct timespec t = {0, 0};
+    switch (pick(5)) {
+    case 0:
+        t.tv_nsec = 1000000000;
+        break;
+    case 1:
+        t.tv_sec = -1;
+        break;
+    case 2:
+        t.tv_nsec = -1;
+        break;
+    case 3:
+        break;
+    default:
+        t.tv_nsec = absolute ? 5 : 0;
+        break;
+    }
+    return t;
+}
+
 static void drain_signals(void) {
     sigset_t s;
     sigemptyset(&s);
@@ -600,21 +624,7 @@ static void call(unsigned idx) {
         clockid_t c = clock_usual(3);
         static const int flags[] = {0, TIMER_ABSTIME, TIMER_ABSTIME, 2, -1};
         int fl = flags[pick(5)];
-        struct timespec t = {0, 0}, rem = {-7, -7};
-        switch (pick(4)) {
-        case 0:
-            t.tv_nsec = 1000000000;
-            break;
-        case 1:
-            t.tv_sec = -1;
-            break;
-        case 2:
-            break;
-        default:
-            /* Past on every clock when absolute, a CPU clock's too. */
-            t.tv_nsec = (fl & TIMER_ABSTIME) ? 5 : 0;
-            break;
-        }
+        struct timespec t = no_wait_time(fl & TIMER_ABSTIME), rem = {-7, -7};
         r = syscall(SYS_clock_nanosleep, c, fl, pick(10) ? (long)&t : 16L, &rem);
         /* The raw call answers -1 and errno (glibc's wrapper returns the
          * error). */
@@ -623,20 +633,7 @@ static void call(unsigned idx) {
         return;
     }
     default: { /* nanosleep's errors and a zero sleep */
-        struct timespec t = {0, 0}, rem;
-        switch (pick(4)) {
-        case 0:
-            t.tv_nsec = 1000000000;
-            break;
-        case 1:
-            t.tv_sec = -1;
-            break;
-        case 2:
-            t.tv_nsec = -1;
-            break;
-        default:
-            break;
-        }
+        struct timespec t = no_wait_time(0), rem;
         r = syscall(SYS_nanosleep, pick(8) ? (long)&t : 16L, &rem);
         printf("%u nanosleep %lld.%09ld = %s\n", idx, (long long)t.tv_sec, t.tv_nsec, res(r));
         return;
