@@ -57,6 +57,16 @@ int main(void) {
     struct ip_mreq m = mreq(group, "0.0.0.0");
     r("unbound join", setsockopt(early, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m));
     r("unbound short join", setsockopt(early, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, 4));
+    r("unbound join again", setsockopt(early, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m));
+    struct ip_mreq unicast = mreq("10.1.2.3", "0.0.0.0");
+    r("unbound join a unicast address",
+      setsockopt(early, IPPROTO_IP, IP_ADD_MEMBERSHIP, &unicast, sizeof unicast));
+    struct ip_mreq never = mreq("239.255.77.33", "0.0.0.0");
+    r("unbound leave a group not joined",
+      setsockopt(early, IPPROTO_IP, IP_DROP_MEMBERSHIP, &never, sizeof never));
+    r("unbound leave", setsockopt(early, IPPROTO_IP, IP_DROP_MEMBERSHIP, &m, sizeof m));
+    r("unbound leave again", setsockopt(early, IPPROTO_IP, IP_DROP_MEMBERSHIP, &m, sizeof m));
+    r("unbound join after leaving", setsockopt(early, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m));
     getint(early, IPPROTO_IP, IP_MULTICAST_ALL, "IP_MULTICAST_ALL");
     unsigned char ttl = 3;
     r("unbound ttl", setsockopt(early, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, 1));

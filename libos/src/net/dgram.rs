@@ -411,6 +411,7 @@ impl Dgram {
                 match st.conv.clone() {
                     Some(conv) => conv,
                     None => {
+                        st.mcast.change_membership(level, name, value)?;
                         st.mcast.defer(level, name, value);
                         st.mcast.took(level, name, value);
                         return Ok(());

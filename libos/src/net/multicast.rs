@@ -3,7 +3,9 @@
 //! socket, so once the socket is bound at the gateway each one goes there
 //! (`sockopt LEVEL NAME HEX` on its `ctl`) and the host's answer is the
 //! program's; set before the socket is bound (Linux allows it), the host
-//! socket gets them when it is made, in the order they were set.
+//! socket gets them when it is made, in the order they were set, and the
+//! memberships are answered here as Linux would (a group that is none, a
+//! second join, leaving a group not joined).
 
 use alloc::format;
 use alloc::string::String;
@@ -83,6 +85,8 @@ pub struct Multicast {
     all6: bool,
     /// Set before the host socket existed, for it when it does.
     pending: Vec<(u32, u32, Vec<u8>)>,
+    /// The memberships among them: (level, group and interface).
+    joined: Vec<(u32, Vec<u8>)>,
 }
 
 impl Default for Multicast {
@@ -101,6 +105,50 @@ impl Multicast {
             all4: true,
             all6: true,
             pending: Vec::new(),
+            joined: Vec::new(),
+        }
+    }
+
+    /// A membership change made before the host socket exists, answered
+    /// as Linux answers it (`ip_mc_join_group`, `ipv6_sock_mc_join` and
+    /// their leaves): `EINVAL` for a group that is not a multicast
+    /// address, `EADDRINUSE` for a second join of a group on an interface,
+    /// `EADDRNOTAVAIL` for leaving one not joined. Other options: `Ok`.
+    /// (Whether the interface exists is the host's to say, at bind.)
+    pub fn change_membership(&mut self, level: u32, name: u32, value: &[u8]) -> Result<(), Errno> {
+        let (join, key) = match (level, name) {
+            (IPPROTO_IP, IP_ADD_MEMBERSHIP | IP_DROP_MEMBERSHIP) => {
+                if !(224..=239).contains(&value[0]) && name == IP_ADD_MEMBERSHIP {
+                    return Err(Errno::EINVAL);
+                }
+                // `ip_mreq` or `ip_mreqn`: group, interface address, index.
+                let mut key = value[..8].to_vec();
+                key.extend_from_slice(value.get(8..12).unwrap_or(&[0; 4]));
+                (name == IP_ADD_MEMBERSHIP, key)
+            }
+            (IPPROTO_IPV6, IPV6_ADD_MEMBERSHIP | IPV6_DROP_MEMBERSHIP) => {
+                if value[0] != 0xff {
+                    return Err(Errno::EINVAL);
+                }
+                (name == IPV6_ADD_MEMBERSHIP, value[..20].to_vec())
+            }
+            _ => return Ok(()),
+        };
+        let at = self
+            .joined
+            .iter()
+            .position(|(l, k)| *l == level && *k == key);
+        match (join, at) {
+            (true, Some(_)) => Err(Errno::EADDRINUSE),
+            (true, None) => {
+                self.joined.push((level, key));
+                Ok(())
+            }
+            (false, Some(i)) => {
+                self.joined.remove(i);
+                Ok(())
+            }
+            (false, None) => Err(Errno::EADDRNOTAVAIL),
         }
     }
 
