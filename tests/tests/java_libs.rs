@@ -25,6 +25,8 @@
 //!   finds its libraries in /proc/self/maps (device and inode included),
 //!   patches their imports, and its samples must land in the program's
 //!   code (a CPU-time itimer's signal goes to the thread that ran).
+//! * JNA 5.19 (`JnaCalls`): C library calls through libjnidispatch, errno,
+//!   a qsort callback through a closure in executable memory.
 //! * Jackson databind 2.21 (`JsonRoundTrip`): a 19 MB generated document,
 //!   objects → file → objects, tree and streaming parser, CRC32s.
 //! * `java.util.zip`/`java.util.jar` (`ZipJar`): multi-MB zip, jar, zip file
@@ -561,6 +563,18 @@ mod tests {
             1,
             &|_| Vec::new(),
         );
+    }
+
+    // ---- JNA ----
+
+    #[test]
+    fn jna_jdk17() {
+        host_vs_partition("jna", JDK17, "JnaCalls", Some("jna"), 1, &|_| Vec::new());
+    }
+
+    #[test]
+    fn jna_jdk25() {
+        host_vs_partition("jna", JDK25, "JnaCalls", Some("jna"), 1, &|_| Vec::new());
     }
 
     // ---- Jackson, zip/jar, parallel streams ----
