@@ -1771,7 +1771,10 @@ pub fn proc_maps() -> String {
                 crate::fd::File::P9 { path, ino, .. } => (crate::syscall::stat::dev_of(path), *ino),
                 crate::fd::File::Console { .. } => (0, 0),
             },
-            Backing::Mem { memfd, .. } => (0x39, memfd.regular().map_or(0, |m| m.ino())),
+            Backing::Mem { memfd, .. } => (
+                crate::syscall::stat::FIRST_DEV,
+                memfd.regular().map_or(0, |m| m.ino()),
+            ),
             Backing::Anon | Backing::Beyond => (0, 0),
         };
         let line_start = out.len();

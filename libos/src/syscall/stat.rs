@@ -18,11 +18,15 @@ fn put(buf: &mut [u8; 144], off: usize, v: u64) {
     buf[off..off + 8].copy_from_slice(&v.to_le_bytes());
 }
 
+/// The first mount's device number (`0:57`, "9"): also what a file of no
+/// mount (a memory-only file, a pipe) reports.
+pub(crate) const FIRST_DEV: u64 = 0x39;
+
 /// The device number of a file at `path`: Linux gives each mount its own,
 /// so one per mount point of the namespace (Java finds a file's store in
 /// `/proc/mounts` by it), from 0x39 ("9") up.
 pub(crate) fn dev_of(path: &str) -> u64 {
-    0x39 + crate::cache::mount_index(path) as u64
+    FIRST_DEV + crate::cache::mount_index(path) as u64
 }
 
 /// The device of what descriptor `fd` has open (by the path it was opened
@@ -31,10 +35,10 @@ fn fd_dev(fd: u64) -> u64 {
     match fd::object(fd) {
         Ok(Object::File(f)) => match &*f {
             File::P9 { path, .. } => dev_of(path),
-            File::Console { .. } => 0x39,
+            File::Console { .. } => FIRST_DEV,
         },
         Ok(Object::Synthetic(s)) => dev_of(&s.path),
-        _ => 0x39,
+        _ => FIRST_DEV,
     }
 }
 
