@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -868,6 +869,102 @@ static void op_fcntl(unsigned i) {
     end();
 }
 
+/* The size and content hash of the file open as fd (for what a transfer
+ * or fallocate left). */
+static void add_file(const char *what, int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return;
+    static unsigned char all[1 << 18];
+    ssize_t n = pread(fd, all, sizeof all, 0);
+    add(" %s:size=%lld hash=%016llx", what, (long long)st.st_size,
+        (unsigned long long)fnv(all, n > 0 ? (size_t)n : 0));
+}
+
+/* copy_file_range and sendfile between two slots (Java's Files.copy and
+ * FileChannel.transferTo use them): each offset given (and advanced) or
+ * the descriptor's position, lengths across and past the end. */
+static void op_xfer(unsigned i) {
+    unsigned s = pick(NSLOTS), t = pick(NSLOTS), v = pick(2);
+    int give_in = pick(2), give_out = pick(2);
+    long long oin = odd_off(), oout = odd_off();
+    size_t n = pick(6) == 0 ? (size_t)1 << 30 : odd_len();
+    unsigned flags = pick(10) == 0 ? 1 : 0;
+    begin(i, v ? "sendfile" : "copy_file_range");
+    add(" slot=%u to=%u len=%zu", s, t, n);
+    if (give_in)
+        add(" in_off=%lld", oin);
+    if (!v && give_out)
+        add(" out_off=%lld", oout);
+    if (!v && flags)
+        add(" flags=%u", flags);
+    int in = slot_fd(s), out = slot_fd(t);
+    if (in < 0 || out < 0) {
+        add(" = empty");
+        end();
+        return;
+    }
+    /* sendfile within one file reads pages its own writes change (Linux
+     * splices page references): what it copies depends on page and pipe
+     * sizes, not on the interface. */
+    struct stat si, so;
+    if (v && fstat(in, &si) == 0 && fstat(out, &so) == 0 && si.st_ino == so.st_ino &&
+        si.st_dev == so.st_dev && S_ISREG(si.st_mode)) {
+        add(" = same-file");
+        end();
+        return;
+    }
+    off_t a = (off_t)oin, b = (off_t)oout;
+    long r = v ? sendfile(out, in, give_in ? &a : NULL, n)
+               : copy_file_range(in, give_in ? &a : NULL, out, !v && give_out ? &b : NULL, n,
+                                 flags);
+    if (result(r))
+        add(" = %ld", r);
+    if (give_in)
+        add(" in_off=%lld", (long long)a);
+    if (!v && give_out)
+        add(" out_off=%lld", (long long)b);
+    add(" pos=%lld,%lld", (long long)lseek(in, 0, SEEK_CUR), (long long)lseek(out, 0, SEEK_CUR));
+    add_file("out", out);
+    end();
+}
+
+/* fallocate's modes on a slot: allocate (growing the file or not), punch
+ * a hole, and modes Linux refuses; then the file as read. Not
+ * FALLOC_FL_ZERO_RANGE: whether it exists is the host file system's
+ * (ext4 has it, tmpfs says EOPNOTSUPP), and a partition, which cannot ask
+ * through 9P, always zeroes (docs/linux.md). */
+static void op_fallocate(unsigned i) {
+    static const struct {
+        int mode;
+        const char *text;
+    } modes[] = {
+        {0, "0"},
+        {FALLOC_FL_KEEP_SIZE, "KEEP_SIZE"},
+        {FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, "PUNCH_HOLE|KEEP_SIZE"},
+        {FALLOC_FL_PUNCH_HOLE, "PUNCH_HOLE"},
+        {FALLOC_FL_ZERO_RANGE | FALLOC_FL_PUNCH_HOLE, "ZERO_RANGE|PUNCH_HOLE"},
+        {FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_KEEP_SIZE, "COLLAPSE_RANGE|KEEP_SIZE"},
+        {0x100, "0x100"},
+    };
+    unsigned s = pick(NSLOTS), m = pick(sizeof modes / sizeof *modes);
+    long long off = pick(8) == 0 ? -1 : odd_off();
+    long long n = pick(8) == 0 ? 0 : (long long)odd_len() + 1;
+    begin(i, "fallocate");
+    add(" slot=%u mode=%s off=%lld len=%lld", s, modes[m].text, off, n);
+    int fd = slot_fd(s);
+    if (fd < 0) {
+        add(" = empty");
+        end();
+        return;
+    }
+    if (result(fallocate(fd, modes[m].mode, (off_t)off, (off_t)n)))
+        add(" = ok");
+    add(" pos=%lld", (long long)lseek(fd, 0, SEEK_CUR));
+    add_file("file", fd);
+    end();
+}
+
 typedef void (*op_fn)(unsigned);
 static const struct {
     op_fn fn;
@@ -877,7 +974,7 @@ static const struct {
     {op_truncate, 4}, {op_stat, 12}, {op_readlink, 3}, {op_symlink, 5}, {op_link, 3},
     {op_rename, 4}, {op_unlink, 5},  {op_mkdir, 3},    {op_chmod, 3},   {op_utimens, 3},
     {op_getdents, 3}, {op_access, 3}, {op_fsync, 2},   {op_cat, 4},     {op_mmap, 8},
-    {op_fcntl, 3}, {op_rwv, 4},
+    {op_fcntl, 3}, {op_rwv, 4}, {op_xfer, 4}, {op_fallocate, 3},
 };
 #define NOPS (sizeof ops / sizeof *ops)
 

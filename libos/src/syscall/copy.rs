@@ -15,18 +15,8 @@ const CHUNK: usize = 64 * 1024;
 const S_IFMT: u32 = 0o170000;
 const S_IFREG: u32 = 0o100000;
 const S_IFDIR: u32 = 0o040000;
-
-/// A source position: the `loff_t` the caller passed, or the file's own.
-fn read_loff(addr: u64) -> Result<Option<u64>, Errno> {
-    if addr == 0 {
-        return Ok(None);
-    }
-    let v = i64::from_le_bytes(user::read_array::<8>(addr)?);
-    if v < 0 {
-        return Err(Errno::EINVAL);
-    }
-    Ok(Some(v as u64))
-}
+/// `EOVERFLOW`.
+const EOVERFLOW: Errno = Errno(75);
 
 /// The file position of a 9P file.
 fn position(f: &File) -> u64 {
@@ -39,22 +29,6 @@ fn position(f: &File) -> u64 {
 fn set_position(f: &File, pos: u64) {
     if let File::P9 { offset, .. } = f {
         *offset.lock() = pos;
-    }
-}
-
-/// Whether `o` is a regular 9P file (`EISDIR` for a directory).
-fn regular(o: &Object) -> Result<bool, Errno> {
-    let Object::File(f) = o else {
-        return Ok(false);
-    };
-    let File::P9 { fid, .. } = &**f else {
-        return Ok(false);
-    };
-    let st = crate::p9::mounted().ok_or(Errno::EBADF)?.getattr(*fid)?;
-    match st.mode & S_IFMT {
-        S_IFREG => Ok(true),
-        S_IFDIR => Err(Errno::EISDIR),
-        _ => Ok(false),
     }
 }
 
@@ -107,30 +81,53 @@ fn copy(
 
 /// `sendfile(out_fd, in_fd, offset, count)`: from a file (at `*offset`,
 /// which is advanced, or at and past its position) to any writable
-/// descriptor at its position.
+/// descriptor at its position. The checks are Linux's, in its order
+/// (`sendfile64`, `do_sendfile`, `splice_direct_to_actor`).
 pub fn sendfile(a: &[u64; 6]) -> Result<u64, Errno> {
-    let out = fd::object(a[0])?;
+    let explicit = read_offset(a[2])?;
     let src = fd::object(a[1])?;
-    let count = a[3].min(MAX_RW_COUNT);
-    if src.status_flags() & O_ACCMODE == 1 || out.status_flags() & O_ACCMODE == 0 {
+    if src.status_flags() & O_ACCMODE == 1 {
+        return Err(Errno::EBADF);
+    }
+    // Pipes, sockets and the console have no pread: no offset for them.
+    let seekable = match &src {
+        Object::File(f) => matches!(&**f, File::P9 { .. }),
+        Object::Synthetic(_) | Object::Device(_) => true,
+        _ => false,
+    };
+    if explicit.is_some() && !seekable {
+        return Err(Errno::ESPIPE);
+    }
+    let count = a[3];
+    if (count as i64) < 0
+        || explicit.is_some_and(|p| p < 0 || p.checked_add(count as i64).is_none())
+    {
+        return Err(Errno::EINVAL);
+    }
+    let count = count.min(MAX_RW_COUNT);
+    let out = fd::object(a[0])?;
+    if out.status_flags() & O_ACCMODE == 0 {
         return Err(Errno::EBADF);
     }
     if out.status_flags() & O_APPEND != 0 {
         return Err(Errno::EINVAL);
     }
-    let explicit = read_loff(a[2])?;
-    let start = match (&src, explicit) {
-        (_, Some(at)) => at,
-        (Object::File(f), None) => position(f),
-        (Object::Synthetic(_) | Object::Device(_), None) => 0,
-        _ => return Err(Errno::EINVAL),
-    };
-    if matches!(&src, Object::File(f) if !matches!(&**f, File::P9 { .. })) {
+    // The source must be seekable (Linux 6.18's FMODE_LSEEK test); then
+    // nothing to copy is 0, even from a directory, which has nothing to
+    // read.
+    if !seekable {
         return Err(Errno::EINVAL);
     }
     if count == 0 {
         return Ok(0);
     }
+    let start = match (&src, explicit) {
+        (Object::File(f), at) if matches!(&**f, File::P9 { dir: false, .. }) => {
+            at.map_or_else(|| position(f), |p| p as u64)
+        }
+        (Object::Synthetic(_) | Object::Device(_), at) => at.map_or(0, |p| p as u64),
+        _ => return Err(Errno::EINVAL),
+    };
     let n = copy(&src, start, &out, None, count)?;
     match (explicit, &src) {
         (Some(_), _) => user::copy_in(a[2], &(start + n).to_le_bytes())?,
@@ -142,37 +139,59 @@ pub fn sendfile(a: &[u64; 6]) -> Result<u64, Errno> {
 
 /// `copy_file_range(fd_in, off_in, fd_out, off_out, len, flags)`: between
 /// two regular files; each offset is the caller's (advanced) or the
-/// file's position (advanced).
+/// file's position (advanced). The checks are Linux's, in its order
+/// (`vfs_copy_file_range`, `generic_copy_file_checks`, `rw_verify_area`).
 pub fn copy_file_range(a: &[u64; 6]) -> Result<u64, Errno> {
+    let src = fd::object(a[0])?;
+    let dst = fd::object(a[2])?;
+    let off_in = read_offset(a[1])?;
+    let off_out = read_offset(a[3])?;
     if a[5] != 0 {
         return Err(Errno::EINVAL);
     }
-    let src = fd::object(a[0])?;
-    let dst = fd::object(a[2])?;
+    let (sin, sout) = (attr(&src)?, attr(&dst)?);
+    let kind = |st: &Option<astraea_9p::Stat>| st.as_ref().map(|s| s.mode & S_IFMT);
+    let (kin, kout) = (kind(&sin), kind(&sout));
+    if kin == Some(S_IFDIR) || kout == Some(S_IFDIR) {
+        return Err(Errno::EISDIR);
+    }
+    let (Some(sin), Object::File(fin), Object::File(fout)) = (sin, &src, &dst) else {
+        return Err(Errno::EINVAL);
+    };
+    if kin != Some(S_IFREG) || kout != Some(S_IFREG) {
+        return Err(Errno::EINVAL);
+    }
     if src.status_flags() & O_ACCMODE == 1
         || dst.status_flags() & O_ACCMODE == 0
         || dst.status_flags() & O_APPEND != 0
     {
         return Err(Errno::EBADF);
     }
-    if !regular(&src)? || !regular(&dst)? {
-        return Err(Errno::EINVAL);
+    let from = off_in.unwrap_or_else(|| position(fin) as i64);
+    let to = off_out.unwrap_or_else(|| position(fout) as i64);
+    let len = a[4];
+    // loff_t + size_t wraps as unsigned in Linux's check.
+    if (from as u64).checked_add(len).is_none() || (to as u64).checked_add(len).is_none() {
+        return Err(EOVERFLOW);
     }
-    let (Object::File(fin), Object::File(fout)) = (&src, &dst) else {
-        return Err(Errno::EINVAL);
+    // The copy stops at the source's end; then the same file's ranges
+    // must not overlap (its inode, whichever descriptions).
+    let count = if from >= sin.size as i64 {
+        0
+    } else {
+        len.min(sin.size - from as u64)
     };
-    let off_in = read_loff(a[1])?;
-    let off_out = read_loff(a[3])?;
-    let from = off_in.unwrap_or_else(|| position(fin));
-    let to = off_out.unwrap_or_else(|| position(fout));
-    let len = a[4].min(MAX_RW_COUNT);
-    // The same file, overlapping ranges: Linux refuses.
-    if alloc::sync::Arc::ptr_eq(fin, fout)
-        && from < to.saturating_add(len)
-        && to < from.saturating_add(len)
+    if inode(fin) == inode(fout)
+        && to.wrapping_add(count as i64) > from
+        && to < from.wrapping_add(count as i64)
     {
         return Err(Errno::EINVAL);
     }
+    if from < 0 || to < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (from, to) = (from as u64, to as u64);
+    let len = len.min(MAX_RW_COUNT);
     if len == 0 {
         return Ok(0);
     }
@@ -186,4 +205,31 @@ pub fn copy_file_range(a: &[u64; 6]) -> Result<u64, Errno> {
         None => set_position(fout, to + n),
     }
     Ok(n)
+}
+
+/// A caller's `loff_t`, unchecked (`None`: no pointer).
+fn read_offset(addr: u64) -> Result<Option<i64>, Errno> {
+    if addr == 0 {
+        return Ok(None);
+    }
+    Ok(Some(i64::from_le_bytes(user::read_array::<8>(addr)?)))
+}
+
+/// The attributes of a 9P file (`None` for anything else).
+fn attr(o: &Object) -> Result<Option<astraea_9p::Stat>, Errno> {
+    let Object::File(f) = o else { return Ok(None) };
+    let File::P9 { fid, .. } = &**f else {
+        return Ok(None);
+    };
+    Ok(Some(
+        crate::p9::mounted().ok_or(Errno::EBADF)?.getattr(*fid)?,
+    ))
+}
+
+/// The inode of a 9P file (0 for the console).
+fn inode(f: &File) -> u64 {
+    match f {
+        File::P9 { ino, .. } => *ino,
+        File::Console { .. } => 0,
+    }
 }

@@ -3,8 +3,9 @@
 //! `Tsetattr`, as `ftruncate`) when the range reaches past the end, and
 //! nothing otherwise; punching a hole or zeroing a range writes zeros over
 //! the part inside the file, so it reads back as Linux's would (the host
-//! file keeps its blocks). Collapsing, inserting and unsharing ranges are
-//! `EOPNOTSUPP`, as on a file system without them.
+//! file keeps its blocks). Collapsing, inserting and unsharing ranges and
+//! writing zeroes to the device are `EOPNOTSUPP`, as on a file system
+//! without them.
 
 use alloc::vec;
 
@@ -17,12 +18,14 @@ const FALLOC_FL_COLLAPSE_RANGE: u64 = 0x08;
 const FALLOC_FL_ZERO_RANGE: u64 = 0x10;
 const FALLOC_FL_INSERT_RANGE: u64 = 0x20;
 const FALLOC_FL_UNSHARE_RANGE: u64 = 0x40;
+const FALLOC_FL_WRITE_ZEROES: u64 = 0x80;
 const KNOWN: u64 = FALLOC_FL_KEEP_SIZE
     | FALLOC_FL_PUNCH_HOLE
     | FALLOC_FL_COLLAPSE_RANGE
     | FALLOC_FL_ZERO_RANGE
     | FALLOC_FL_INSERT_RANGE
-    | FALLOC_FL_UNSHARE_RANGE;
+    | FALLOC_FL_UNSHARE_RANGE
+    | FALLOC_FL_WRITE_ZEROES;
 const S_IFMT: u32 = 0o170000;
 const S_IFREG: u32 = 0o100000;
 const S_IFDIR: u32 = 0o040000;
@@ -49,10 +52,11 @@ pub fn fallocate(a: &[u64; 6]) -> Result<u64, Errno> {
     if exclusive.count_ones() > 1 {
         return Err(Errno::EOPNOTSUPP);
     }
-    if mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE) != 0
+    // Linux 6.17's rule: the modes that change the size cannot keep it.
+    if mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE | FALLOC_FL_WRITE_ZEROES) != 0
         && mode & FALLOC_FL_KEEP_SIZE != 0
     {
-        return Err(Errno::EINVAL);
+        return Err(Errno::EOPNOTSUPP);
     }
     let o = fd::object(a[0])?;
     if o.status_flags() & O_ACCMODE == 0 {
