@@ -66,6 +66,19 @@ rm -f svm.snap svm.snap.ws
 case_ snapshot-net-taken "$astraea" run --snapshot "$PWD/net.snap" -- ./snapshot-dynamic net 47321
 case_ snapshot-net-restored "$astraea" run --from "$PWD/net.snap" --publish 47321=0
 rm -f net.snap
+# Random-sequence differs (differs.list: "CASE PROGRAM ARGS..."), compared
+# by the test with the host's output.
+# They run under the host's descriptor limits (differs.nofile: soft hard).
+if [ -f differs.list ]; then
+    (
+        read -r soft hard < differs.nofile
+        ulimit -Hn "$hard" && ulimit -Sn "$soft" || echo "svm: cannot set the descriptor limits $soft $hard" >&2
+        while read -r name prog args; do
+            # shellcheck disable=SC2086 # ARGS are words
+            case_ "$name" "$astraea" run -- "$prog" $args < /dev/null
+        done < differs.list
+    )
+fi
 for home in "$@"; do
     v=$(basename "$home")
     case_ "java-version-$v" "$astraea" run --mem 1G -- "$home/bin/java" -version
