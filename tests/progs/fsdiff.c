@@ -887,7 +887,7 @@ static void add_file(const char *what, int fd) {
 static void op_xfer(unsigned i) {
     unsigned s = pick(NSLOTS), t = pick(NSLOTS), v = pick(2);
     int give_in = pick(2), give_out = pick(2);
-    long long oin = odd_off(), oout = odd_off();
+    long long oin = pick(10) == 0 ? -1 : odd_off(), oout = pick(10) == 0 ? -1 : odd_off();
     size_t n = pick(6) == 0 ? (size_t)1 << 30 : odd_len();
     unsigned flags = pick(10) == 0 ? 1 : 0;
     begin(i, v ? "sendfile" : "copy_file_range");

@@ -125,7 +125,8 @@ const NOTES: &[(&str, Status, &str)] = &[
         "fallocate",
         Partial,
         "holes and zeroed ranges are written as zeros (the host file keeps its blocks); \
-         `KEEP_SIZE` reserves nothing; `COLLAPSE`/`INSERT`/`UNSHARE_RANGE` answer EOPNOTSUPP",
+         `KEEP_SIZE` reserves nothing; `ZERO_RANGE` works whatever the host's file system; \
+         `COLLAPSE`/`INSERT`/`UNSHARE_RANGE` and `WRITE_ZEROES` answer EOPNOTSUPP",
     ),
     (
         "sendfile",

@@ -179,7 +179,8 @@ pub fn copy_file_range(a: &[u64; 6]) -> Result<u64, Errno> {
     let count = if from >= sin.size as i64 {
         0
     } else {
-        len.min(sin.size - from as u64)
+        // Unsigned, as Linux's: a negative offset fails below.
+        len.min(sin.size.wrapping_sub(from as u64))
     };
     if inode(fin) == inode(fout)
         && to.wrapping_add(count as i64) > from
@@ -191,11 +192,13 @@ pub fn copy_file_range(a: &[u64; 6]) -> Result<u64, Errno> {
         return Err(Errno::EINVAL);
     }
     let (from, to) = (from as u64, to as u64);
-    let len = len.min(MAX_RW_COUNT);
-    if len == 0 {
+    // Never past the source's end as it was: a copy within one file
+    // would otherwise read what it has just written.
+    let count = count.min(MAX_RW_COUNT);
+    if count == 0 {
         return Ok(0);
     }
-    let n = copy(&src, from, &dst, Some(to), len)?;
+    let n = copy(&src, from, &dst, Some(to), count)?;
     match off_in {
         Some(_) => user::copy_in(a[1], &(from + n).to_le_bytes())?,
         None => set_position(fin, from + n),
