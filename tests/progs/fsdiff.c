@@ -965,6 +965,36 @@ static void op_fallocate(unsigned i) {
     end();
 }
 
+/* open(O_TMPFILE) on a name: the flag checks and the directory's lookup
+ * are compared; whether the file system makes unnamed files (ext4 and
+ * tmpfs do, a partition's 9P cannot: EOPNOTSUPP) goes to the table only,
+ * and the file is closed at once so later calls do not depend on it. */
+static void op_tmpfile(unsigned i) {
+    static const struct {
+        int flags;
+        const char *text;
+    } combos[] = {
+        {O_TMPFILE | O_RDWR, "RDWR"},
+        {O_TMPFILE | O_WRONLY, "WRONLY"},
+        {O_TMPFILE | O_RDONLY, "RDONLY"},
+        {O_TMPFILE | O_RDWR | O_CREAT, "RDWR|CREAT"},
+        {O_TMPFILE | O_RDWR | O_EXCL, "RDWR|EXCL"},
+        {(O_TMPFILE & ~O_DIRECTORY) | O_RDWR, "RDWR without O_DIRECTORY"},
+    };
+    const char *n = name();
+    unsigned k = pick(sizeof combos / sizeof *combos);
+    begin(i, "open(O_TMPFILE)");
+    add(" %s %s", n, combos[k].text);
+    int fd = openat(dfd, n, combos[k].flags, 0600);
+    if (fd >= 0 || errno == EOPNOTSUPP)
+        add(" = ~ %s", fd >= 0 ? "ok" : "EOPNOTSUPP");
+    else
+        result(fd);
+    if (fd >= 0)
+        close(fd);
+    end();
+}
+
 typedef void (*op_fn)(unsigned);
 static const struct {
     op_fn fn;
@@ -974,7 +1004,7 @@ static const struct {
     {op_truncate, 4}, {op_stat, 12}, {op_readlink, 3}, {op_symlink, 5}, {op_link, 3},
     {op_rename, 4}, {op_unlink, 5},  {op_mkdir, 3},    {op_chmod, 3},   {op_utimens, 3},
     {op_getdents, 3}, {op_access, 3}, {op_fsync, 2},   {op_cat, 4},     {op_mmap, 8},
-    {op_fcntl, 3}, {op_rwv, 4}, {op_xfer, 4}, {op_fallocate, 3},
+    {op_fcntl, 3}, {op_rwv, 4}, {op_xfer, 4}, {op_fallocate, 3}, {op_tmpfile, 2},
 };
 #define NOPS (sizeof ops / sizeof *ops)
 

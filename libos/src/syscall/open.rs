@@ -114,9 +114,15 @@ pub fn route_path(path: &str) -> Route {
     }
 }
 
-/// Flag combinations refused before the path is looked at.
+/// Flag combinations refused before the path is read (Linux's
+/// `build_open_flags`).
 fn check_flags(flags: u32) -> Result<(), Errno> {
-    if flags & (O_CREAT | O_DIRECTORY) == O_CREAT | O_DIRECTORY && flags & O_TMPFILE != O_TMPFILE {
+    if flags & O_TMPFILE & !O_DIRECTORY != 0 {
+        // O_TMPFILE whole, without O_CREAT, and open for writing.
+        if flags & (O_TMPFILE | O_CREAT) != O_TMPFILE || flags & O_ACCMODE == 0 {
+            return Err(Errno::EINVAL);
+        }
+    } else if flags & (O_CREAT | O_DIRECTORY) == O_CREAT | O_DIRECTORY {
         // Linux (since 6.4) refuses the combination outright.
         return Err(Errno::EINVAL);
     }
@@ -233,9 +239,18 @@ fn open_namespace_once(path: String, flags: u32, mode: u32) -> Result<u64, Errno
     // existing name (even a dangling link) is EEXIST. O_NOFOLLOW opens the
     // link itself, which the open then refuses with ELOOP.
     if flags & O_TMPFILE == O_TMPFILE {
-        // No 9P message makes an unnamed file; this is what Linux answers
+        // The directory is looked up as Linux's do_tmpfile does; then no
+        // 9P message makes an unnamed file, and this is what Linux answers
         // on a file system without them (libcs then make a named one).
-        return Err(Errno::EOPNOTSUPP);
+        let fid = c.walk_path(&path)?;
+        let r = match c.getattr(fid).map(|st| st.mode & S_IFMT) {
+            Ok(0o040000) if super::dirs::read_only(fid) => Err(Errno::EROFS),
+            Ok(0o040000) => Err(Errno::EOPNOTSUPP),
+            Ok(_) => Err(Errno::ENOTDIR),
+            Err(e) => Err(e),
+        };
+        c.clunk(fid);
+        return r;
     }
     let slash = dir_slash(&path);
     if slash && flags & O_CREAT != 0 {
@@ -378,15 +393,15 @@ fn open_namespace_once(path: String, flags: u32, mode: u32) -> Result<u64, Errno
 
 /// `open(path, flags, mode)`.
 pub fn open(a: &[u64; 6]) -> Result<u64, Errno> {
-    let p = user_path(a[0])?;
     check_flags(a[1] as u32)?;
+    let p = user_path(a[0])?;
     open_path(abs(&p)?, a[1] as u32, a[2] as u32)
 }
 
 /// `openat(dirfd, path, flags, mode)`.
 pub fn openat(a: &[u64; 6]) -> Result<u64, Errno> {
-    let p = user_path(a[1])?;
     check_flags(a[2] as u32)?;
+    let p = user_path(a[1])?;
     open_path(resolve(a[0], &p)?, a[2] as u32, a[3] as u32)
 }
 
