@@ -66,8 +66,8 @@ rm -f svm.snap svm.snap.ws
 case_ snapshot-net-taken "$astraea" run --snapshot "$PWD/net.snap" -- ./snapshot-dynamic net 47321
 case_ snapshot-net-restored "$astraea" run --from "$PWD/net.snap" --publish 47321=0
 rm -f net.snap
-# Random-sequence differs (differs.list: "CASE PROGRAM ARGS..."), compared
-# by the test with the host's output.
+# Random-sequence differs and programs of fixed output (differs.list:
+# "CASE PROGRAM ARGS..."), compared by the test with the host's output.
 # They run under the host's descriptor limits (differs.nofile: soft hard).
 if [ -f differs.list ]; then
     (
