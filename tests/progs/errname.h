@@ -10,6 +10,7 @@ static const char *errname(int e)
     case ESRCH: return "ESRCH";
     case ENOSYS: return "ENOSYS";
     case ENOPROTOOPT: return "ENOPROTOOPT";
+    case EXDEV: return "EXDEV";
     case EDEADLK: return "EDEADLK";
     case ETIMEDOUT: return "ETIMEDOUT";
     case ENFILE: return "ENFILE";

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -240,5 +241,39 @@ int main(void)
     SHOW("reopen with O_TRUNC", tr < 0 ? -1 : 0);
     fstat(rv, &st);
     printf("size after: %ld\n", (long)st.st_size);
+
+    /* sendfile and copy_file_range with memfds (Java's transferTo of a
+     * memory-only file): sendfile copies between any of them and a file;
+     * copy_file_range within tmpfs, but EXDEV to another file system. */
+    int ma = (int)syscall(SYS_memfd_create, "xa", 0), mb = (int)syscall(SYS_memfd_create, "xb", 0);
+    SHOW("write 11", write(ma, "hello world", 11));
+    int hf = open("memfd-copy.out", O_RDWR | O_CREAT | O_TRUNC, 0644);
+    SHOW("write 3 to a file", write(hf, "abc", 3));
+    off_t so = 0;
+    SHOW("sendfile memfd to file", sendfile(hf, ma, &so, 11));
+    so = 0;
+    SHOW("sendfile memfd to memfd", sendfile(mb, ma, &so, 11));
+    SHOW("sendfile file to memfd, its position", sendfile(mb, hf, NULL, 100));
+    lseek(hf, 0, SEEK_SET);
+    SHOW("sendfile file from its start", sendfile(mb, hf, NULL, 100));
+    SHOW("sendfile memfd at its position", sendfile(hf, ma, NULL, 4));
+    printf("positions: %ld %ld %ld\n", (long)lseek(ma, 0, SEEK_CUR), (long)lseek(mb, 0, SEEK_CUR),
+           (long)lseek(hf, 0, SEEK_CUR));
+    loff_t ca = 6, cb = 0;
+    SHOW("copy_file_range memfd to memfd", syscall(SYS_copy_file_range, ma, &ca, mb, &cb, 5, 0));
+    printf("offsets: %ld %ld\n", (long)ca, (long)cb);
+    ca = 0, cb = 0;
+    SHOW("copy_file_range memfd to file", syscall(SYS_copy_file_range, ma, &ca, hf, &cb, 5, 0));
+    SHOW("copy_file_range file to memfd", syscall(SYS_copy_file_range, hf, &ca, ma, &cb, 5, 0));
+    ca = 0, cb = 2;
+    SHOW("copy_file_range memfd overlapping itself", syscall(SYS_copy_file_range, ma, &ca, ma, &cb, 5, 0));
+    char all[64] = {0};
+    pread(mb, all, sizeof all - 1, 0);
+    printf("memfd: %s\n", all);
+    memset(all, 0, sizeof all);
+    pread(hf, all, sizeof all - 1, 0);
+    printf("file: %s\n", all);
+    close(hf);
+    unlink("memfd-copy.out");
     return 0;
 }

@@ -17,18 +17,32 @@ const S_IFREG: u32 = 0o100000;
 const S_IFDIR: u32 = 0o040000;
 /// `EOVERFLOW`.
 const EOVERFLOW: Errno = Errno(75);
+/// `EXDEV`.
+const EXDEV: Errno = Errno(18);
 
-/// The file position of a 9P file.
-fn position(f: &File) -> u64 {
-    match f {
-        File::P9 { offset, .. } => *offset.lock(),
-        File::Console { .. } => 0,
+/// The file position of a 9P file or a memory-only file (0 otherwise).
+fn position(o: &Object) -> u64 {
+    match o {
+        Object::File(f) => match &**f {
+            File::P9 { offset, .. } => *offset.lock(),
+            File::Console { .. } => 0,
+        },
+        _ => o.regular().map_or(0, |r| *r.position().lock()),
     }
 }
 
-fn set_position(f: &File, pos: u64) {
-    if let File::P9 { offset, .. } = f {
-        *offset.lock() = pos;
+fn set_position(o: &Object, pos: u64) {
+    match o {
+        Object::File(f) => {
+            if let File::P9 { offset, .. } = &**f {
+                *offset.lock() = pos;
+            }
+        }
+        _ => {
+            if let Some(r) = o.regular() {
+                *r.position().lock() = pos;
+            }
+        }
     }
 }
 
@@ -39,7 +53,12 @@ fn read_some(o: &Object, at: u64, buf: &mut [u8]) -> Result<usize, Errno> {
         Object::File(f) => super::read::pread_kernel(f, at, buf),
         Object::Synthetic(s) => s.read(Some(at), buf),
         Object::Device(d) => d.read(buf),
-        _ => Err(Errno::EINVAL),
+        _ => {
+            let r = o.regular().ok_or(Errno::EINVAL)?;
+            let bytes = r.read_at(at, buf.len());
+            buf[..bytes.len()].copy_from_slice(&bytes);
+            Ok(bytes.len())
+        }
     }
 }
 
@@ -93,7 +112,7 @@ pub fn sendfile(a: &[u64; 6]) -> Result<u64, Errno> {
     let seekable = match &src {
         Object::File(f) => matches!(&**f, File::P9 { .. }),
         Object::Synthetic(_) | Object::Device(_) => true,
-        _ => false,
+        _ => src.regular().is_some(),
     };
     if explicit.is_some() && !seekable {
         return Err(Errno::ESPIPE);
@@ -122,17 +141,16 @@ pub fn sendfile(a: &[u64; 6]) -> Result<u64, Errno> {
         return Ok(0);
     }
     let start = match (&src, explicit) {
-        (Object::File(f), at) if matches!(&**f, File::P9 { dir: false, .. }) => {
-            at.map_or_else(|| position(f), |p| p as u64)
+        (Object::File(f), _) if matches!(&**f, File::P9 { dir: true, .. }) => {
+            return Err(Errno::EINVAL);
         }
         (Object::Synthetic(_) | Object::Device(_), at) => at.map_or(0, |p| p as u64),
-        _ => return Err(Errno::EINVAL),
+        (_, at) => at.map_or_else(|| position(&src), |p| p as u64),
     };
     let n = copy(&src, start, &out, None, count)?;
-    match (explicit, &src) {
-        (Some(_), _) => user::copy_in(a[2], &(start + n).to_le_bytes())?,
-        (None, Object::File(f)) => set_position(f, start + n),
-        _ => {}
+    match explicit {
+        Some(_) => user::copy_in(a[2], &(start + n).to_le_bytes())?,
+        None => set_position(&src, start + n),
     }
     Ok(n)
 }
@@ -150,12 +168,12 @@ pub fn copy_file_range(a: &[u64; 6]) -> Result<u64, Errno> {
         return Err(Errno::EINVAL);
     }
     let (sin, sout) = (attr(&src)?, attr(&dst)?);
-    let kind = |st: &Option<astraea_9p::Stat>| st.as_ref().map(|s| s.mode & S_IFMT);
+    let kind = |st: &Option<Attr>| st.as_ref().map(|s| s.mode & S_IFMT);
     let (kin, kout) = (kind(&sin), kind(&sout));
     if kin == Some(S_IFDIR) || kout == Some(S_IFDIR) {
         return Err(Errno::EISDIR);
     }
-    let (Some(sin), Object::File(fin), Object::File(fout)) = (sin, &src, &dst) else {
+    let (Some(sin), Some(sout)) = (sin, sout) else {
         return Err(Errno::EINVAL);
     };
     if kin != Some(S_IFREG) || kout != Some(S_IFREG) {
@@ -167,8 +185,13 @@ pub fn copy_file_range(a: &[u64; 6]) -> Result<u64, Errno> {
     {
         return Err(Errno::EBADF);
     }
-    let from = off_in.unwrap_or_else(|| position(fin) as i64);
-    let to = off_out.unwrap_or_else(|| position(fout) as i64);
+    // A memory-only file (tmpfs on Linux) and a host file are two file
+    // systems, neither with a copy method of its own.
+    if sin.memory != sout.memory {
+        return Err(EXDEV);
+    }
+    let from = off_in.unwrap_or_else(|| position(&src) as i64);
+    let to = off_out.unwrap_or_else(|| position(&dst) as i64);
     let len = a[4];
     // loff_t + size_t wraps as unsigned in Linux's check.
     if (from as u64).checked_add(len).is_none() || (to as u64).checked_add(len).is_none() {
@@ -182,7 +205,7 @@ pub fn copy_file_range(a: &[u64; 6]) -> Result<u64, Errno> {
         // Unsigned, as Linux's: a negative offset fails below.
         len.min(sin.size.wrapping_sub(from as u64))
     };
-    if inode(fin) == inode(fout)
+    if sin.ino == sout.ino
         && to.wrapping_add(count as i64) > from
         && to < from.wrapping_add(count as i64)
     {
@@ -201,11 +224,11 @@ pub fn copy_file_range(a: &[u64; 6]) -> Result<u64, Errno> {
     let n = copy(&src, from, &dst, Some(to), count)?;
     match off_in {
         Some(_) => user::copy_in(a[1], &(from + n).to_le_bytes())?,
-        None => set_position(fin, from + n),
+        None => set_position(&src, from + n),
     }
     match off_out {
         Some(_) => user::copy_in(a[3], &(to + n).to_le_bytes())?,
-        None => set_position(fout, to + n),
+        None => set_position(&dst, to + n),
     }
     Ok(n)
 }
@@ -218,21 +241,35 @@ fn read_offset(addr: u64) -> Result<Option<i64>, Errno> {
     Ok(Some(i64::from_le_bytes(user::read_array::<8>(addr)?)))
 }
 
-/// The attributes of a 9P file (`None` for anything else).
-fn attr(o: &Object) -> Result<Option<astraea_9p::Stat>, Errno> {
-    let Object::File(f) = o else { return Ok(None) };
-    let File::P9 { fid, .. } = &**f else {
-        return Ok(None);
-    };
-    Ok(Some(
-        crate::p9::mounted().ok_or(Errno::EBADF)?.getattr(*fid)?,
-    ))
+/// What `copy_file_range` checks of a file.
+struct Attr {
+    mode: u32,
+    size: u64,
+    ino: u64,
+    /// A memory-only file (a memfd), not one of the namespace.
+    memory: bool,
 }
 
-/// The inode of a 9P file (0 for the console).
-fn inode(f: &File) -> u64 {
-    match f {
-        File::P9 { ino, .. } => *ino,
-        File::Console { .. } => 0,
+/// The attributes of a 9P file or a memory-only file (`None` for anything
+/// else).
+fn attr(o: &Object) -> Result<Option<Attr>, Errno> {
+    if let Some(r) = o.regular() {
+        return Ok(Some(Attr {
+            mode: S_IFREG,
+            size: r.size(),
+            ino: r.ino(),
+            memory: true,
+        }));
     }
+    let Object::File(f) = o else { return Ok(None) };
+    let File::P9 { fid, ino, .. } = &**f else {
+        return Ok(None);
+    };
+    let st = crate::p9::mounted().ok_or(Errno::EBADF)?.getattr(*fid)?;
+    Ok(Some(Attr {
+        mode: st.mode,
+        size: st.size,
+        ino: *ino,
+        memory: false,
+    }))
 }
