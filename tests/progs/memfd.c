@@ -267,6 +267,14 @@ int main(void)
     SHOW("copy_file_range file to memfd", syscall(SYS_copy_file_range, hf, &ca, ma, &cb, 5, 0));
     ca = 0, cb = 2;
     SHOW("copy_file_range memfd overlapping itself", syscall(SYS_copy_file_range, ma, &ca, ma, &cb, 5, 0));
+    int px[2];
+    pipe(px);
+    fcntl(px[1], F_SETFL, O_APPEND);
+    so = 0;
+    SHOW("sendfile memfd into an O_APPEND pipe", sendfile(px[1], ma, &so, 5));
+    SHOW("sendfile memfd into an O_APPEND memfd",
+         (fcntl(mb, F_SETFL, O_APPEND), sendfile(mb, ma, &so, 5)));
+    fcntl(mb, F_SETFL, 0);
     char all[64] = {0};
     pread(mb, all, sizeof all - 1, 0);
     printf("memfd: %s\n", all);

@@ -128,7 +128,8 @@ pub fn sendfile(a: &[u64; 6]) -> Result<u64, Errno> {
     if out.status_flags() & O_ACCMODE == 0 {
         return Err(Errno::EBADF);
     }
-    if out.status_flags() & O_APPEND != 0 {
+    // Into a pipe the bytes are spliced; anything else refuses O_APPEND.
+    if out.status_flags() & O_APPEND != 0 && !matches!(out, Object::PipeWrite(_)) {
         return Err(Errno::EINVAL);
     }
     // The source must be seekable (Linux 6.18's FMODE_LSEEK test); then
