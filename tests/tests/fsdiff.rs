@@ -42,6 +42,23 @@ mod tests {
         } else {
             std::env::temp_dir()
         };
+        // What runs of processes that have ended left (a failed run keeps
+        // its files, in memory when this is /dev/shm).
+        for e in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(rest) = name.strip_prefix("astraea-fsdiff-") else {
+                continue;
+            };
+            let pid = rest
+                .trim_end_matches(".sock")
+                .rsplit('-')
+                .next()
+                .unwrap_or("");
+            if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir_all(e.path());
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
         let dir = base.join(format!("astraea-fsdiff-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
