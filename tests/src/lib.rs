@@ -314,6 +314,39 @@ pub fn scratch_root(name: &str) -> PathBuf {
     root
 }
 
+/// A fresh directory `astraea-{prog}-{name}-{pid}` on a memory file system
+/// when there is one (the differs `fsync` often; on a disk that alone
+/// takes seconds), else in the temporary directory. What runs of
+/// processes that have ended left there is removed first: a failed run
+/// keeps its files, in memory when this is /dev/shm.
+pub fn memory_scratch(prog: &str, name: &str) -> PathBuf {
+    let base = if Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
+    let prefix = format!("astraea-{prog}-");
+    for e in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+        let entry = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = entry.strip_prefix(&prefix) else {
+            continue;
+        };
+        let pid = rest
+            .trim_end_matches(".sock")
+            .rsplit('-')
+            .next()
+            .unwrap_or("");
+        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    let dir = base.join(format!("{prefix}{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// A differential program's output split by sequence: the lines after each
 /// `# seed N` line (words may follow N), by N (the random-sequence differs
 /// print one such line before each sequence).

@@ -29,17 +29,9 @@ mod tests {
     const CI_CALLS: u32 = 40;
     const TIMEOUT: Duration = Duration::from_secs(300);
 
-    /// A fresh directory for the program and its scratch file.
+    /// A fresh scratch directory ([`memory_scratch`]).
     fn scratch_root(name: &str) -> PathBuf {
-        let base = if Path::new("/dev/shm").is_dir() {
-            PathBuf::from("/dev/shm")
-        } else {
-            std::env::temp_dir()
-        };
-        let dir = base.join(format!("astraea-epolldiff-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+        memory_scratch("epolldiff", name)
     }
 
     /// Builds epolldiff into `dir` (a static PIE); false, loudly, without gcc.

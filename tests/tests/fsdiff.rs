@@ -34,35 +34,9 @@ mod tests {
     const RO_SEEDS: u32 = 600;
     const TIMEOUT: Duration = Duration::from_secs(300);
 
-    /// A fresh directory on a memory file system when there is one (the
-    /// sequences `fsync` often; on a disk that alone takes seconds).
+    /// A fresh scratch directory ([`memory_scratch`]).
     fn scratch_root(name: &str) -> PathBuf {
-        let base = if Path::new("/dev/shm").is_dir() {
-            PathBuf::from("/dev/shm")
-        } else {
-            std::env::temp_dir()
-        };
-        // What runs of processes that have ended left (a failed run keeps
-        // its files, in memory when this is /dev/shm).
-        for e in std::fs::read_dir(&base).into_iter().flatten().flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Some(rest) = name.strip_prefix("astraea-fsdiff-") else {
-                continue;
-            };
-            let pid = rest
-                .trim_end_matches(".sock")
-                .rsplit('-')
-                .next()
-                .unwrap_or("");
-            if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
-                let _ = std::fs::remove_dir_all(e.path());
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-        let dir = base.join(format!("astraea-fsdiff-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+        memory_scratch("fsdiff", name)
     }
 
     /// Builds fsdiff into `dir` (a static PIE, so the partition needs no

@@ -86,17 +86,9 @@ mod tests {
         (3_000_300, "1,11,17,18"),
     ];
 
-    /// A fresh directory for the scratch files.
+    /// A fresh scratch directory ([`memory_scratch`]).
     fn scratch_root(name: &str) -> PathBuf {
-        let base = if Path::new("/dev/shm").is_dir() {
-            PathBuf::from("/dev/shm")
-        } else {
-            std::env::temp_dir()
-        };
-        let dir = base.join(format!("astraea-memdiff-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+        memory_scratch("memdiff", name)
     }
 
     /// Builds memdiff into `dir` (a static PIE); false, loudly, without gcc.
