@@ -201,9 +201,11 @@ public class Threads {
                 maxOs = Math.max(maxOs, osThreads());
             }
         }
+        // The peak goes to stderr: on a loaded host the host's own exits
+        // lag too (ZGC beside two test runs peaked past 100), so only the
+        // partition's is checked (tests/tests/java.rs).
         System.err.println("Threads: churn peaked at " + maxOs + " OS threads");
-        System.out.println("churn threads=2000 sum=" + (sink[8] + sink[16] + sink[24])
-                + " os threads under 100=" + (maxOs > 0 && maxOs < 100));
+        System.out.println("churn threads=2000 sum=" + (sink[8] + sink[16] + sink[24]));
     }
 
     /** The process's threads, from /proc/self/status (0 if unreadable). */
