@@ -212,4 +212,66 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+
+    /// A member that takes SIGTERM's default action (no handler, no shell
+    /// to reset its signal mask) stops when the supervisor is killed: the
+    /// supervisor blocks the signals it forwards, and its children used to
+    /// inherit that mask, so such a member (a host JVM, the shared
+    /// gateway) outlived it.
+    #[test]
+    fn a_member_without_a_handler_takes_sigterm() {
+        let d = dir("plain-term");
+        let f = d.join("d.toml");
+        std::fs::write(
+            &f,
+            r#"
+            [deployment]
+            name = "plain-term"
+            log-dir = "logs"
+            [[partition]]
+            name = "member"
+            command = ["python3", "-c", "import time; print([l for l in open('/proc/self/status') if l.startswith('SigBlk')][0].strip()); print('up', flush=True); time.sleep(600)"]
+            ready = "log:up"
+            "#,
+        )
+        .unwrap();
+        let mut sup = Command::new(astraea())
+            .arg("deploy")
+            .arg(&f)
+            .arg("--host")
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let status = d.join("logs/status");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let pid = loop {
+            let s = std::fs::read_to_string(&status).unwrap_or_default();
+            if let Some(l) = s
+                .lines()
+                .find(|l| l.starts_with("member") && l.contains("ready"))
+            {
+                break l.split_whitespace().nth(2).unwrap().to_string();
+            }
+            assert!(std::time::Instant::now() < deadline, "never ready: {s}");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let log = std::fs::read_to_string(d.join("logs/member.log")).unwrap_or_default();
+        sup.kill().unwrap();
+        sup.wait().unwrap();
+        let gone = std::path::Path::new("/proc").join(&pid);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while gone.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let outlived = gone.exists();
+        if outlived {
+            // Not left behind holding the test's output.
+            let _ = Command::new("kill").args(["-9", &pid]).status();
+        }
+        assert!(
+            log.contains("SigBlk:\t0000000000000000"),
+            "the member started with signals blocked:\n{log}"
+        );
+        assert!(!outlived, "member {pid} outlived its supervisor");
+    }
 }

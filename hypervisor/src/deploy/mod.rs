@@ -496,12 +496,22 @@ fn lock_log_dir(dir: &Path) -> Result<File, DeployError> {
 
 /// The child gets SIGTERM if this supervisor dies (even by SIGKILL), so a
 /// deployment never outlives it; a partition passes the SIGTERM to its JVM.
+/// It starts with no signal blocked: the supervisor blocks the ones it
+/// forwards (`host_signals`), and a child inherits the mask through exec —
+/// a host JVM or the shared gateway then never took SIGTERM, so a stop
+/// waited for SIGKILL and a killed supervisor left its gateway behind.
 fn stop_with_supervisor(c: &mut Command) {
     // SAFETY: the closure runs in the child between fork and exec and calls
-    // only prctl and getppid, which are async-signal-safe; it touches no
-    // memory of the parent.
+    // only sigemptyset, sigprocmask, prctl and getppid, which are
+    // async-signal-safe; it touches no memory of the parent (the set is
+    // its own stack's).
     unsafe {
         c.pre_exec(|| {
+            let mut none = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+            libc::sigemptyset(none.as_mut_ptr());
+            if libc::sigprocmask(libc::SIG_SETMASK, none.as_ptr(), std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
