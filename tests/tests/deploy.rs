@@ -26,6 +26,47 @@ mod tests {
         run_with_timeout(&mut c, timeout)
     }
 
+    /// Starts `astraea deploy F --host` (log directory `d/logs`) and waits
+    /// until its member "member" is ready; returns the supervisor and the
+    /// member's pid.
+    #[allow(clippy::zombie_processes)] // returned: the caller kills and waits
+    fn supervise(d: &std::path::Path, f: &PathBuf) -> (std::process::Child, String) {
+        let mut sup = Command::new(astraea())
+            .arg("deploy")
+            .arg(f)
+            .arg("--host")
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let status = d.join("logs/status");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let s = std::fs::read_to_string(&status).unwrap_or_default();
+            if let Some(l) = s
+                .lines()
+                .find(|l| l.starts_with("member") && l.contains("ready"))
+            {
+                return (sup, l.split_whitespace().nth(2).unwrap().to_string());
+            }
+            if std::time::Instant::now() >= deadline {
+                let _ = sup.kill();
+                let _ = sup.wait();
+                panic!("never ready: {s}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Whether process `pid` is gone within 10 s.
+    fn gone_soon(pid: &str) -> bool {
+        let p = std::path::Path::new("/proc").join(pid);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while p.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        !p.exists()
+    }
+
     #[test]
     fn a_bad_file_is_named_with_its_mistake_and_exit_2() {
         let d = dir("bad");
@@ -171,26 +212,7 @@ mod tests {
             "#,
         )
         .unwrap();
-        let mut sup = Command::new(astraea())
-            .arg("deploy")
-            .arg(&f)
-            .arg("--host")
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let status = d.join("logs/status");
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        let pid = loop {
-            let s = std::fs::read_to_string(&status).unwrap_or_default();
-            if let Some(l) = s
-                .lines()
-                .find(|l| l.starts_with("member") && l.contains("ready"))
-            {
-                break l.split_whitespace().nth(2).unwrap().to_string();
-            }
-            assert!(std::time::Instant::now() < deadline, "never ready: {s}");
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let (mut sup, pid) = supervise(&d, &f);
         // A second supervisor on the same log directory is refused.
         let second = deploy(&f, &["--host"], Duration::from_secs(30));
         assert_eq!(second.code, 1, "{second:?}");
@@ -202,15 +224,7 @@ mod tests {
         );
         sup.kill().unwrap();
         sup.wait().unwrap();
-        let gone = std::path::Path::new("/proc").join(&pid);
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while gone.exists() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "member {pid} outlived its supervisor"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        assert!(gone_soon(&pid), "member {pid} outlived its supervisor");
     }
 
     /// A member that takes SIGTERM's default action (no handler, no shell
@@ -235,35 +249,11 @@ mod tests {
             "#,
         )
         .unwrap();
-        let mut sup = Command::new(astraea())
-            .arg("deploy")
-            .arg(&f)
-            .arg("--host")
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let status = d.join("logs/status");
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        let pid = loop {
-            let s = std::fs::read_to_string(&status).unwrap_or_default();
-            if let Some(l) = s
-                .lines()
-                .find(|l| l.starts_with("member") && l.contains("ready"))
-            {
-                break l.split_whitespace().nth(2).unwrap().to_string();
-            }
-            assert!(std::time::Instant::now() < deadline, "never ready: {s}");
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let (mut sup, pid) = supervise(&d, &f);
         let log = std::fs::read_to_string(d.join("logs/member.log")).unwrap_or_default();
         sup.kill().unwrap();
         sup.wait().unwrap();
-        let gone = std::path::Path::new("/proc").join(&pid);
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while gone.exists() && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let outlived = gone.exists();
+        let outlived = !gone_soon(&pid);
         if outlived {
             // Not left behind holding the test's output.
             let _ = Command::new("kill").args(["-9", &pid]).status();
